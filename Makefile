@@ -1,0 +1,53 @@
+# Caesura: `make run` starts everything, `make test` runs the whole suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+PYTEST_ARGS ?=
+
+.PHONY: run test bench lint format venv model services db browser clean-venv
+
+run: model db
+	@scripts/run.sh
+
+test: model services browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: model
+	$(PY) bench/engine.py
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Caesura needs Python 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+model: venv
+	$(PY) manage.py prepare_model
+
+services: venv
+	@$(PY) manage.py check_services
+
+db: services
+	$(PY) manage.py migrate --no-input -v0
+	$(PY) manage.py seed_demo --quiet-logins
+
+# Browser tests drive Debian's chromium; install it where missing (needs root).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+		|| echo "chromium could not be installed: browser tests will fail"
+
+clean-venv:
+	rm -rf $(VENV)

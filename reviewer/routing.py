@@ -1,0 +1,3 @@
+"""Websocket routes of the reviewer app."""
+
+websocket_urlpatterns: list = []

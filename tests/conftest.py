@@ -1,0 +1,98 @@
+"""Shared fixtures: named personas and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def worker_env(db_name: str) -> dict[str, str]:
+    """Environment for a subprocess that must share the test database with the test process."""
+    from django.conf import settings
+
+    env = dict(os.environ)
+    db = settings.DATABASES["default"]
+    host, port, user = (
+        db.get("HOST") or "127.0.0.1",
+        db.get("PORT") or 5432,
+        db.get("USER") or "postgres",
+    )
+    env["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db_name}"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real `celery worker` process on the test database, stopped after the session."""
+    from django.conf import settings
+
+    name = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+    log = open(REPO / "var" / "test-worker.log", "w")  # noqa: SIM115 - closed at teardown
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            f"--hostname={name}",
+        ],
+        cwd=REPO,
+        env=worker_env(settings.DATABASES["default"]["NAME"]),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    wait_for_worker(process, name)
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 60) -> None:
+    from webapp.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the Celery worker exited with {process.returncode}; see var/test-worker.log"
+            )
+        if app.control.ping(destination=[name], timeout=0.5):
+            return
+    raise RuntimeError(
+        "the Celery worker did not answer a ping within 60 s; see var/test-worker.log"
+    )
+
+
+@pytest.fixture
+def alice(django_user_model):
+    """Alice is a reviewer."""
+    return django_user_model.objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    """Bob is another reviewer; he must never see Alice's sessions."""
+    return django_user_model.objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return django_user_model.objects.create_superuser("root", password="root-password-1")

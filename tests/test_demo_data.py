@@ -1,0 +1,37 @@
+import json
+
+import pytest
+from django.contrib.auth import authenticate
+
+from reviewer.demo import load_demo_data
+from reviewer.demo_data import ADMIN_USERNAME, REVIEWERS
+from reviewer.models import Domain, GlossaryTerm
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_loads_four_domains_each_with_ten_or_more_glossary_terms(tmp_path):
+    load_demo_data(tmp_path / "creds.json")
+    names = set(Domain.objects.values_list("name", flat=True))
+    assert names == {"Clinical note", "Contract review", "Underwriting", "Patent claims"}
+    for domain in Domain.objects.all():
+        assert domain.system_prompt
+        assert GlossaryTerm.objects.filter(glossary__domain=domain).count() >= 10
+
+
+def test_it_is_idempotent_and_keeps_passwords(tmp_path):
+    first = load_demo_data(tmp_path / "creds.json")
+    counts = (Domain.objects.count(), GlossaryTerm.objects.count())
+    second = load_demo_data(tmp_path / "creds.json")
+    assert second == first
+    assert (Domain.objects.count(), GlossaryTerm.objects.count()) == counts
+
+
+def test_it_creates_logins_that_work_and_one_admin(tmp_path):
+    logins = load_demo_data(tmp_path / "creds.json")
+    assert set(logins) == {ADMIN_USERNAME, *REVIEWERS.values()}
+    for username, password in logins.items():
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        assert user.is_staff == (username == ADMIN_USERNAME)
+    assert json.loads((tmp_path / "creds.json").read_text()) == logins
