@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+import torch
 
 
 @dataclass(frozen=True)
@@ -35,3 +38,31 @@ class Signals:
             "alternatives": [a.to_dict() for a in self.alternatives],
             "chosen_prob": self.chosen_prob,
         }
+
+
+def summarize(
+    logits: torch.Tensor,  # [V] raw next-token logits
+    k: int,
+    token_text: Callable[[int], str],
+) -> tuple[Signals, torch.Tensor]:
+    """One log-softmax and one top-k per step. Returns the signals and the log-probs [V]."""
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    top = torch.topk(logprobs, max(k, 2))
+    top_probs = top.values.exp().tolist()
+    top_ids = top.indices.tolist()
+    entropy = float(-(logprobs.exp() * logprobs).nan_to_num().sum())
+    alternatives = tuple(
+        Alternative(token_id=i, text=token_text(i), prob=p)
+        for i, p in zip(top_ids[:k], top_probs[:k], strict=True)
+    )
+    signals = Signals(
+        top1_prob=top_probs[0],
+        entropy=entropy,
+        margin=top_probs[0] - top_probs[1],
+        alternatives=alternatives,
+    )
+    return signals, logprobs
+
+
+def with_chosen(signals: Signals, logprobs: torch.Tensor, token_id: int) -> Signals:
+    return replace(signals, chosen_prob=float(logprobs[token_id].exp()))

@@ -1,0 +1,1 @@
+"""Caesura's decode engine: plain Python + torch + transformers, no web layer."""

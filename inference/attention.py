@@ -1,0 +1,33 @@
+"""Attention at a pause: where the last context position looks, per layer and per head."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class AttentionView:
+    tokens: list[str]  # text of every context position (prompt + generated)
+    prompt_length: int  # positions [0, prompt_length) are the prompt
+    layers: list[list[float]]  # [L][S]: each layer's row, mean over heads
+    layer: int  # the layer ``heads`` belongs to
+    heads: list[list[float]]  # [H][S]: that layer's row per head
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def view(engine, state, layer: int = -1) -> AttentionView:
+    runner = engine.runner
+    layers = runner.num_layers
+    if not isinstance(layer, int) or not -layers <= layer < layers:
+        raise ValueError(f"layer must be in [{-layers}, {layers}), not {layer!r}")
+    ids = state.prompt_ids + state.generated_ids
+    weights = runner.last_token_attention(state.cache, ids[-1])  # [L, H, S]
+    return AttentionView(
+        tokens=[engine.token_text(i) for i in ids],
+        prompt_length=len(state.prompt_ids),
+        layers=weights.mean(1).tolist(),
+        layer=layer % layers,
+        heads=weights[layer].tolist(),
+    )

@@ -1,0 +1,69 @@
+"""Sampling parameters: a small validated dataclass built from and stored as plain JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+# Decoding strategy per task type (design note: "don't let the model think too much").
+TASK_PRESETS: dict[str, dict] = {
+    "deterministic": {"temperature": 0.0},
+    "open": {"temperature": 0.7, "top_p": 0.9, "repetition_penalty": 1.05},
+    "reasoning": {"temperature": 0.5, "top_p": 0.9, "top_k": 50},
+}
+
+# What the circuit breaker switches to after two rollbacks in one generation.
+CONSERVATIVE = {"temperature": 0.3, "top_p": 0.85}
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How the next token is drawn. temperature 0 means greedy."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0: off
+    top_p: float = 1.0  # 1.0: off
+    repetition_penalty: float = 1.0  # 1.0: off
+    seed: int = 0
+    max_new_tokens: int = 256
+    top_alternatives: int = 5  # k of the top-k alternatives reported per step
+
+    def __post_init__(self) -> None:
+        _check(self.temperature >= 0, "temperature must be >= 0")
+        _check(self.top_k >= 0, "top_k must be >= 0 (0 turns it off)")
+        _check(0 < self.top_p <= 1, "top_p must be in (0, 1]")
+        _check(self.repetition_penalty > 0, "repetition_penalty must be > 0")
+        _check(0 <= self.seed < 2**63, "seed must be in [0, 2**63)")
+        _check(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
+        _check(1 <= self.top_alternatives <= 50, "top_alternatives must be in [1, 50]")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> SamplingParams:
+        d = dict(d or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        _check(not unknown, f"unknown sampling parameter(s): {', '.join(unknown)}")
+        return cls(**d)
+
+    @classmethod
+    def for_task(cls, task_type: str, **overrides) -> SamplingParams:
+        _check(task_type in TASK_PRESETS, f"unknown task type {task_type!r}")
+        return cls(**{**TASK_PRESETS[task_type], **overrides})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def conservative(self) -> SamplingParams:
+        return replace(self, **CONSERVATIVE)
+
+
+class SamplingConfigError(ValueError):
+    """A sampling parameter is out of range; the message names it."""
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise SamplingConfigError(message)

@@ -1,0 +1,429 @@
+"""The decode loop: prefill, then one token at a time, stopping only between two tokens.
+
+Per step, with the state always "KV covers every token, next_logits ready":
+    boundary: control handle -> after_token pauses -> EOS / token limit
+              -> signals(next_logits) -> before_token policies -> external pause
+    step:     sample -> append -> forward(new token) -> after_token policies
+Every reason to stop is decided in ``_boundary``; nothing is computed past a pause.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from inference import attention as attention_mod
+from inference import edits as edits_mod
+from inference import snapshot as snapshot_mod
+from inference.config import SamplingParams
+from inference.control import CANCEL, PAUSE, ControlHandle
+from inference.policies import Decision, PolicySet, StepContext
+from inference.runner import ModelRunner
+from inference.sampler import sample
+from inference.signals import Signals, summarize, with_chosen
+from inference.sink import FinishEvent, FlagEvent, PauseEvent, RollbackEvent, Sink, TokenEvent
+from inference.state import DecodeState
+from inference.text import TokenTexts
+
+CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
+HISTORY_CHUNK = 256  # positions per lm_head pass when rebuilding histories
+
+
+@dataclass(frozen=True)
+class StopInfo:
+    reason: str  # "pause" | "eos" | "max_tokens" | "cancel"
+    decision: Decision | None = None  # the first decision behind a pause
+    decisions: tuple[Decision, ...] = ()
+    position: int = 0  # generated tokens when it stopped
+
+    def to_dict(self) -> dict:
+        return {
+            "reason": self.reason,
+            "decision": self.decision.to_dict() if self.decision else None,
+            "decisions": [d.to_dict() for d in self.decisions],
+            "position": self.position,
+        }
+
+
+@dataclass
+class _Run:
+    """What one call to ``run`` carries between steps."""
+
+    sink: Sink
+    control: ControlHandle | None
+    limit: int
+    pause_at: int | None
+    live_layers: set[int] | None = None  # live attention: layers to average, None if off
+    recorder: object = None
+    after: list[Decision] = field(default_factory=list)  # after_token pauses pending
+    signals: Signals | None = None  # the next token's distribution, once computed
+    logprobs: torch.Tensor | None = None
+
+
+class Engine:
+    """Pause/resume decoding over one model. Backend-neutral surface: start, run, snapshot,
+    restore, rebuild, edits and attention all take and return plain data + DecodeState."""
+
+    def __init__(self, runner: ModelRunner, tokenizer) -> None:
+        self.runner = runner
+        self.tokenizer = tokenizer
+        self.token_text = TokenTexts(tokenizer)
+        self.eos_ids = _eos_ids(tokenizer, runner.model)
+
+    # ---- starting -----------------------------------------------------------------------
+    def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]:
+        """A string (user message), chat messages, or token ids -> prompt ids."""
+        if isinstance(prompt, str):
+            prompt = [{"role": "user", "content": prompt}]
+        prompt = list(prompt)
+        if prompt and isinstance(prompt[0], int):
+            return [int(i) for i in prompt]
+        if system and not any(m["role"] == "system" for m in prompt):
+            prompt = [{"role": "system", "content": system}, *prompt]
+        if not getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.encode("\n".join(m["content"] for m in prompt))
+        encoded = self.tokenizer.apply_chat_template(
+            prompt, add_generation_prompt=True, return_dict=True
+        )
+        return list(encoded["input_ids"])
+
+    def start(
+        self,
+        prompt: str | Sequence,
+        params: SamplingParams | dict | None = None,
+        policies: PolicySet | list[dict] | None = None,
+        system: str | None = None,
+    ) -> DecodeState:
+        """Prefill the prompt; returns a state ready for ``run``."""
+        prompt_ids = self.encode_prompt(prompt, system)
+        if not prompt_ids:
+            raise ValueError("the prompt is empty")
+        return self.rebuild(prompt_ids, [], params, policies)
+
+    def rebuild(
+        self,
+        prompt_ids: Sequence[int],
+        generated_ids: Sequence[int],
+        params: SamplingParams | dict | None = None,
+        policies: PolicySet | list[dict] | None = None,
+        policy_state: dict | None = None,
+        attempt: int = 0,
+        rollbacks: int = 0,
+        conservative: bool | None = None,
+        histories: dict | None = None,
+    ) -> DecodeState:
+        """A state from token ids alone: one prefill over prompt + generated ids."""
+        params = _params(params)
+        policy_set = _policy_set(policies)
+        if policy_state:
+            policy_set.load_state_dict(policy_state)
+        prompt_ids, generated_ids = [int(i) for i in prompt_ids], [int(i) for i in generated_ids]
+        state = self._prefill(prompt_ids, generated_ids, params, policy_set, histories)
+        state.attempt, state.rollbacks = attempt, rollbacks
+        state.conservative = (
+            rollbacks >= CIRCUIT_BREAKER_ROLLBACKS if conservative is None else conservative
+        )
+        return state
+
+    def _prefill(self, prompt_ids, generated_ids, params, policy_set, histories) -> DecodeState:
+        cache = self.runner.new_cache()
+        need_states = policy_set.needs_hidden_states or (generated_ids and histories is None)
+        if need_states:
+            out, states = self.runner.hidden_states(prompt_ids + generated_ids, cache)
+        else:
+            out, states = self.runner.forward(prompt_ids + generated_ids, cache), None
+        state = DecodeState(prompt_ids, params, policy_set, cache, out.logits[-1])
+        state.detok.extend(self.tokenizer, generated_ids)
+        if policy_set.needs_hidden_states:
+            state.prompt_hidden = states[: len(prompt_ids)].mean(0)
+        if histories is not None:
+            state.top1_history = list(histories["top1"])
+            state.entropy_history = list(histories["entropy"])
+            state.similarity_history = list(histories["similarity"])
+        elif generated_ids:
+            self._recompute_histories(state, states)
+        return state
+
+    def _recompute_histories(self, state: DecodeState, states: torch.Tensor) -> None:
+        """top1/entropy/similarity of every generated token from the prefill's hidden states."""
+        first = len(state.prompt_ids) - 1  # hidden state that predicted generated token 0
+        for lo in range(0, len(state.generated_ids), HISTORY_CHUNK):
+            chunk = states[first + lo : first + lo + HISTORY_CHUNK]  # [C, H]
+            logprobs = torch.log_softmax(self.runner.logits_from_hidden(chunk), dim=-1)
+            state.top1_history += logprobs.max(-1).values.exp().tolist()
+            state.entropy_history += (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+        for i in range(len(state.generated_ids)):
+            state.similarity_history.append(self._similarity(state, states[first + 1 + i]))
+
+    # ---- the loop -----------------------------------------------------------------------
+    def run(
+        self,
+        state: DecodeState,
+        sink: Sink | None = None,
+        control: ControlHandle | None = None,
+        max_new_tokens: int | None = None,
+        pause_at: int | None = None,
+        live_attention: int | str | None = None,
+    ) -> StopInfo:
+        """Generate until a stop. ``max_new_tokens`` caps the generation's total generated
+        tokens (default: params.max_new_tokens); ``pause_at`` pauses when that many tokens
+        exist; ``live_attention`` ("mean" or a layer index) adds an attention row per token."""
+        limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
+        run = _Run(sink or Sink(), control, limit, pause_at, self._live_layers(live_attention))
+        state.pause = state.stop_reason = None
+        with self._recording(run):
+            while (stop := self._boundary(state, run)) is None:
+                self._step(state, run)
+        state.stop_reason = stop.reason
+        if stop.reason != "pause":
+            finish = FinishEvent(stop.reason, len(state.generated_ids), state.text)
+            run.sink.on_finish(finish)
+        return stop
+
+    def _boundary(self, state: DecodeState, run: _Run) -> StopInfo | None:
+        """Between two tokens: every reason to stop, in priority order, in one place."""
+        command = run.control.poll() if run.control is not None else None
+        position = len(state.generated_ids)
+        if command == CANCEL:
+            return StopInfo("cancel", position=position)
+        if run.after:
+            return self._pause(state, run, "after_token", run.after)
+        if state.generated_ids and state.generated_ids[-1] in self.eos_ids:
+            return StopInfo("eos", position=position)
+        if position >= run.limit:
+            return StopInfo("max_tokens", position=position)
+        run.signals, run.logprobs = summarize(
+            state.next_logits, state.params.top_alternatives, self.token_text
+        )
+        if state.skip_before_at != position:
+            before = self._evaluate(state, run, "before_token", run.signals, len(state.text))
+            if pauses := self._route(state, run, before, position):
+                return self._pause(state, run, "before_token", pauses)
+            if len(state.generated_ids) != position:  # rolled back: decide afresh
+                return self._boundary(state, run)
+        state.skip_before_at = None
+        if command == PAUSE or run.pause_at == position:
+            reason = run.control.reason if command == PAUSE else f"pause at token {position}"
+            if command == PAUSE:
+                run.control.clear()
+            return self._pause(state, run, "external", [_external(reason, position)])
+        return None
+
+    def _step(self, state: DecodeState, run: _Run) -> None:
+        """Sample one token, append it, forward it, evaluate after_token policies."""
+        position = len(state.generated_ids)
+        params = state.effective_params
+        token = sample(
+            state.next_logits, params, self._context(state, params), state.position, state.attempt
+        )
+        signals = with_chosen(run.signals, run.logprobs, token)
+        start, delta = state.detok.append(self.tokenizer, token)
+        state.top1_history.append(signals.top1_prob)
+        state.entropy_history.append(signals.entropy)
+        out = self.runner.forward([token], state.cache, hidden=state.prompt_hidden is not None)
+        state.next_logits = out.logits[-1]
+        hidden = out.hidden[-1] if out.hidden is not None else None
+        state.similarity_history.append(self._similarity(state, hidden))
+        event = TokenEvent(position, token, delta, start, signals, state.attempt, self._row(run))
+        run.sink.on_token(event)
+        decisions = self._evaluate(state, run, "after_token", signals, start)
+        run.after = self._route(state, run, decisions, position)
+
+    def _evaluate(self, state, run, phase, signals, new_text_start) -> list[Decision]:
+        ctx = StepContext(
+            phase=phase,
+            position=len(state.generated_ids) - (phase == "after_token"),
+            signals=signals,
+            text=state.text,
+            new_text_start=new_text_start,
+            top1_history=state.top1_history,
+            entropy_history=state.entropy_history,
+            similarity_history=state.similarity_history,
+        )
+        return state.policies.evaluate(ctx)
+
+    def _route(self, state, run, decisions: list[Decision], position: int) -> list[Decision]:
+        """Report flags and apply a rollback; returns the decisions that pause.
+
+        A pause outranks a rollback (the reviewer sees the rollback decision with it); a
+        rollback the circuit breaker refuses is reported as a flag.
+        """
+        pauses = [d for d in decisions if d.action == "pause"]
+        rollback = next((d for d in decisions if d.action == "rollback"), None)
+        for decision in decisions:
+            refused = decision.action == "rollback" and not pauses
+            if decision.action == "flag" or (refused and decision is not rollback):
+                run.sink.on_flag(FlagEvent(position, decision))
+        if pauses:
+            return pauses + [d for d in decisions if d.action == "rollback"]
+        if rollback is not None:
+            if self._may_roll_back(state, rollback):
+                self._rollback(state, run, rollback, position)
+            else:
+                run.sink.on_flag(FlagEvent(position, rollback))
+        return []
+
+    def _may_roll_back(self, state: DecodeState, decision: Decision) -> bool:
+        """A rollback needs generated tokens to remove and a closed circuit breaker."""
+        return (
+            state.rollbacks < CIRCUIT_BREAKER_ROLLBACKS
+            and bool(state.generated_ids)
+            and decision.rollback_to is not None
+        )
+
+    def _rollback(self, state: DecodeState, run: _Run, decision: Decision, position: int) -> None:
+        keep = max(0, min(decision.rollback_to, position))
+        removed_ids = tuple(state.generated_ids[keep:])
+        removed_text = state.text[state.detok.token_span_chars(keep, keep)[0] :]
+        self.truncate_to(state, keep)
+        state.attempt += 1
+        state.rollbacks += 1
+        state.conservative = state.conservative or state.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
+        event = RollbackEvent(
+            decision, keep, position + 1, removed_ids, removed_text,
+            state.attempt, state.rollbacks, state.conservative,
+        )  # fmt: skip
+        run.sink.on_rollback(event)
+
+    def _pause(self, state, run, phase: str, decisions: list[Decision]) -> StopInfo:
+        position = len(state.generated_ids)
+        run.after = []
+        if phase != "after_token":
+            state.skip_before_at = position  # resuming must not re-fire before_token policies
+        event = PauseEvent(position, phase, decisions[0].reason, tuple(decisions), run.signals)
+        state.pause = event.to_dict()
+        run.sink.on_pause(event)
+        return StopInfo("pause", decisions[0], tuple(decisions), position)
+
+    # ---- step helpers -------------------------------------------------------------------
+    def _context(self, state: DecodeState, params: SamplingParams) -> torch.Tensor:
+        if params.repetition_penalty == 1.0:
+            return torch.empty(0, dtype=torch.long)
+        return torch.tensor(state.prompt_ids + state.generated_ids, dtype=torch.long)
+
+    @staticmethod
+    def _similarity(state: DecodeState, hidden: torch.Tensor | None) -> float | None:
+        if hidden is None or state.prompt_hidden is None:
+            return None
+        return float(torch.cosine_similarity(hidden, state.prompt_hidden, dim=0))
+
+    def _live_layers(self, live_attention: int | str | None) -> set[int] | None:
+        if live_attention is None:
+            return None
+        layers = self.runner.num_layers
+        if live_attention == "mean":
+            return set(range(layers))
+        if isinstance(live_attention, int) and -layers <= live_attention < layers:
+            return {live_attention % layers}
+        raise ValueError(
+            f'live_attention must be "mean" or a layer in [0, {layers}), not {live_attention!r}'
+        )
+
+    @contextlib.contextmanager
+    def _recording(self, run: _Run):
+        if run.live_layers is None:
+            yield
+            return
+        with self.runner.recording_attention(run.live_layers) as recorder:
+            run.recorder = recorder
+            yield
+
+    @staticmethod
+    def _row(run: _Run) -> list[float] | None:
+        """The newest token's attention over the context, mean over heads (and layers)."""
+        if run.recorder is None or not run.recorder.rows:
+            return None
+        rows = torch.stack([r.mean(0) for r in run.recorder.rows.values()])  # [L, S]
+        run.recorder.rows.clear()
+        return rows.mean(0).tolist()
+
+    # ---- truncation shared by rollbacks and edits ---------------------------------------
+    def truncate_to(self, state: DecodeState, keep: int) -> None:
+        """Keep generated ids[:keep]; recompute only the last kept token's step."""
+        self.splice(state, keep, [])
+
+    def splice(self, state: DecodeState, keep: int, tail: list[int]) -> None:
+        """Replace generated ids[keep:] with ``tail``. The cache is cropped to just before
+        the last kept token, which is re-run together with the tail, so the KV from the
+        edit point on is the only thing recomputed."""
+        prompt_len = len(state.prompt_ids)
+        all_ids = state.prompt_ids + state.generated_ids[:keep] + tail
+        first = prompt_len + keep - 1  # the last kept token: its logits predict tail[0]
+        self.runner.crop(state.cache, first)
+        hidden = state.prompt_hidden is not None
+        out = self.runner.forward(all_ids[first:], state.cache, keep=len(tail) + 1, hidden=hidden)
+        state.detok.truncate(keep)
+        state.detok.extend(self.tokenizer, tail)
+        state.truncate_histories(keep)
+        state.policies.truncate(keep)
+        if tail:
+            logprobs = torch.log_softmax(out.logits[:-1], dim=-1)  # [T, V]
+            state.top1_history += logprobs.max(-1).values.exp().tolist()
+            state.entropy_history += (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+            for i in range(len(tail)):
+                h = out.hidden[i + 1] if hidden else None
+                state.similarity_history.append(self._similarity(state, h))
+        state.next_logits = out.logits[-1]
+
+    # ---- snapshot, edits, attention -----------------------------------------------------
+    def snapshot(self, state: DecodeState) -> bytes:
+        return snapshot_mod.dumps(state, self.runner)
+
+    def restore(self, data: bytes) -> DecodeState:
+        return snapshot_mod.loads(data, self.runner, self.tokenizer)
+
+    def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
+        """Apply edits (Edit objects or dicts) at a pause; all or nothing."""
+        return edits_mod.apply(self, state, list(edits))
+
+    def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+        return self.edit(state, edits_mod.Replace(start, end, text))[0]
+
+    def replace_tokens(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+        return self.edit(state, edits_mod.Replace(start, end, text, unit="token"))[0]
+
+    def choose_alternative(self, state, token_id: int, position: int | None = None):
+        return self.edit(state, edits_mod.Choose(token_id, position))[0]
+
+    def truncate(self, state, position: int) -> edits_mod.EditResult:
+        return self.edit(state, edits_mod.Truncate(position))[0]
+
+    def append_text(self, state, text: str) -> edits_mod.EditResult:
+        return self.edit(state, edits_mod.Append(text))[0]
+
+    def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
+        return attention_mod.view(self, state, layer)
+
+    def signals(self, state: DecodeState) -> Signals:
+        """The next token's distribution (what a reviewer sees at a pause)."""
+        return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
+
+
+def _params(params: SamplingParams | dict | None) -> SamplingParams:
+    return params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
+
+
+def _policy_set(policies: PolicySet | list[dict] | None) -> PolicySet:
+    if isinstance(policies, PolicySet):
+        return policies
+    return PolicySet.from_specs(list(policies or []))
+
+
+def _external(reason: str, position: int) -> Decision:
+    return Decision(
+        policy="external",
+        kind="external",
+        action="pause",
+        reason=f"Paused: {reason}",
+        evidence={"source": "control", "requested": reason, "position": position},
+    )
+
+
+def _eos_ids(tokenizer, model) -> frozenset[int]:
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, list) else [configured])
+    return frozenset(i for i in ids if i is not None)

@@ -1,0 +1,41 @@
+"""Load the configured model into an Engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from inference.engine import Engine
+from inference.runner import ModelRunner
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """The model directory is missing; the message says where it was looked for."""
+
+
+def default_model_dir() -> Path:
+    """$CAESURA_MODEL, else $CAESURA_DATA_DIR/models/smollm2-135m-instruct
+    (CAESURA_DATA_DIR defaults to <repo>/var)."""
+    if os.environ.get("CAESURA_MODEL"):
+        return Path(os.environ["CAESURA_MODEL"])
+    data_dir = Path(os.environ.get("CAESURA_DATA_DIR") or REPO_ROOT / "var")
+    return data_dir / "models" / DEFAULT_MODEL
+
+
+def load_engine(model_dir: str | Path | None = None, dtype: torch.dtype = torch.float32) -> Engine:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(model_dir) if model_dir else default_model_dir()
+    if not (path / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"no model at {path} (config.json missing). Prepare the default model "
+            "(inference/preparation.py) or point CAESURA_MODEL at a local model directory."
+        )
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
+    return Engine(ModelRunner(model, name=path.name), tokenizer)

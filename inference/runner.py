@@ -1,0 +1,224 @@
+"""ModelRunner: the one place that knows how to drive a transformers causal LM.
+
+Everything model-specific lives here: prefill, one decode step, cropping the KV cache,
+hidden states, attention weights and the model fingerprint. The engine only sees ids in,
+logits (and optionally last-layer hidden states) out, and an opaque cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from dataclasses import dataclass
+
+import torch
+from transformers import AttentionInterface, DynamicCache
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+LIVE_ATTENTION = "caesura_sdpa"
+
+
+@dataclass
+class StepOutput:
+    logits: torch.Tensor  # [N, V] for the last N positions of the forward
+    hidden: torch.Tensor | None  # [N, H] last-layer hidden states of those positions
+
+
+class _AttentionRecorder:
+    """Captures, for a single-query forward, the query's attention row per layer."""
+
+    def __init__(self, layers: set[int] | None) -> None:
+        self.layers = layers  # None: all layers
+        self.rows: dict[int, torch.Tensor] = {}  # layer -> [H, S]
+
+    def record(self, module, query, key, scaling) -> None:
+        layer = getattr(module, "layer_idx", None)
+        if query.shape[2] != 1 or (self.layers is not None and layer not in self.layers):
+            return
+        # query: [1, Hq, 1, D]; key: [1, Hkv, S, D] -> repeat for grouped-query attention
+        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
+        scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # [1, Hq, 1, S]
+        self.rows[layer] = torch.softmax(scores.float(), dim=-1)[0, :, 0]
+
+
+_recorder: _AttentionRecorder | None = None
+
+
+def _recording_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
+    """sdpa, unchanged numerically, plus a side copy of the attention row when recording."""
+    if _recorder is not None:
+        _recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
+    return sdpa_attention_forward(
+        module, query, key, value, attention_mask, scaling=scaling, **kwargs
+    )
+
+
+AttentionInterface.register(LIVE_ATTENTION, _recording_sdpa)
+
+
+class ModelRunner:
+    def __init__(self, model, name: str = "") -> None:
+        self.model = model.eval()
+        self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.config = model.config
+        self.forward_calls = 0  # counted for tests: "no token computed past a pause"
+        self.tokens_forwarded = 0
+        self.live_attention_supported = self._use_recording_attention()
+        self.fingerprint = model_fingerprint(model)
+
+    # ---- shapes -------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return self.config.get_text_config().num_hidden_layers
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.get_output_embeddings().weight.shape[0]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+    # ---- forward ------------------------------------------------------------------------
+    def new_cache(self) -> DynamicCache:
+        return DynamicCache(config=self.config)
+
+    @torch.inference_mode()
+    def forward(
+        self, ids: list[int], cache: DynamicCache, keep: int = 1, hidden: bool = False
+    ) -> StepOutput:
+        """Run ``ids`` after what ``cache`` covers; the cache grows in place.
+
+        Returns logits (and hidden states) for the last ``keep`` positions.
+        """
+        self.forward_calls += 1
+        self.tokens_forwarded += len(ids)
+        input_ids = torch.tensor([ids], dtype=torch.long)
+        out = self.model(
+            input_ids=input_ids,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=keep,
+            output_hidden_states=hidden,
+        )
+        logits = out.logits[0, -keep:].float()  # [keep, V]
+        states = out.hidden_states[-1][0, -keep:].float() if hidden else None
+        return StepOutput(logits, states)
+
+    @torch.inference_mode()
+    def hidden_states(self, ids: list[int], cache: DynamicCache) -> tuple[StepOutput, torch.Tensor]:
+        """Prefill returning next-token logits and the last-layer hidden states of every input
+        position ([N, H]), for similarity baselines and rebuilt histories."""
+        self.forward_calls += 1
+        self.tokens_forwarded += len(ids)
+        out = self.model(
+            input_ids=torch.tensor([ids], dtype=torch.long),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            output_hidden_states=True,
+        )
+        states = out.hidden_states[-1][0].float()  # [N, H]
+        return StepOutput(out.logits[0, -1:].float(), states[-1:]), states
+
+    @torch.inference_mode()
+    def logits_from_hidden(self, states: torch.Tensor) -> torch.Tensor:
+        """[N, H] last-layer hidden states -> [N, V] logits."""
+        head = self.model.get_output_embeddings()
+        return head(states.to(head.weight.dtype)).float()
+
+    # ---- cache --------------------------------------------------------------------------
+    @staticmethod
+    def cache_length(cache: DynamicCache) -> int:
+        return cache.get_seq_length()
+
+    @staticmethod
+    def crop(cache: DynamicCache, length: int) -> None:
+        """Keep the first ``length`` positions."""
+        remove = cache.get_seq_length() - length
+        if remove < 0:
+            raise ValueError(f"cannot crop a cache of {cache.get_seq_length()} to {length}")
+        if remove:
+            cache.crop(-remove)
+
+    @staticmethod
+    def cache_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer (keys, values), each [B, H_kv, S, D]."""
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    def cache_from_tensors(self, tensors: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+        cache = self.new_cache()
+        for layer, (keys, values) in zip(cache.layers, tensors, strict=True):
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        return cache
+
+    # ---- attention ----------------------------------------------------------------------
+    @torch.inference_mode()
+    def last_token_attention(self, cache: DynamicCache, last_id: int) -> torch.Tensor:
+        """Attention of the last context position over the whole context, [L, H, S].
+
+        Re-runs only the last token, with eager attention and output_attentions, and puts
+        the original cache tensors back so the frozen state is untouched.
+        """
+        saved = self.cache_tensors(cache)
+        implementation = self.config._attn_implementation
+        self.crop(cache, cache.get_seq_length() - 1)
+        try:
+            self.model.set_attn_implementation("eager")
+            out = self.model(
+                input_ids=torch.tensor([[last_id]]),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                output_attentions=True,
+            )
+        finally:
+            self.model.set_attn_implementation(implementation)
+            for layer, (keys, values) in zip(cache.layers, saved, strict=True):
+                layer.keys, layer.values = keys, values
+        return torch.stack([a[0, :, -1].float() for a in out.attentions])  # [L, H, S]
+
+    @contextlib.contextmanager
+    def recording_attention(self, layers: set[int] | None):
+        """While active, each single-token forward leaves its attention rows in
+        ``recorder.rows`` (layer -> [H, S]) at no change to the numerics."""
+        global _recorder
+        if not self.live_attention_supported:
+            raise RuntimeError(f"live attention needs sdpa attention; {self.name} uses another")
+        previous, _recorder = _recorder, _AttentionRecorder(layers)
+        try:
+            yield _recorder
+        finally:
+            _recorder = previous
+
+    def _use_recording_attention(self) -> bool:
+        if self.config._attn_implementation != "sdpa":
+            return False
+        self.model.set_attn_implementation(LIVE_ATTENTION)
+        return True
+
+
+def model_fingerprint(model) -> str:
+    """Identifies the weights a KV cache was computed with: architecture, config and a
+    strided sample of every parameter (cheap, yet differs between checkpoints)."""
+    digest = hashlib.sha256()
+    config = model.config.to_dict()
+    for volatile in (
+        "_name_or_path",
+        "transformers_version",
+        "_attn_implementation",
+        "torch_dtype",
+        "dtype",
+    ):
+        config.pop(volatile, None)
+    digest.update(type(model).__name__.encode())
+    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
+    with torch.inference_mode():
+        for name, param in model.named_parameters():
+            flat = param.detach().reshape(-1)
+            sample = flat[:: max(1, flat.numel() // 64)].float().contiguous()
+            digest.update(name.encode() + str(tuple(param.shape)).encode())
+            digest.update(sample.numpy().tobytes())
+    return digest.hexdigest()[:32]

@@ -1,0 +1,192 @@
+"""Snapshot format: a paused DecodeState as bytes, restorable in another process.
+
+Layout:
+    MAGIC (8 bytes) | format version (u32 LE) | header length (u32 LE)
+    | header (UTF-8 JSON: model fingerprint, dtype, shapes, token ids, params, ...)
+    | payload (raw tensors, in header order: per layer keys then values, next_logits, ...)
+    | sha256 over everything before it (32 bytes)
+
+Restoring refuses, with a SnapshotError subclass, bytes that are not a snapshot, come
+from another format version or another model, are truncated or are corrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import warnings
+
+import torch
+
+from inference.config import SamplingParams
+from inference.policies import PolicySet
+from inference.state import DecodeState
+from inference.text import Detokenizer
+
+MAGIC = b"CAESURA\x00"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<8sII")
+_DIGEST = 32
+
+
+class SnapshotError(ValueError):
+    """A snapshot cannot be restored; the subclass and message say why."""
+
+
+class SnapshotFormatError(SnapshotError):
+    """Not a snapshot, or truncated."""
+
+
+class SnapshotVersionError(SnapshotError):
+    """Written by another format version."""
+
+
+class SnapshotChecksumError(SnapshotError):
+    """The bytes were altered after writing."""
+
+
+class SnapshotModelError(SnapshotError):
+    """Written for another model: its KV cache means nothing to this one."""
+
+
+# ---- writing ----------------------------------------------------------------------------
+def dumps(state: DecodeState, runner) -> bytes:
+    tensors = _tensors(state, runner)
+    header = {
+        "format_version": FORMAT_VERSION,
+        "model_fingerprint": runner.fingerprint,
+        "model_name": runner.name,
+        "dtype": _dtype_name(runner.dtype),
+        "tensors": [
+            {"name": n, "dtype": _dtype_name(t.dtype), "shape": list(t.shape)} for n, t in tensors
+        ],
+        "state": state.summary(),
+        "detok": state.detok.to_dict(),
+    }
+    header_bytes = json.dumps(header, separators=(",", ":")).encode()
+    parts = [_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header_bytes)), header_bytes]
+    parts += [_raw(t) for _, t in tensors]
+    body = b"".join(parts)
+    return body + hashlib.sha256(body).digest()
+
+
+def _tensors(state: DecodeState, runner) -> list[tuple[str, torch.Tensor]]:
+    out = []
+    for i, (keys, values) in enumerate(runner.cache_tensors(state.cache)):
+        out += [(f"k{i}", keys), (f"v{i}", values)]  # each [B, H_kv, S, D]
+    out.append(("next_logits", state.next_logits))  # [V]
+    if state.prompt_hidden is not None:
+        out.append(("prompt_hidden", state.prompt_hidden))  # [H]
+    return out
+
+
+def _raw(t: torch.Tensor) -> bytes:
+    return t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+# ---- reading ----------------------------------------------------------------------------
+def loads(data: bytes, runner, tokenizer) -> DecodeState:
+    header, payload_start = read_header(data, runner.fingerprint)
+    tensors = _read_tensors(data, header["tensors"], payload_start)
+    return _state(header, tensors, runner)
+
+
+def read_header(data: bytes, fingerprint: str | None = None) -> tuple[dict, int]:
+    """Validated header and payload offset; checks everything but the tensors' bytes."""
+    if len(data) < _PREFIX.size + _DIGEST:
+        raise SnapshotFormatError(f"snapshot truncated: {len(data)} bytes is too short")
+    magic, version, header_len = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise SnapshotFormatError("not a Caesura snapshot (bad magic bytes)")
+    if version != FORMAT_VERSION:
+        raise SnapshotVersionError(
+            f"snapshot format version {version} is not supported (this build reads {FORMAT_VERSION})"
+        )
+    body, digest = memoryview(data)[:-_DIGEST], bytes(data[-_DIGEST:])
+    if hashlib.sha256(body).digest() != digest:
+        raise SnapshotChecksumError(
+            "snapshot checksum mismatch: the bytes are truncated or corrupted"
+        )
+    try:
+        header = json.loads(bytes(body[_PREFIX.size : _PREFIX.size + header_len]))
+    except ValueError as exc:
+        raise SnapshotFormatError(f"snapshot header is unreadable: {exc}") from None
+    if fingerprint is not None and header.get("model_fingerprint") != fingerprint:
+        raise SnapshotModelError(
+            f"snapshot was written for model {header.get('model_name')!r} "
+            f"(fingerprint {header.get('model_fingerprint')}), not the loaded model ({fingerprint})"
+        )
+    payload_start = _PREFIX.size + header_len
+    expected = sum(_nbytes(t) for t in header["tensors"])
+    if payload_start + expected != len(body):
+        raise SnapshotFormatError(
+            f"snapshot payload is {len(body) - payload_start} bytes, header describes {expected}"
+        )
+    return header, payload_start
+
+
+def _nbytes(spec: dict) -> int:
+    count = 1
+    for n in spec["shape"]:
+        count *= n
+    return count * _dtype(spec["dtype"]).itemsize
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise SnapshotFormatError(f"unknown tensor dtype {name!r} in snapshot")
+    return dtype
+
+
+def _read_tensors(data: bytes, specs: list[dict], offset: int) -> dict[str, torch.Tensor]:
+    out = {}
+    with warnings.catch_warnings():  # read-only buffer: we clone before use
+        warnings.simplefilter("ignore", UserWarning)
+        for spec in specs:
+            n = _nbytes(spec)
+            flat = torch.frombuffer(data, dtype=torch.uint8, count=n, offset=offset) if n else None
+            t = (
+                flat.view(_dtype(spec["dtype"]))
+                if n
+                else torch.empty(0, dtype=_dtype(spec["dtype"]))
+            )
+            out[spec["name"]] = t.reshape(spec["shape"]).clone()
+            offset += n
+    return out
+
+
+def _state(header: dict, tensors: dict[str, torch.Tensor], runner) -> DecodeState:
+    s = header["state"]
+    layers = runner.num_layers
+    cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
+    policies = PolicySet.from_specs(s["policy_specs"])
+    policies.load_state_dict(s["policy_state"])
+    state = DecodeState(
+        prompt_ids=list(s["prompt_ids"]),
+        params=SamplingParams.from_dict(s["params"]),
+        policies=policies,
+        cache=cache,
+        next_logits=tensors["next_logits"],
+        detok=Detokenizer.from_dict(s["generated_ids"], header["detok"]),
+        attempt=s["attempt"],
+        rollbacks=s["rollbacks"],
+        conservative=s["conservative"],
+        top1_history=list(s["histories"]["top1"]),
+        entropy_history=list(s["histories"]["entropy"]),
+        similarity_history=list(s["histories"]["similarity"]),
+        prompt_hidden=tensors.get("prompt_hidden"),
+        skip_before_at=s["skip_before_at"],
+        pause=s["pause"],
+        stop_reason=s["stop_reason"],
+    )
+    if runner.cache_length(cache) != state.position:
+        raise SnapshotFormatError(
+            f"snapshot KV covers {runner.cache_length(cache)} positions, token ids {state.position}"
+        )
+    return state

@@ -1,0 +1,99 @@
+"""Token ids -> text, incrementally, with a map from characters back to tokens."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+REPLACEMENT = "\ufffd"  # a token ending inside a multi-byte character decodes to this
+
+
+class TokenTexts:
+    """Text of single tokens, decoded once per vocabulary entry (for alternatives, heatmaps)."""
+
+    def __init__(self, tokenizer) -> None:
+        self._tokenizer = tokenizer
+        self._cache: dict[int, str] = {}
+
+    def __call__(self, token_id: int) -> str:
+        text = self._cache.get(token_id)
+        if text is None:
+            text = self._tokenizer.decode([token_id], skip_special_tokens=False)
+            self._cache[token_id] = text
+        return text
+
+
+@dataclass
+class Detokenizer:
+    """Generated text kept in step with generated ids.
+
+    Invariant: ``text == decode(ids[:emitted])``. A token that ends inside a multi-byte
+    character emits nothing until a later token completes it. ``starts[i]`` is
+    ``len(text)`` when token i was appended and ``marks[i]`` the ``emitted`` count then, so
+    ``text[:starts[i]] == decode(ids[:marks[i]])``: a clean place to cut for edits.
+    """
+
+    ids: list[int] = field(default_factory=list)
+    text: str = ""
+    emitted: int = 0
+    starts: list[int] = field(default_factory=list)
+    marks: list[int] = field(default_factory=list)
+
+    WINDOW = 4  # tokens of left context when decoding the newest token
+
+    def append(self, tokenizer, token_id: int) -> tuple[int, str]:
+        """Append one token; returns (char offset where its text starts, its text)."""
+        self.ids.append(token_id)
+        self.starts.append(len(self.text))
+        self.marks.append(self.emitted)
+        left = max(0, self.emitted - self.WINDOW)
+        prefix = _decode(tokenizer, self.ids[left : self.emitted])
+        full = _decode(tokenizer, self.ids[left:])
+        if full.endswith(REPLACEMENT) or not full.startswith(prefix):
+            return len(self.text), ""
+        delta = full[len(prefix) :]
+        start = len(self.text)
+        self.text += delta
+        self.emitted = len(self.ids)
+        return start, delta
+
+    def extend(self, tokenizer, token_ids: list[int]) -> None:
+        for token_id in token_ids:
+            self.append(tokenizer, token_id)
+
+    def truncate(self, n: int) -> None:
+        if n >= len(self.ids):
+            return
+        self.text = self.text[: self.starts[n]]
+        self.emitted = self.marks[n]
+        del self.ids[n:], self.starts[n:], self.marks[n:]
+
+    def cut_for_char(self, char: int) -> tuple[int, int]:
+        """Latest (token index, char index) with char index <= char and
+        ``text[:char index] == decode(ids[:token index])``."""
+        if char >= len(self.text):
+            return self.emitted, len(self.text)
+        i = bisect.bisect_right(self.starts, char) - 1  # last token starting at or before char
+        return (self.marks[i], self.starts[i]) if i >= 0 else (0, 0)
+
+    def token_span_chars(self, start: int, end: int) -> tuple[int, int]:
+        """Char range covered by tokens [start, end)."""
+        first = self.starts[start] if start < len(self.ids) else len(self.text)
+        last = self.starts[end] if end < len(self.ids) else len(self.text)
+        return first, last
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "emitted": self.emitted,
+            "starts": self.starts,
+            "marks": self.marks,
+        }
+
+    @classmethod
+    def from_dict(cls, ids: list[int], d: dict) -> Detokenizer:
+        return cls(list(ids), d["text"], d["emitted"], list(d["starts"]), list(d["marks"]))
+
+
+def _decode(tokenizer, ids: list[int]) -> str:
+    return tokenizer.decode(ids, skip_special_tokens=True) if ids else ""
