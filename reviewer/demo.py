@@ -9,8 +9,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from reviewer.demo_data import ADMIN_USERNAME, DOMAINS, REVIEWERS
-from reviewer.models import Domain, Glossary, GlossaryTerm
+from reviewer.demo_data import ADMIN_USERNAME, DOMAINS, POLICIES, REVIEWERS
+from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy
 
 
 @transaction.atomic

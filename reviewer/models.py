@@ -46,3 +46,222 @@ class GlossaryTerm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term} → {self.preferred}"
+
+
+class PausePolicy(models.Model):
+    """An admin-configured reason to stop generation; parameters are validated by the engine."""
+
+    ACTIONS = [("pause", "pause"), ("rollback", "rollback"), ("flag", "flag")]
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="policies")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=30)
+    params = models.JSONField(default=dict, blank=True)
+    action = models.CharField(max_length=10, choices=ACTIONS, default="pause")
+    enabled = models.BooleanField(default=True)
+    cooldown = models.PositiveIntegerField(default=0, help_text="Tokens before it may fire again")
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["domain", "order", "id"]
+        unique_together = [("domain", "name")]
+        verbose_name_plural = "pause policies"
+
+    def __str__(self) -> str:
+        return f"{self.domain}: {self.name} ({self.kind})"
+
+    def to_spec(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "action": self.action,
+            "params": self.params,
+            "cooldown": self.cooldown,
+            "enabled": self.enabled,
+        }
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.policies import PolicyConfigError, build_policy
+
+        try:
+            build_policy(self.to_spec())
+        except PolicyConfigError as exc:
+            raise ValidationError(str(exc)) from exc
+
+
+class SessionQuerySet(models.QuerySet):
+    def visible_to(self, user) -> SessionQuerySet:
+        return self if user.is_staff else self.filter(owner=user)
+
+    def running(self) -> SessionQuerySet:
+        return self.filter(status=ReviewSession.RUNNING)
+
+    def paused(self) -> SessionQuerySet:
+        return self.filter(status=ReviewSession.PAUSED)
+
+
+class ReviewSession(models.Model):
+    """One generation under review. Transitions live in reviewer.services, nowhere else."""
+
+    DRAFT, RUNNING, PAUSED, GENERATED = "draft", "running", "paused", "generated"
+    COMPLETED, REJECTED, CANCELLED, FAILED = "completed", "rejected", "cancelled", "failed"
+    STATUSES = [
+        (DRAFT, "draft"),
+        (RUNNING, "running"),
+        (PAUSED, "paused"),
+        (GENERATED, "generated, awaiting decision"),
+        (COMPLETED, "completed"),
+        (REJECTED, "rejected"),
+        (CANCELLED, "cancelled"),
+        (FAILED, "failed"),
+    ]
+    FINAL = {COMPLETED, REJECTED, CANCELLED, FAILED}
+
+    owner = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="review_sessions")
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="sessions")
+    input_text = models.TextField()
+    model_name = models.CharField(max_length=200)
+    decoding = models.JSONField(default=dict)
+    policy_specs = models.JSONField(default=list)
+    seed = models.BigIntegerField(default=0)
+    max_new_tokens = models.PositiveIntegerField(default=200)
+    status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)
+    prompt_ids = models.JSONField(default=list)
+    generated_ids = models.JSONField(default=list)
+    text = models.TextField(blank=True)
+    engine_meta = models.JSONField(default=dict, blank=True, help_text="Attempts, policy state")
+    ids_seq = models.PositiveIntegerField(
+        default=0, help_text="Last event covered by generated_ids"
+    )
+    last_seq = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True, help_text="Worker holding the state")
+    segment = models.CharField(
+        max_length=32, blank=True, help_text="Token of the live segment task"
+    )
+    error = models.TextField(blank=True)
+    decision_comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"Session {self.pk} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+
+class PauseEvent(models.Model):
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="pauses")
+    position = models.PositiveIntegerField(help_text="Generated tokens before the pause")
+    trigger = models.CharField(max_length=100, help_text="'manual' or the policy's name")
+    kind = models.CharField(max_length=30, blank=True, help_text="Policy kind, or 'manual'")
+    reason = models.TextField()
+    evidence = models.JSONField(default=dict)
+    alternatives = models.JSONField(default=list)
+    attention = models.JSONField(default=dict)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    halted_at = models.DateTimeField()
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True, help_text="Manual pause: request to halt")
+    outcome = models.CharField(max_length=30, blank=True, help_text="What the reviewer did")
+
+    class Meta:
+        ordering = ["halted_at"]
+
+
+class Edit(models.Model):
+    KINDS = [
+        ("replace", "replace"),
+        ("choose", "choose"),
+        ("truncate", "truncate"),
+        ("append", "append"),
+    ]
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="edits")
+    pause = models.ForeignKey(PauseEvent, on_delete=models.CASCADE, related_name="edits", null=True)
+    kind = models.CharField(max_length=10, choices=KINDS)
+    start = models.PositiveIntegerField(
+        null=True, help_text="Character offset (replace) or token position"
+    )
+    end = models.PositiveIntegerField(null=True)
+    token_id = models.IntegerField(null=True, blank=True)
+    text_before = models.TextField(blank=True)
+    text_after = models.TextField(blank=True)
+    glossary_term = models.ForeignKey(
+        GlossaryTerm, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    author = models.ForeignKey("auth.User", on_delete=models.PROTECT)
+    applied = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class SessionEvent(models.Model):
+    """What the browser saw, numbered per session, so a client that missed one can catch up."""
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=20)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        unique_together = [("session", "seq")]
+
+    def to_message(self) -> dict:
+        return {"type": self.type, "seq": self.seq, "session": self.session_id, **self.payload}
+
+
+class CommandReceipt(models.Model):
+    """A client command id seen once; a repeat (double click, retry) gets the first answer."""
+
+    session = models.ForeignKey(
+        ReviewSession, on_delete=models.CASCADE, related_name="receipts", null=True
+    )
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE)
+    command_id = models.CharField(max_length=100)
+    command = models.CharField(max_length=20)
+    result = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        unique_together = [("user", "command_id")]
+
+
+class AuditRecord(models.Model):
+    """Append-only hash chain: each record's hash covers its content and its predecessor's hash."""
+
+    session = models.ForeignKey(
+        ReviewSession, on_delete=models.SET_NULL, null=True, related_name="audit"
+    )
+    actor = models.CharField(max_length=150, help_text="Username, or 'engine'")
+    action = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class ApiToken(models.Model):
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="api_token")
+    key = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"API token of {self.user}"

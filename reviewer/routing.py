@@ -1,3 +1,11 @@
 """Websocket routes of the reviewer app."""
 
-websocket_urlpatterns: list = []
+from __future__ import annotations
+
+from django.urls import path
+
+from reviewer.consumers import SessionConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi()),
+]

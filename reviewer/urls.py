@@ -1,8 +1,20 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from reviewer import views
+from reviewer import api, views
+from reviewer.commands import COMMANDS
+
+api_commands = [
+    path(f"api/sessions/<int:session_id>/{name}", api.command_view(name), name=f"api-{name}")
+    for name in COMMANDS
+]
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", views.session_list, name="session-list"),
+    path("api/sessions", api.sessions, name="api-sessions"),
+    path("api/sessions/<int:session_id>", api.session, name="api-session"),
+    path("api/sessions/<int:session_id>/events", api.session_events, name="api-events"),
+    *api_commands,
+    path("api/token", api.token, name="api-token"),
+    re_path(r"^api/", api.not_found),
 ]

@@ -35,3 +35,16 @@ def test_it_creates_logins_that_work_and_one_admin(tmp_path):
         assert user is not None, username
         assert user.is_staff == (username == ADMIN_USERNAME)
     assert json.loads((tmp_path / "creds.json").read_text()) == logins
+
+
+def test_it_gives_every_demo_domain_valid_pause_policies(tmp_path):
+    from inference.policies import build_policy
+
+    load_demo_data(tmp_path / "creds.json")
+    for domain in Domain.objects.all():
+        policies = list(domain.policies.all())
+        assert policies, domain.name
+        for policy in policies:
+            build_policy(policy.to_spec())
+    kinds = set(Domain.objects.get(slug="clinical-note").policies.values_list("kind", flat=True))
+    assert kinds == {"keyword", "low_confidence", "overconfidence"}

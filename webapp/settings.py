@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -74,7 +75,11 @@ CHANNEL_LAYERS = {
     }
 }
 
+# pytest sets PYTEST_VERSION: tests (and the worker processes they start) use their own queue,
+# so a development worker never picks up a test's task.
+RUNNING_TESTS = "PYTEST_VERSION" in os.environ
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CAESURA_QUEUE", "caesura-test" if RUNNING_TESTS else "caesura")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

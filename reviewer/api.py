@@ -1,0 +1,229 @@
+"""The JSON HTTP API: parse the request, call services, serialize. Errors are {"error": message}."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from reviewer import auth, commands, events, services
+from reviewer.models import Edit, PauseEvent, ReviewSession
+
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+LIST_LIMIT = 100
+
+
+def error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def api_view(*methods: str) -> Callable:
+    """Allow these methods, authenticate by token or cookie, and turn CommandError into JSON."""
+
+    def wrap(view: Callable) -> Callable:
+        @csrf_exempt  # cookie-authenticated calls are checked in authenticate(); tokens are exempt
+        @functools.wraps(view)
+        def run(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+            if request.method not in methods:
+                response = error(405, f"Method {request.method} not allowed")
+                response["Allow"] = ", ".join(methods)
+                return response
+            refused = authenticate(request)
+            if refused is not None:
+                return refused
+            try:
+                return view(request, *args, **kwargs)
+            except services.CommandError as exc:
+                return error(exc.status, str(exc))
+
+        return run
+
+    return wrap
+
+
+def authenticate(request: HttpRequest) -> JsonResponse | None:
+    try:
+        user = auth.token_user(request)
+    except auth.BadCredentials as exc:
+        return unauthorized(str(exc))
+    if user is not None:
+        request.user = user
+        return None
+    if not request.user.is_authenticated:
+        return unauthorized("Authentication required: log in or send 'Authorization: Token <key>'")
+    if request.method not in SAFE_METHODS and not auth.csrf_passes(request):
+        return error(403, "CSRF check failed: send the X-CSRFToken header, or use a token")
+    return None
+
+
+def unauthorized(message: str) -> JsonResponse:
+    response = error(401, message)
+    response["WWW-Authenticate"] = "Token"
+    return response
+
+
+def body_of(request: HttpRequest) -> dict:
+    if not request.body:
+        return {}
+    try:
+        data = json.loads(request.body)
+    except ValueError:
+        raise services.InvalidInput("Request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise services.InvalidInput("Request body must be a JSON object")
+    return data
+
+
+def int_query(request: HttpRequest, name: str, default: int) -> int:
+    raw = request.GET.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise services.InvalidInput(f"{name} must be a non-negative integer") from None
+    if value < 0:
+        raise services.InvalidInput(f"{name} must be a non-negative integer")
+    return value
+
+
+# --- serializers ---------------------------------------------------------------------------
+
+
+def session_summary(session: ReviewSession) -> dict:
+    return {
+        "id": session.pk,
+        "status": session.status,
+        "domain": session.domain.name,
+        "owner": session.owner.username,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+    }
+
+
+def session_detail(session: ReviewSession, attention: bool = False) -> dict:
+    return {
+        **session_summary(session),
+        "input": session.input_text,
+        "model": session.model_name,
+        "seed": session.seed,
+        "max_new_tokens": session.max_new_tokens,
+        "decoding": session.decoding,
+        "text": session.text,
+        "token_ids": session.generated_ids,
+        "ids_seq": session.ids_seq,
+        "last_seq": session.last_seq,
+        "error": session.error,
+        "decision_comment": session.decision_comment,
+        "finished_at": _iso(session.finished_at),
+        "pauses": [pause_json(p, attention) for p in session.pauses.all()],
+        "edits": [edit_json(e) for e in session.edits.select_related("author")],
+    }
+
+
+def pause_json(pause: PauseEvent, attention: bool = False) -> dict:
+    data = {
+        "id": pause.pk,
+        "position": pause.position,
+        "trigger": pause.trigger,
+        "kind": pause.kind,
+        "reason": pause.reason,
+        "evidence": pause.evidence,
+        "alternatives": pause.alternatives,
+        "latency_ms": pause.latency_ms,
+        "outcome": pause.outcome,
+        "requested_at": _iso(pause.requested_at),
+        "halted_at": _iso(pause.halted_at),
+        "resumed_at": _iso(pause.resumed_at),
+    }
+    if attention:
+        data["attention"] = pause.attention
+    return data
+
+
+def edit_json(edit: Edit) -> dict:
+    return {
+        "id": edit.pk,
+        "pause": edit.pause_id,
+        "kind": edit.kind,
+        "start": edit.start,
+        "end": edit.end,
+        "token_id": edit.token_id,
+        "text_before": edit.text_before,
+        "text_after": edit.text_after,
+        "glossary_term": edit.glossary_term_id,
+        "author": edit.author.username,
+        "applied": edit.applied,
+        "error": edit.error,
+        "created_at": edit.created_at.isoformat(),
+    }
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+# --- views ---------------------------------------------------------------------------------
+
+
+@api_view("GET", "POST")
+def sessions(request: HttpRequest) -> JsonResponse:
+    if request.method == "POST":
+        return start_session(request)
+    limit = min(int_query(request, "limit", LIST_LIMIT), 1000)
+    rows = ReviewSession.objects.visible_to(request.user).select_related("domain", "owner")
+    return JsonResponse({"sessions": [session_summary(s) for s in rows[:limit]]})
+
+
+def start_session(request: HttpRequest) -> JsonResponse:
+    body = body_of(request)
+    result = services.start_session(
+        request.user,
+        body.get("domain"),
+        body.get("input"),
+        seed=body.get("seed"),
+        max_new_tokens=body.get("max_new_tokens"),
+        decoding=body.get("decoding"),
+        command_id=commands.command_id_of(body),
+    )
+    return JsonResponse(result, status=201)
+
+
+@api_view("GET")
+def session(request: HttpRequest, session_id: int) -> JsonResponse:
+    found = services.get_session_for(request.user, session_id)
+    attention = request.GET.get("attention") in ("1", "true")
+    return JsonResponse(session_detail(found, attention))
+
+
+@api_view("GET")
+def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
+    found = services.get_session_for(request.user, session_id)
+    after = int_query(request, "after", 0)
+    return JsonResponse({"events": events.events_after(found.pk, after)})
+
+
+def command_view(name: str) -> Callable:
+    status = commands.COMMANDS[name].status
+
+    @api_view("POST")
+    def view(request: HttpRequest, session_id: int) -> JsonResponse:
+        result = commands.run(request.user, session_id, name, body_of(request))
+        return JsonResponse(result, status=status)
+
+    view.__name__ = f"{name}_session"
+    return view
+
+
+@api_view("POST")
+def token(request: HttpRequest) -> JsonResponse:
+    key = auth.issue_token(request.user)
+    return JsonResponse({"key": key, "user": request.user.username}, status=201)
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+    return error(404, f"No API endpoint at {request.path}")

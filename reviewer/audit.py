@@ -1,0 +1,70 @@
+"""The audit chain: append-only records, each hashing its content and its predecessor's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from reviewer.models import AuditRecord
+
+GENESIS = "0" * 64
+# Serializes appends across processes so two writers never fork the chain.
+CHAIN_LOCK = 0x_CAE5_0A0D
+
+
+def record_hash(
+    prev_hash: str, session_id: int | None, actor: str, action: str, payload: dict, created_at
+) -> str:
+    content = json.dumps(
+        [prev_hash, session_id, actor, action, payload, created_at.isoformat()],
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def append(action: str, actor: str, session=None, payload: dict | None = None) -> AuditRecord:
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
+        last = AuditRecord.objects.order_by("-id").only("hash").first()
+        prev_hash = last.hash if last else GENESIS
+        created_at = timezone.now()
+        payload = json.loads(
+            json.dumps(payload or {}, default=str)
+        )  # store exactly what was hashed
+        session_id = session.pk if session is not None else None
+        return AuditRecord.objects.create(
+            session_id=session_id,
+            actor=actor,
+            action=action,
+            payload=payload,
+            created_at=created_at,
+            prev_hash=prev_hash,
+            hash=record_hash(prev_hash, session_id, actor, action, payload, created_at),
+        )
+
+
+def first_broken_record() -> tuple[AuditRecord, str] | None:
+    """The first record whose hash or link does not hold, with what is wrong; None if intact."""
+    prev_hash = GENESIS
+    for record in AuditRecord.objects.order_by("id").iterator():
+        if record.prev_hash != prev_hash:
+            return record, "its prev_hash does not match the previous record's hash"
+        expected = record_hash(
+            record.prev_hash,
+            record.session_id,
+            record.actor,
+            record.action,
+            record.payload,
+            record.created_at,
+        )
+        if record.hash != expected:
+            return record, "its content does not match its hash"
+        prev_hash = record.hash
+    return None

@@ -1,0 +1,63 @@
+"""Session events: numbered per session, stored, then fanned out to the session's websocket group.
+
+One vocabulary of event types: token, paused, resumed, edited, rolled_back, flagged,
+finished, status, error. The consumer forwards them as they are.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection, transaction
+
+from reviewer.models import SessionEvent
+
+EVENT_TYPES = {
+    "token",
+    "paused",
+    "resumed",
+    "edited",
+    "rolled_back",
+    "flagged",
+    "finished",
+    "status",
+    "error",
+}
+
+
+def group_name(session_id: int) -> str:
+    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
+    return f"session-{settings.DATABASES['default']['NAME']}-{session_id}"
+
+
+def next_seq(session_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE reviewer_reviewsession SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
+            [session_id],
+        )
+        return cursor.fetchone()[0]
+
+
+def emit(session_id: int, type: str, payload: dict | None = None) -> SessionEvent:
+    """Store the event; broadcast it once the surrounding transaction commits."""
+    assert type in EVENT_TYPES, type
+    with transaction.atomic():
+        event = SessionEvent.objects.create(
+            session_id=session_id, seq=next_seq(session_id), type=type, payload=payload or {}
+        )
+        transaction.on_commit(lambda: broadcast(event))
+    return event
+
+
+def broadcast(event: SessionEvent) -> None:
+    layer = get_channel_layer()
+    async_to_sync(layer.group_send)(
+        group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
+    )
+
+
+def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict]:
+    rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
+    return [row.to_message() for row in rows]

@@ -1,0 +1,21 @@
+"""Create or rotate a user's API token and print the key (only its digest is stored)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from reviewer.auth import issue_token
+
+
+class Command(BaseCommand):
+    help = "Create or rotate USERNAME's API token and print the new key; the old key stops working."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("username")
+
+    def handle(self, *args, username: str, **options) -> None:
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"No user named {username!r}")
+        self.stdout.write(issue_token(user))

@@ -1,0 +1,551 @@
+"""Every transition of a review session, in one place.
+
+    draft -> running -> paused -> running ... -> generated -> completed | rejected
+                  any live state -> cancelled | failed
+
+Reviewer commands (start, pause, resume, edit, choose, rollback, approve, reject, cancel)
+validate, write, audit, then hand work to a worker after the transaction commits. The
+worker reports back through the record_* functions. A refused command changes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import uuid
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from inference.config import SamplingConfigError, SamplingParams
+from reviewer import audit, control, events
+from reviewer.models import (
+    CommandReceipt,
+    Domain,
+    Edit,
+    GlossaryTerm,
+    PauseEvent,
+    ReviewSession,
+)
+
+S = ReviewSession
+LIVE = {S.RUNNING, S.PAUSED}
+DECIDABLE = {S.PAUSED, S.GENERATED}
+
+
+class CommandError(Exception):
+    status = 400
+
+
+class InvalidInput(CommandError):
+    status = 400
+
+
+class NotFound(CommandError):
+    status = 404
+
+
+class Conflict(CommandError):
+    """The command is valid but the session's state does not allow it."""
+
+    status = 409
+
+
+# --- lookups -----------------------------------------------------------------------------
+
+
+def get_session_for(user, session_id) -> ReviewSession:
+    try:
+        return S.objects.visible_to(user).get(pk=int(session_id))
+    except (S.DoesNotExist, TypeError, ValueError):
+        raise NotFound(f"Session {session_id} not found") from None
+
+
+def _locked(session_id: int) -> ReviewSession:
+    return S.objects.select_for_update().get(pk=session_id)
+
+
+def _require(session: ReviewSession, allowed: set[str], command: str) -> None:
+    if session.status not in allowed:
+        raise Conflict(f"Cannot {command} a session that is {session.status}")
+
+
+def idempotent(command: str):
+    """Run a command once per client command id; a repeat returns the first result."""
+
+    def wrap(func):
+        @functools.wraps(func)
+        def run(user, *args, command_id: str | None = None, **kwargs):
+            if not command_id:
+                return func(user, *args, **kwargs)
+            with transaction.atomic():
+                seen = CommandReceipt.objects.filter(user=user, command_id=command_id).first()
+                if seen is not None:
+                    return {**seen.result, "repeated": True}
+                result = func(user, *args, **kwargs)
+                CommandReceipt.objects.create(
+                    user=user,
+                    command_id=command_id,
+                    command=command,
+                    result=result,
+                    session_id=result.get("id"),
+                )
+                return result
+
+        return run
+
+    return wrap
+
+
+def summary(session: ReviewSession) -> dict:
+    return {"id": session.pk, "status": session.status}
+
+
+# --- reviewer commands ---------------------------------------------------------------------
+
+
+@idempotent("start")
+def start_session(
+    user, domain: str, input_text: str, seed=None, max_new_tokens=None, decoding=None
+) -> dict:
+    domain_obj = _domain_named(domain)
+    text = _clean_input(input_text)
+    params = _sampling_params(domain_obj, seed, max_new_tokens, decoding)
+    _check_context_fits(domain_obj, text, params.max_new_tokens)
+    with transaction.atomic():
+        session = S.objects.create(
+            owner=user,
+            domain=domain_obj,
+            input_text=text,
+            model_name=settings.MODEL_DIR.name,
+            decoding=params.to_dict(),
+            seed=params.seed,
+            max_new_tokens=params.max_new_tokens,
+            policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+        )
+        audit.append(
+            "start",
+            user.username,
+            session,
+            {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()},
+        )
+        _set_status(session, S.RUNNING)
+        _dispatch_segment(session)
+    return summary(session)
+
+
+@idempotent("pause")
+def pause(user, session_id) -> dict:
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.RUNNING}, "pause")
+        audit.append("pause_requested", user.username, session)
+        transaction.on_commit(lambda: control.request_pause(session.pk))
+    return summary(session)
+
+
+@idempotent("resume")
+def resume(user, session_id) -> dict:
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.PAUSED}, "resume")
+        _close_open_pause(session, outcome="resumed")
+        audit.append("resume", user.username, session)
+        _set_status(session, S.RUNNING)
+        events.emit(session.pk, "resumed", {"position": len(session.generated_ids)})
+        _dispatch_segment(session)
+    return summary(session)
+
+
+@idempotent("edit")
+def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
+    start, end = _int_arg(start, "start"), _int_arg(end, "end")
+    if not isinstance(text, str):
+        raise InvalidInput("text must be a string")
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.PAUSED}, "edit")
+        if not 0 <= start <= end <= len(session.text):
+            raise InvalidInput(
+                f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
+            )
+        term = _glossary_term(session, glossary_term)
+        record = _queue_edit(
+            session,
+            user,
+            "replace",
+            start=start,
+            end=end,
+            text_before=session.text[start:end],
+            text_after=text,
+            glossary_term=term,
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("choose")
+def choose(user, session_id, token_id) -> dict:
+    token_id = _int_arg(token_id, "token_id")
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.PAUSED}, "choose an alternative for")
+        offered = {alt["token_id"]: alt["text"] for alt in _open_pause(session).alternatives}
+        if token_id not in offered:
+            raise InvalidInput(
+                f"Token {token_id} is not among the alternatives offered at this pause"
+            )
+        record = _queue_edit(
+            session,
+            user,
+            "choose",
+            start=len(session.generated_ids),
+            token_id=token_id,
+            text_after=offered[token_id],
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("rollback")
+def rollback(user, session_id, position) -> dict:
+    position = _int_arg(position, "position")
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.PAUSED}, "roll back")
+        if not 0 <= position < len(session.generated_ids):
+            raise InvalidInput(
+                f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
+            )
+        record = _queue_edit(
+            session, user, "truncate", start=position, end=len(session.generated_ids)
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("approve")
+def approve(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.COMPLETED, "approve", comment)
+
+
+@idempotent("reject")
+def reject(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.REJECTED, "reject", comment)
+
+
+@idempotent("cancel")
+def cancel(user, session_id) -> dict:
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.DRAFT, *LIVE, S.GENERATED}, "cancel")
+        audit.append("cancel", user.username, session)
+        if session.status == S.RUNNING:
+            # The engine stops at the next token and reports the cancel itself.
+            transaction.on_commit(lambda: control.request_cancel(session.pk))
+        else:
+            _close_open_pause(session, outcome="cancelled")
+            _finish(session, S.CANCELLED)
+    return summary(session)
+
+
+def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
+    if not isinstance(comment, str):
+        raise InvalidInput("comment must be a string")
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, DECIDABLE, command)
+        _close_open_pause(session, outcome=f"{command}d")
+        session.decision_comment = comment
+        audit.append(command, user.username, session, {"comment": comment, "text": session.text})
+        _finish(session, status)
+    return summary(session)
+
+
+# --- worker reports ----------------------------------------------------------------------
+
+
+def begin_segment(session_id: int, segment: str, worker: str) -> ReviewSession | None:
+    """Claim a segment for this worker; None when the segment is stale or the session is done."""
+    with transaction.atomic():
+        session = _locked(session_id)
+        if session.segment != segment or session.is_final:
+            return None
+        session.worker = worker
+        session.save(update_fields=["worker", "updated_at"])
+        return session
+
+
+def record_prompt(session: ReviewSession, prompt_ids: list[int]) -> None:
+    session.prompt_ids = prompt_ids
+    session.save(update_fields=["prompt_ids", "updated_at"])
+
+
+def record_token(session: ReviewSession, event: dict) -> None:
+    events.emit(session.pk, "token", event)
+
+
+def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
+    """Persist the token ids so far; events after ids_seq hold what came since."""
+    session.generated_ids, session.text, session.engine_meta = generated_ids, text, meta
+    session.ids_seq = S.objects.values_list("last_seq", flat=True).get(pk=session.pk)
+    session.save(update_fields=["generated_ids", "text", "engine_meta", "ids_seq", "updated_at"])
+
+
+def record_pause(session: ReviewSession, pause: dict, requested_at: float | None) -> PauseEvent:
+    halted = timezone.now()
+    requested = datetime.fromtimestamp(requested_at, tz=UTC) if requested_at else None
+    with transaction.atomic():
+        record = PauseEvent.objects.create(
+            session=session,
+            position=pause["position"],
+            trigger=pause["trigger"],
+            kind=pause["kind"],
+            reason=pause["reason"],
+            evidence=pause["evidence"],
+            alternatives=pause["alternatives"],
+            attention=pause["attention"],
+            requested_at=requested,
+            halted_at=halted,
+            latency_ms=(halted - requested).total_seconds() * 1000 if requested else None,
+        )
+        audit.append(
+            "paused",
+            "engine",
+            session,
+            {"trigger": record.trigger, "reason": record.reason, "position": record.position},
+        )
+        _set_status(session, S.PAUSED)
+        events.emit(
+            session.pk, "paused", {**pause, "pause_id": record.pk, "latency_ms": record.latency_ms}
+        )
+    return record
+
+
+def record_flag(session: ReviewSession, flag: dict) -> None:
+    audit.append("flagged", "engine", session, flag)
+    events.emit(session.pk, "flagged", flag)
+
+
+def record_rollback(session: ReviewSession, rollback: dict) -> None:
+    audit.append("rolled_back", "engine", session, rollback)
+    events.emit(session.pk, "rolled_back", {k: v for k, v in rollback.items() if k != "type"})
+
+
+def record_generated(session: ReviewSession, reason: str) -> None:
+    with transaction.atomic():
+        audit.append(
+            "generated", "engine", session, {"reason": reason, "tokens": len(session.generated_ids)}
+        )
+        _set_status(session, S.GENERATED)
+        events.emit(session.pk, "finished", {"reason": reason, "text": session.text})
+
+
+def record_cancelled(session: ReviewSession) -> None:
+    with transaction.atomic():
+        _finish(_locked(session.pk), S.CANCELLED)
+
+
+def record_failure(session_id: int, error: str) -> None:
+    with transaction.atomic():
+        session = _locked(session_id)
+        if session.is_final:
+            return
+        session.error = error
+        audit.append("failed", "engine", session, {"error": error})
+        _finish(session, S.FAILED)
+        events.emit(session.pk, "error", {"message": error})
+
+
+def pending_edits(session: ReviewSession) -> list[Edit]:
+    return list(session.edits.filter(applied=False, error=""))
+
+
+def record_edit_applied(session: ReviewSession, edit_record: Edit, result: dict) -> None:
+    with transaction.atomic():
+        edit_record.applied = True
+        edit_record.text_before = result.get("text_before", edit_record.text_before)
+        edit_record.text_after = result.get("text_after", edit_record.text_after)
+        edit_record.save(update_fields=["applied", "text_before", "text_after"])
+        pause = edit_record.pause
+        if pause is not None:
+            # The reviewer now faces a new next token: offer its alternatives.
+            pause.alternatives = result.get("alternatives", pause.alternatives)
+            pause.outcome = pause.outcome or (
+                "rolled back" if edit_record.kind == "truncate" else "edited"
+            )
+            pause.save(update_fields=["outcome", "alternatives"])
+        audit.append(
+            f"edit_{edit_record.kind}",
+            edit_record.author.username,
+            session,
+            {**result, "edit": edit_record.pk},
+        )
+        kind = "rolled_back" if edit_record.kind == "truncate" else "edited"
+        events.emit(
+            session.pk,
+            kind,
+            {
+                **result,
+                "edit": edit_record.pk,
+                "text": session.text,
+                "token_ids": session.generated_ids,
+            },
+        )
+
+
+def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -> None:
+    with transaction.atomic():
+        edit_record.error = error
+        edit_record.save(update_fields=["error"])
+        audit.append("edit_refused", "engine", session, {"edit": edit_record.pk, "error": error})
+        events.emit(session.pk, "error", {"message": error, "edit": edit_record.pk})
+
+
+def orphaned_sessions(alive_workers: set[str]) -> list[int]:
+    """Running sessions whose worker is gone: their segment must be started again elsewhere."""
+    running = S.objects.running().exclude(worker__in=alive_workers)
+    return list(running.values_list("pk", flat=True))
+
+
+def redispatch(session_id: int) -> None:
+    with transaction.atomic():
+        session = _locked(session_id)
+        if session.status not in LIVE:
+            return
+        audit.append("redispatched", "engine", session, {"lost_worker": session.worker})
+        session.worker = ""
+        _dispatch_segment(session)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _set_status(session: ReviewSession, status: str) -> None:
+    session.status = status
+    session.save(update_fields=["status", "updated_at"])
+    events.emit(session.pk, "status", {"status": status})
+
+
+def _finish(session: ReviewSession, status: str) -> None:
+    session.finished_at = timezone.now()
+    session.save(update_fields=["finished_at"])
+    _set_status(session, status)
+    session_id = session.pk
+    transaction.on_commit(lambda: _release_state(session_id))
+
+
+def _release_state(session_id: int) -> None:
+    from reviewer.worker import vault
+
+    control.clear(session_id)
+    vault().discard(session_id)
+
+
+def _dispatch_segment(session: ReviewSession) -> None:
+    """Hand the session to a worker after commit: the one holding its state if it is alive."""
+    from reviewer import tasks
+    from reviewer.worker import alive_workers
+
+    session.segment = uuid.uuid4().hex
+    session.save(update_fields=["segment", "updated_at"])
+    holder = session.worker if session.worker in alive_workers() else None
+    args = (session.pk, session.segment)
+    transaction.on_commit(lambda: tasks.dispatch_segment(args, holder))
+
+
+def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:
+    record = Edit.objects.create(
+        session=session, pause=_open_pause(session), kind=kind, author=user, **fields
+    )
+    audit.append(
+        f"{kind}_requested", user.username, session, {**_edit_fields(record), "edit": record.pk}
+    )
+    _dispatch_segment(session)  # a worker applies it to the frozen state; the session stays paused
+    return record
+
+
+def _edit_fields(record: Edit) -> dict:
+    return {
+        "start": record.start,
+        "end": record.end,
+        "token_id": record.token_id,
+        "text": record.text_after,
+        "glossary_term": record.glossary_term_id,
+    }
+
+
+def _open_pause(session: ReviewSession) -> PauseEvent:
+    pause = session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+    if pause is None:
+        raise Conflict("The session has no open pause")
+    return pause
+
+
+def _close_open_pause(session: ReviewSession, outcome: str) -> None:
+    pause = session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+    if pause is not None:
+        pause.resumed_at = timezone.now()
+        pause.outcome = pause.outcome or outcome
+        pause.save(update_fields=["resumed_at", "outcome"])
+
+
+def _domain_named(name) -> Domain:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("domain is required")
+    domain = Domain.objects.filter(name=name).first() or Domain.objects.filter(slug=name).first()
+    if domain is None:
+        known = ", ".join(Domain.objects.values_list("name", flat=True))
+        raise InvalidInput(f"Unknown domain {name!r}; known domains: {known}")
+    return domain
+
+
+def _clean_input(text) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("input must be a non-empty string")
+    return text.strip()
+
+
+def _sampling_params(domain: Domain, seed, max_new_tokens, decoding) -> SamplingParams:
+    if decoding is not None and not isinstance(decoding, dict):
+        raise InvalidInput("decoding must be an object")
+    values = {**domain.decoding, **(decoding or {})}
+    values["seed"] = _int_arg(seed, "seed") if seed is not None else random.randrange(2**31)
+    limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
+    values["max_new_tokens"] = (
+        _int_arg(limit, "max_new_tokens") if limit is not None else settings.CAESURA_MAX_NEW_TOKENS
+    )
+    try:
+        return SamplingParams.from_dict(values)
+    except (SamplingConfigError, TypeError) as exc:
+        raise InvalidInput(f"Bad decoding parameters: {exc}") from None
+
+
+def _check_context_fits(domain: Domain, text: str, max_new_tokens: int) -> None:
+    from reviewer.tokens import context_length, prompt_length
+
+    needed = prompt_length(domain.system_prompt, text) + max_new_tokens
+    limit = context_length()
+    if needed > limit:
+        raise InvalidInput(
+            f"Input too long: prompt plus max_new_tokens is {needed} tokens, the model's context is {limit}"
+        )
+
+
+def _glossary_term(session: ReviewSession, term_id) -> GlossaryTerm | None:
+    if term_id in (None, ""):
+        return None
+    term = GlossaryTerm.objects.filter(
+        pk=_int_arg(term_id, "glossary_term"), glossary__domain=session.domain
+    ).first()
+    if term is None:
+        raise InvalidInput(f"Glossary term {term_id} is not in the {session.domain} glossary")
+    return term
+
+
+def _int_arg(value, name: str) -> int:
+    if isinstance(value, bool):
+        raise InvalidInput(f"{name} must be an integer")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{name} must be an integer, got {value!r}") from None

@@ -1,0 +1,37 @@
+"""Celery tasks: thin — ids in, the worker runtime does the work, failures mark the session."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+from celery.utils import worker_direct
+
+from reviewer import services, worker
+
+
+@shared_task(bind=True, name="reviewer.run_segment", acks_late=True, reject_on_worker_lost=True)
+def run_segment(self, session_id: int, segment: str) -> str:
+    try:
+        return worker.run_segment(session_id, segment, self.request.hostname)
+    except Exception as exc:
+        services.record_failure(session_id, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def dispatch_segment(args: tuple[int, str], holder: str | None) -> None:
+    """To the worker holding the session's state when there is one, else to any worker."""
+    if holder:
+        run_segment.apply_async(args=args, queue=worker_direct(holder))
+    else:
+        run_segment.apply_async(args=args)
+
+
+@worker_ready.connect
+def on_worker_ready(sender, **kwargs) -> None:
+    worker.engine()  # load the model once, before the first session arrives
+    worker.start_heartbeat(sender.hostname)
+
+
+@worker_shutting_down.connect
+def on_worker_shutting_down(sender, **kwargs) -> None:
+    worker.stop_heartbeat(sender)

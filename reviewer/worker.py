@@ -1,0 +1,358 @@
+"""The worker's side of a review session: the engine, loaded once per process, and the
+frozen states of paused sessions kept in memory (least recently used spill to the vault).
+
+A segment runs until a pause, the end, a cancel or the token limit. The state it needs
+comes from memory, else the vault, else a rebuild from the token ids in Postgres.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import OrderedDict
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from inference.edits import EditError
+from inference.engine import Engine, StopInfo
+from inference.loader import load_engine
+from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
+from inference.snapshot import SnapshotError
+from inference.state import DecodeState
+from reviewer import services
+from reviewer.control import RedisControl
+from reviewer.health import redis_client
+from reviewer.models import Edit, ReviewSession, SessionEvent
+from reviewer.vault import Vault, VaultError
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
+ALIVE_TTL_S = 10
+HEARTBEAT_S = 3
+
+
+@functools.cache
+def engine() -> Engine:
+    return load_engine(settings.MODEL_DIR)
+
+
+def vault() -> Vault:
+    return Vault(settings.VAULT_DIR, settings.VAULT_KEY)
+
+
+# --- paused states in memory ---------------------------------------------------------------
+
+
+class StateCache:
+    """Paused states by session, within a memory budget; the least recently used go first."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._states: OrderedDict[int, DecodeState] = OrderedDict()
+
+    def get(self, session_id: int) -> DecodeState | None:
+        state = self._states.get(session_id)
+        if state is not None:
+            self._states.move_to_end(session_id)
+        return state
+
+    def put(self, session_id: int, state: DecodeState) -> None:
+        self._states[session_id] = state
+        self._states.move_to_end(session_id)
+        while len(self._states) > 1 and self.used() > self.budget:
+            evicted, _ = self._states.popitem(last=False)  # already in the vault since its pause
+            log.info("state of session %s spilled to the vault (memory budget)", evicted)
+
+    def drop(self, session_id: int) -> None:
+        self._states.pop(session_id, None)
+
+    def used(self) -> int:
+        return sum(state_bytes(state) for state in self._states.values())
+
+    def __contains__(self, session_id: int) -> bool:
+        return session_id in self._states
+
+
+def state_bytes(state: DecodeState) -> int:
+    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in _kv(state))
+
+
+def _kv(state: DecodeState):
+    from inference.runner import ModelRunner
+
+    return ModelRunner.cache_tensors(state.cache)
+
+
+states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
+
+
+# --- liveness ------------------------------------------------------------------------------
+
+
+def alive_key(hostname: str) -> str:
+    return f"caesura:{settings.DATABASES['default']['NAME']}:worker-alive:{hostname}"
+
+
+def alive_workers() -> set[str]:
+    prefix = alive_key("")
+    return {key.decode()[len(prefix) :] for key in redis_client().scan_iter(match=prefix + "*")}
+
+
+def start_heartbeat(hostname: str) -> threading.Thread:
+    """Announce this worker alive, and restart the segments of workers that died."""
+
+    def beat() -> None:
+        while True:
+            try:
+                redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
+                recover_orphans()
+            except Exception:  # a missed beat must not kill the thread
+                log.exception("heartbeat failed")
+            finally:
+                close_old_connections()
+            time.sleep(HEARTBEAT_S)
+
+    thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_heartbeat(hostname: str) -> None:
+    redis_client().delete(alive_key(hostname))
+
+
+def recover_orphans() -> list[int]:
+    orphans = services.orphaned_sessions(alive_workers())
+    for session_id in orphans:
+        log.warning("session %s lost its worker; restarting its segment", session_id)
+        services.redispatch(session_id)
+    return orphans
+
+
+# --- a segment -----------------------------------------------------------------------------
+
+
+def run_segment(session_id: int, segment: str, hostname: str) -> str:
+    session = services.begin_segment(session_id, segment, hostname)
+    if session is None:
+        return "stale"
+    state = load_state(session)
+    apply_pending_edits(session, state)
+    session.refresh_from_db(fields=["status"])
+    if session.status != ReviewSession.RUNNING:
+        keep_paused(session, state)
+        return "edited"
+    control = RedisControl(session.pk)
+    sink = SessionSink(session, state)
+    stop = engine().run(state, sink, control, max_new_tokens=session.max_new_tokens)
+    return finish_segment(session, state, stop, control)
+
+
+def finish_segment(
+    session: ReviewSession, state: DecodeState, stop: StopInfo, control: RedisControl
+) -> str:
+    checkpoint(session, state)
+    if stop.reason == "pause":
+        requested_at = _manual_request_time(stop, control)
+        services.record_pause(session, pause_payload(state, stop), requested_at)
+        keep_paused(session, state)
+    elif stop.reason == "cancel":
+        control.clear()
+        states.drop(session.pk)
+        services.record_cancelled(session)
+    else:
+        states.drop(session.pk)
+        services.record_generated(session, stop.reason)
+    return stop.reason
+
+
+def keep_paused(session: ReviewSession, state: DecodeState) -> None:
+    vault().put(session.pk, engine().snapshot(state))
+    states.put(session.pk, state)
+
+
+def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
+    if stop.decision is None or stop.decision.kind != "external":
+        return None
+    return control.requested_at
+
+
+# --- where the state comes from --------------------------------------------------------------
+
+
+def load_state(session: ReviewSession) -> DecodeState:
+    if not session.prompt_ids:
+        return start_state(session)
+    ids = recovered_ids(session)
+    state = states.get(session.pk)
+    if state is not None and state.generated_ids == ids:
+        return state
+    state = _from_vault(session, ids)
+    if state is not None:
+        return state
+    log.info("session %s: rebuilding its state from %d token ids", session.pk, len(ids))
+    return rebuild_state(session, ids)
+
+
+def start_state(session: ReviewSession) -> DecodeState:
+    state = engine().start(
+        session.input_text,
+        session.decoding,
+        session.policy_specs,
+        system=session.domain.system_prompt,
+    )
+    services.record_prompt(session, state.prompt_ids)
+    return state
+
+
+def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
+    try:
+        data = vault().get(session.pk)
+        state = engine().restore(data) if data is not None else None
+    except (VaultError, SnapshotError) as exc:
+        log.warning("session %s: vault snapshot refused (%s)", session.pk, exc)
+        return None
+    return state if state is not None and state.generated_ids == ids else None
+
+
+def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
+    meta = session.engine_meta
+    same_length = len(meta.get("histories", {}).get("top1", [])) == len(ids)
+    return engine().rebuild(
+        session.prompt_ids,
+        ids,
+        session.decoding,
+        session.policy_specs,
+        policy_state=meta.get("policy_state"),
+        attempt=meta.get("attempt", 0),
+        rollbacks=meta.get("rollbacks", 0),
+        conservative=meta.get("conservative"),
+        histories=meta.get("histories") if same_length else None,
+    )
+
+
+def recovered_ids(session: ReviewSession) -> list[int]:
+    """The checkpointed ids, plus the tokens and rollbacks streamed since the checkpoint."""
+    ids = list(session.generated_ids)
+    later = SessionEvent.objects.filter(
+        session=session, seq__gt=session.ids_seq, type__in=["token", "rolled_back"]
+    )
+    for event in later.order_by("seq"):
+        if event.type == "token":
+            position = event.payload["position"]
+            ids = ids[:position] + [event.payload["token_id"]]
+        elif "removed_from" in event.payload:
+            ids = ids[: event.payload["removed_from"]]
+    return ids
+
+
+# --- edits ---------------------------------------------------------------------------------
+
+
+def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
+    for record in services.pending_edits(session):
+        try:
+            result = apply_edit(state, record)
+        except (EditError, ValueError) as exc:
+            services.record_edit_refused(session, record, str(exc))
+            continue
+        checkpoint(session, state)
+        alternatives = [alt.to_dict() for alt in engine().signals(state).alternatives]
+        services.record_edit_applied(
+            session, record, {**result.to_dict(), "alternatives": alternatives}
+        )
+
+
+def apply_edit(state: DecodeState, record: Edit):
+    eng = engine()
+    if record.kind == "replace":
+        return eng.replace_text(state, record.start, record.end, record.text_after)
+    if record.kind == "choose":
+        return eng.choose_alternative(state, record.token_id)
+    if record.kind == "truncate":
+        return eng.truncate(state, record.start)
+    return eng.append_text(state, record.text_after)
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def checkpoint(session: ReviewSession, state: DecodeState) -> None:
+    meta = {
+        "attempt": state.attempt,
+        "rollbacks": state.rollbacks,
+        "conservative": state.conservative,
+        "policy_state": state.policies.state_dict(),
+        "histories": state.histories(),
+    }
+    services.checkpoint(session, list(state.generated_ids), state.text, meta)
+
+
+def pause_payload(state: DecodeState, stop: StopInfo) -> dict:
+    decision = stop.decision
+    manual = decision.kind == "external"
+    signals = engine().signals(state)
+    return {
+        "position": stop.position,
+        "trigger": "manual" if manual else decision.policy,
+        "kind": "manual" if manual else decision.kind,
+        "reason": decision.reason,
+        "evidence": {**decision.evidence, "signals": signals.to_dict()},
+        "span": list(decision.span) if decision.span else None,
+        "decisions": [d.to_dict() for d in stop.decisions],
+        "alternatives": [alt.to_dict() for alt in signals.alternatives],
+        "attention": _rounded(engine().attention(state).to_dict()),
+        "text": state.text,
+        "history": {
+            "probability": _round_list(state.top1_history),
+            "entropy": _round_list(state.entropy_history),
+        },
+    }
+
+
+def _rounded(view: dict) -> dict:
+    view["layers"] = [_round_list(row) for row in view["layers"]]
+    view["heads"] = [_round_list(row) for row in view["heads"]]
+    return view
+
+
+def _round_list(values) -> list:
+    return [round(v, 4) if v is not None else None for v in values]
+
+
+class SessionSink(Sink):
+    """Streams the engine's events to Postgres and the session's websocket group."""
+
+    def __init__(self, session: ReviewSession, state: DecodeState) -> None:
+        self.session, self.state = session, state
+        self.since_checkpoint = 0
+
+    def on_token(self, event: TokenEvent) -> None:
+        signals = event.signals
+        services.record_token(
+            self.session,
+            {
+                "position": event.position,
+                "token_id": event.token_id,
+                "text": event.text,
+                "probability": round(signals.chosen_prob, 4),
+                "entropy": round(signals.entropy, 4),
+                "alternatives": [alt.to_dict() for alt in signals.alternatives],
+            },
+        )
+        self.since_checkpoint += 1
+        if self.since_checkpoint >= CHECKPOINT_EVERY:
+            checkpoint(self.session, self.state)
+            self.since_checkpoint = 0
+
+    def on_flag(self, event: FlagEvent) -> None:
+        services.record_flag(self.session, {"position": event.position, **event.decision.to_dict()})
+
+    def on_rollback(self, event: RollbackEvent) -> None:
+        services.record_rollback(self.session, event.to_dict())
+        checkpoint(self.session, self.state)
+        self.since_checkpoint = 0
