@@ -36,7 +36,25 @@ def load_domain(spec: dict) -> Domain:
             term=term,
             defaults={"preferred": preferred, "code": code, "note": note},
         )
+    for order, policy in enumerate(POLICIES.get(domain.slug, [])):
+        load_policy(domain, order, policy)
     return domain
+
+
+def load_policy(domain: Domain, order: int, spec: dict) -> PausePolicy:
+    policy, _ = PausePolicy.objects.update_or_create(
+        domain=domain,
+        name=spec["name"],
+        defaults={
+            "kind": spec["kind"],
+            "params": spec["params"],
+            "action": spec.get("action", "pause"),
+            "cooldown": spec.get("cooldown", 0),
+            "order": order,
+        },
+    )
+    policy.full_clean()  # the engine's own policy classes validate the parameters
+    return policy
 
 
 def ensure_demo_users(credentials_file: Path) -> dict[str, str]:
