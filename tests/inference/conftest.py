@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from inference.engine import Engine
 from inference.runner import ModelRunner
 from tests.inference.tiny import tiny_model, tiny_tokenizer
+
+CORES = torch.get_num_threads()
+
+
+@pytest.fixture(autouse=True)
+def threads(request):
+    """The tiny model is fastest on one thread (no OpenMP hand-offs); the real one uses all."""
+    torch.set_num_threads(CORES if request.node.get_closest_marker("model") else 1)
+    yield
+    torch.set_num_threads(CORES)
 
 
 @pytest.fixture(scope="session")

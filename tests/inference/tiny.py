@@ -46,9 +46,9 @@ def tiny_model(vocab_size: int, seed: int = 0, layers: int = 2) -> LlamaForCausa
         intermediate_size=128,
         num_hidden_layers=layers,
         num_attention_heads=4,
-        num_key_value_heads=2,
+        num_key_value_heads=4,  # no GQA: CPU sdpa with enable_gqa is slow on tiny shapes
         max_position_embeddings=512,
-        initializer_range=0.1,  # peaked distributions: fewer near-ties between tokens
+        initializer_range=0.3,  # varied confidence: some steps peaked, some flat
         eos_token_id=0,
         bos_token_id=None,
         pad_token_id=None,

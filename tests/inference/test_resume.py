@@ -1,0 +1,97 @@
+"""Pausing and resuming anywhere, any number of times, yields the uninterrupted tokens."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+PROMPT = "Hello world, hello model."
+N = 24
+SETTINGS = settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+PARAMS = [
+    {"temperature": 0.0, "max_new_tokens": N},
+    {"temperature": 0.9, "top_k": 40, "top_p": 0.95, "seed": 7, "max_new_tokens": N},
+    {"temperature": 1.2, "repetition_penalty": 1.3, "seed": 123, "max_new_tokens": N},
+]
+_reference: dict[int, list[int]] = {}
+
+
+def uninterrupted(engine, which: int) -> list[int]:
+    if which not in _reference:
+        state = engine.start(PROMPT, PARAMS[which])
+        assert engine.run(state).reason == "max_tokens"
+        _reference[which] = list(state.generated_ids)
+    return _reference[which]
+
+
+def resume(engine, state, how: str):
+    if how == "bytes":
+        return engine.restore(engine.snapshot(state))
+    if how == "rebuild":
+        return engine.rebuild(
+            state.prompt_ids,
+            state.generated_ids,
+            state.params,
+            state.policies.to_specs(),
+            policy_state=state.policies.state_dict(),
+            attempt=state.attempt,
+        )
+    return state
+
+
+@SETTINGS
+@given(
+    which=st.integers(0, len(PARAMS) - 1),
+    stops=st.lists(
+        st.tuples(st.integers(0, N), st.sampled_from(["memory", "bytes", "rebuild"])), max_size=5
+    ),
+)
+def test_it_resumes_to_exactly_the_uninterrupted_tokens(engine, which, stops):
+    reference = uninterrupted(engine, which)
+    state = engine.start(PROMPT, PARAMS[which])
+    for at, how in sorted(stops):
+        stop = engine.run(state, pause_at=at)
+        if at < N:
+            assert (stop.reason, len(state.generated_ids)) == ("pause", at)
+        state = resume(engine, state, how)
+    engine.run(state)
+    assert state.generated_ids == reference
+
+
+def test_the_reference_run_is_not_degenerate(engine):
+    # guards the property above: sampled runs differ from greedy and use many tokens
+    greedy, sampled = uninterrupted(engine, 0), uninterrupted(engine, 1)
+    assert greedy != sampled and len(set(sampled)) > N // 2
+
+
+def test_it_pauses_the_same_way_through_a_control_handle_from_a_sink(engine):
+    from inference.control import ControlHandle
+    from inference.sink import Sink
+
+    control = ControlHandle()
+
+    class PauseAfterFive(Sink):
+        def on_token(self, event):
+            if event.position == 4:
+                control.request_pause("reviewer clicked")
+
+    state = engine.start(PROMPT, PARAMS[1])
+    stop = engine.run(state, PauseAfterFive(), control)
+    assert (stop.reason, len(state.generated_ids)) == ("pause", 5)
+    assert "reviewer clicked" in stop.decision.reason and control.poll() is None
+    engine.run(state, control=control)
+    assert state.generated_ids == uninterrupted(engine, 1)
+
+
+def test_it_cancels_and_can_still_be_resumed(engine):
+    from inference.control import ControlHandle
+
+    control = ControlHandle()
+    control.request_cancel()
+    state = engine.start(PROMPT, PARAMS[0])
+    assert engine.run(state, control=control).reason == "cancel"
+    assert state.generated_ids == []
+    engine.run(state)
+    assert state.generated_ids == uninterrupted(engine, 0)
