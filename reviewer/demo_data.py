@@ -104,16 +104,38 @@ DOMAINS = [
 # Pause policies per domain, modelled on where a human reviewer would want to look.
 POLICIES = {
     "clinical-note": [
-        {"name": "Recommendation", "kind": "keyword", "params": {"keywords": ["recommend", "建议"]}},
-        {"name": "Low confidence", "kind": "low_confidence", "params": {"threshold": 0.35}, "cooldown": 8},
-        {"name": "Overconfidence", "kind": "overconfidence", "params": {"threshold": 0.92}, "cooldown": 20},
+        {
+            "name": "Recommendation",
+            "kind": "keyword",
+            "params": {"keywords": ["recommend", "建议"]},
+        },
+        {
+            "name": "Low confidence",
+            "kind": "low_confidence",
+            "params": {"threshold": 0.35},
+            "cooldown": 8,
+        },
+        {
+            "name": "Overconfidence",
+            "kind": "overconfidence",
+            "params": {"threshold": 0.92},
+            "cooldown": 20,
+        },
     ],
     "contract-review": [
-        {"name": "Force majeure", "kind": "keyword", "params": {"keywords": ["force majeure", "不可抗力"]}},
+        {
+            "name": "Force majeure",
+            "kind": "keyword",
+            "params": {"keywords": ["force majeure", "不可抗力"]},
+        },
         {"name": "Liability", "kind": "keyword", "params": {"keywords": ["liability", "违约责任"]}},
     ],
     "underwriting": [
-        {"name": "Three-stage review", "kind": "sentence_count", "params": {"every": 1, "max_pauses": 3}},
+        {
+            "name": "Three-stage review",
+            "kind": "sentence_count",
+            "params": {"every": 1, "max_pauses": 3},
+        },
     ],
     "patent-claims": [
         {"name": "Processor term", "kind": "keyword", "params": {"keywords": ["processor"]}},

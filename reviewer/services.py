@@ -267,8 +267,8 @@ def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
 def begin_segment(session_id: int, segment: str, worker: str) -> ReviewSession | None:
     """Claim a segment for this worker; None when the segment is stale or the session is done."""
     with transaction.atomic():
-        session = _locked(session_id)
-        if session.segment != segment or session.is_final:
+        session = S.objects.select_for_update().filter(pk=session_id).first()
+        if session is None or session.segment != segment or session.is_final:
             return None
         session.worker = worker
         session.save(update_fields=["worker", "updated_at"])
@@ -347,8 +347,8 @@ def record_cancelled(session: ReviewSession) -> None:
 
 def record_failure(session_id: int, error: str) -> None:
     with transaction.atomic():
-        session = _locked(session_id)
-        if session.is_final:
+        session = S.objects.select_for_update().filter(pk=session_id).first()
+        if session is None or session.is_final:
             return
         session.error = error
         audit.append("failed", "engine", session, {"error": error})

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 
 from inference.edits import EditError
 from inference.engine import Engine, StopInfo
@@ -260,11 +260,12 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
         except (EditError, ValueError) as exc:
             services.record_edit_refused(session, record, str(exc))
             continue
-        checkpoint(session, state)
         alternatives = [alt.to_dict() for alt in engine().signals(state).alternatives]
-        services.record_edit_applied(
-            session, record, {**result.to_dict(), "alternatives": alternatives}
-        )
+        with transaction.atomic():  # readers see the new ids and the edit together
+            checkpoint(session, state)
+            services.record_edit_applied(
+                session, record, {**result.to_dict(), "alternatives": alternatives}
+            )
 
 
 def apply_edit(state: DecodeState, record: Edit):

@@ -1,0 +1,179 @@
+"""Review sessions end to end: the real default model in a real Celery worker process,
+Postgres, Redis. Each test drives the services the way the API and websocket do."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.management import call_command
+
+from reviewer import services
+from reviewer.models import (
+    AuditRecord,
+    Domain,
+    Edit,
+    Glossary,
+    GlossaryTerm,
+    PausePolicy,
+    ReviewSession,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+PROMPT = "Write a short clinical note about a patient with high blood pressure and chest pain."
+
+
+@pytest.fixture
+def plain_domain():
+    """A domain without policies: only the reviewer pauses."""
+    domain = Domain.objects.create(
+        name="Plain",
+        slug="plain",
+        specialty="medical",
+        system_prompt="You are a clinical documentation assistant.",
+    )
+    glossary = Glossary.objects.create(domain=domain, name="Terms")
+    GlossaryTerm.objects.create(
+        glossary=glossary,
+        term="high blood pressure",
+        preferred="essential (primary) hypertension",
+        code="I10",
+    )
+    return domain
+
+
+def wait_for(predicate, timeout: float = 60, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def session(session_id: int) -> ReviewSession:
+    return ReviewSession.objects.get(pk=session_id)
+
+
+def status_is(session_id: int, *statuses: str):
+    return lambda: session(session_id).status in statuses
+
+
+def tokens_streamed(session_id: int, n: int):
+    return lambda: session(session_id).events.filter(type="token").count() >= n
+
+
+def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
+    celery_worker_process, alice, plain_domain
+):
+    started = services.start_session(alice, "Plain", PROMPT, seed=3, max_new_tokens=40)
+    sid = started["id"]
+    wait_for(tokens_streamed(sid, 4), what="four tokens")
+    services.pause(alice, sid)
+    wait_for(status_is(sid, "paused"), what="the manual pause")
+
+    paused = session(sid)
+    pause = paused.pauses.get()
+    assert pause.trigger == "manual" and pause.latency_ms is not None and pause.latency_ms >= 0
+    assert pause.position == len(paused.generated_ids)
+    assert pause.alternatives and pause.attention["layers"]
+    tokens = list(paused.events.filter(type="token").order_by("seq"))
+    assert [t.payload["position"] for t in tokens] == list(range(len(paused.generated_ids)))
+    seqs = list(paused.events.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+    term = GlossaryTerm.objects.get(term="high blood pressure")
+    end = len(paused.text)
+    start = max(0, end - 5)
+    services.edit(alice, sid, start, end, " " + term.preferred, glossary_term=term.pk)
+    wait_for(lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit")
+    edited = session(sid)
+    assert edited.text.endswith(" " + term.preferred)
+    assert edited.status == "paused"
+
+    services.resume(alice, sid)
+    wait_for(status_is(sid, "generated"), what="the end of generation")
+    done = session(sid)
+    assert term.preferred in done.text
+    assert len(done.text) > len(edited.text)
+    services.approve(alice, sid, comment="fine")
+    assert session(sid).status == "completed"
+    actions = list(AuditRecord.objects.filter(session_id=sid).values_list("action", flat=True))
+    for expected in [
+        "start",
+        "pause_requested",
+        "paused",
+        "replace_requested",
+        "edit_replace",
+        "resume",
+        "approve",
+    ]:
+        assert expected in actions
+
+
+def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, alice, plain_domain):
+    PausePolicy.objects.create(
+        domain=plain_domain,
+        name="Any article",
+        kind="regex",
+        params={"pattern": r"\b(the|a|an)\b", "flags": "i"},
+    )
+    sid = services.start_session(alice, "Plain", PROMPT, seed=1, max_new_tokens=60)["id"]
+    wait_for(status_is(sid, "paused", "generated"), what="a policy pause")
+    paused = session(sid)
+    assert paused.status == "paused"
+    pause = paused.pauses.get()
+    assert pause.trigger == "Any article" and pause.kind == "regex"
+    start, end = pause.evidence.get("span") or paused.events.get(type="paused").payload["span"]
+    assert paused.text[start:end].lower() in {"the", "a", "an"}
+    # Nothing was generated after the token that completed the match.
+    assert pause.position == len(paused.generated_ids)
+    assert len(paused.text) - end <= 2
+    services.cancel(alice, sid)
+    assert session(sid).status == "cancelled"
+
+
+def test_it_rolls_back_to_a_position_and_continues_from_there(
+    celery_worker_process, alice, plain_domain
+):
+    sid = services.start_session(alice, "Plain", PROMPT, seed=5, max_new_tokens=24)["id"]
+    wait_for(tokens_streamed(sid, 6), what="six tokens")
+    services.pause(alice, sid)
+    wait_for(status_is(sid, "paused"), what="the pause")
+    kept = session(sid).generated_ids[:3]
+    services.rollback(alice, sid, 3)
+    wait_for(lambda: session(sid).events.filter(type="rolled_back").exists(), what="the rollback")
+    assert session(sid).generated_ids == kept
+    assert session(sid).events.filter(type="rolled_back").exists()
+    services.resume(alice, sid)
+    wait_for(status_is(sid, "generated"), what="the end")
+    final = session(sid)
+    assert final.generated_ids[:3] == kept and len(final.generated_ids) == 24
+
+
+def test_it_refuses_invalid_transitions_without_changing_anything(
+    celery_worker_process, alice, bob, plain_domain
+):
+    sid = services.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=8)["id"]
+    with pytest.raises(services.NotFound):
+        services.pause(bob, sid)
+    wait_for(status_is(sid, "generated"), what="the end")
+    before = AuditRecord.objects.count()
+    with pytest.raises(services.Conflict):
+        services.resume(alice, sid)
+    with pytest.raises(services.Conflict):
+        services.edit(alice, sid, 0, 1, "x")
+    assert AuditRecord.objects.count() == before
+    assert session(sid).status == "generated"
+
+
+def test_it_detects_a_tampered_audit_row(celery_worker_process, alice, plain_domain):
+    sid = services.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=4)["id"]
+    wait_for(status_is(sid, "generated"), what="the end")
+    call_command("verify_audit")
+    record = AuditRecord.objects.filter(session_id=sid).order_by("id")[1]
+    AuditRecord.objects.filter(pk=record.pk).update(payload={"tampered": True})
+    with pytest.raises(Exception, match=f"record {record.pk}"):
+        call_command("verify_audit")
