@@ -1,0 +1,231 @@
+"""The session websocket, through the real ASGI application and the Redis channel layer."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.db import connections
+from django.test import Client
+
+from reviewer import events
+from reviewer.models import AuditRecord, ReviewSession
+from tests.session_factory import make_session, stub_worker
+from webapp.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = ReviewSession
+
+
+@pytest.fixture(autouse=True)
+def dispatched(monkeypatch) -> list[int]:
+    return stub_worker(monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+async def close_thread_connections():
+    """The consumer's database thread keeps a connection open; close it so teardown can drop the db."""
+    yield
+    await database_sync_to_async(connections.close_all)()
+
+
+@database_sync_to_async
+def session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def socket(session_id: int, user=None, query: str = "") -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://localhost")]
+    if user is not None:
+        headers.append((b"cookie", await session_cookie(user)))
+    path = f"/ws/sessions/{session_id}/" + (f"?{query}" if query else "")
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+emit = database_sync_to_async(events.emit)
+
+
+async def close_code(communicator: WebsocketCommunicator) -> int:
+    output = await communicator.receive_output(timeout=3)
+    assert output["type"] == "websocket.close"
+    return output["code"]
+
+
+async def reply_to(communicator: WebsocketCommunicator, message: dict) -> dict:
+    """Send a command and return its ack or error, skipping the events it causes."""
+    await communicator.send_json_to(message)
+    while True:
+        received = await communicator.receive_json_from(timeout=3)
+        if "command" in received and received["type"] in ("ack", "error"):
+            return received
+
+
+async def test_it_replays_the_missed_events_to_the_owner(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(3):
+        await emit(session.pk, "token", {"text": f"t{n}"})
+    communicator = await socket(session.pk, alice, "after=1")
+    connected, _ = await communicator.connect()
+    assert connected
+    replayed = [await communicator.receive_json_from(timeout=3) for _ in range(2)]
+    assert [e["seq"] for e in replayed] == [2, 3]
+    assert replayed[0] == {"type": "token", "seq": 2, "session": session.pk, "text": "t1"}
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_it_replays_everything_by_default(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(4):
+        await emit(session.pk, "token", {"text": f"t{n}"})
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    replayed = [await communicator.receive_json_from(timeout=3) for _ in range(4)]
+    assert [e["seq"] for e in replayed] == [1, 2, 3, 4]
+    await communicator.disconnect()
+
+
+async def test_it_closes_the_socket_of_another_reviewer(alice, bob):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, bob)
+    await communicator.connect()
+    assert await close_code(communicator) == 4404
+    await communicator.disconnect()
+
+
+async def test_it_closes_an_anonymous_socket(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk)
+    await communicator.connect()
+    assert await close_code(communicator) == 4401
+    await communicator.disconnect()
+
+
+async def test_it_lets_staff_watch_any_session(alice, admin_user):
+    session = await database_sync_to_async(make_session)(alice)
+    await emit(session.pk, "token", {"text": "t"})
+    communicator = await socket(session.pk, admin_user)
+    await communicator.connect()
+    assert (await communicator.receive_json_from(timeout=3))["seq"] == 1
+    await communicator.disconnect()
+
+
+async def test_it_forwards_live_events_to_that_session_only(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    other = await database_sync_to_async(make_session)(alice)
+    watching, elsewhere = await socket(session.pk, alice), await socket(other.pk, alice)
+    await watching.connect()
+    await elsewhere.connect()
+    await emit(session.pk, "token", {"text": "live"})
+    event = await watching.receive_json_from(timeout=3)
+    assert event == {"type": "token", "seq": 1, "session": session.pk, "text": "live"}
+    assert await elsewhere.receive_nothing()
+    await watching.disconnect()
+    await elsewhere.disconnect()
+
+
+async def test_it_acknowledges_a_command(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    reply = await reply_to(communicator, {"command": "resume", "command_id": "r1"})
+    assert reply == {
+        "type": "ack",
+        "command": "resume",
+        "command_id": "r1",
+        "result": {"id": session.pk, "status": "running"},
+    }
+    await database_sync_to_async(session.refresh_from_db)()
+    assert session.status == S.RUNNING
+    await communicator.disconnect()
+
+
+async def test_it_sends_the_events_a_command_causes(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    await communicator.send_json_to({"command": "resume"})
+    received = [await communicator.receive_json_from(timeout=3) for _ in range(3)]
+    assert {m["type"] for m in received} == {"ack", "resumed", "status"}
+    await communicator.disconnect()
+
+
+async def test_it_answers_a_repeated_command_id_once(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    first = await reply_to(communicator, {"command": "resume", "command_id": "r1"})
+    second = await reply_to(communicator, {"command": "resume", "command_id": "r1"})
+    assert second["result"] == {**first["result"], "repeated": True}
+    count = database_sync_to_async(lambda: AuditRecord.objects.filter(action="resume").count())
+    assert await count() == 1
+    await communicator.disconnect()
+
+
+async def test_it_reports_an_invalid_transition(alice):
+    session = await database_sync_to_async(make_session)(alice, status=S.RUNNING)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    reply = await reply_to(communicator, {"command": "resume", "command_id": "r2"})
+    assert reply == {
+        "type": "error",
+        "command": "resume",
+        "command_id": "r2",
+        "message": "Cannot resume a session that is running",
+        "status": 409,
+    }
+    await communicator.disconnect()
+
+
+async def test_it_reports_bad_input(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    reply = await reply_to(communicator, {"command": "rollback", "position": "three"})
+    assert (reply["type"], reply["status"]) == ("error", 400)
+    assert (await reply_to(communicator, {"command": "dance"}))["status"] == 400
+    await communicator.disconnect()
+
+
+async def test_it_survives_a_message_that_is_not_json(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    await communicator.send_to(text_data="{oops")
+    reply = await communicator.receive_json_from(timeout=3)
+    assert (reply["type"], reply["status"]) == ("error", 400)
+    assert (await reply_to(communicator, {"command": "pause"}))["status"] == 409
+    await communicator.disconnect()
+
+
+async def test_it_resends_events_on_sync(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(3):
+        await emit(session.pk, "token", {"text": f"t{n}"})
+    communicator = await socket(session.pk, alice, "after=3")
+    await communicator.connect()
+    assert await communicator.receive_nothing()
+    await communicator.send_json_to({"command": "sync", "after": 1})
+    resent = [await communicator.receive_json_from(timeout=3) for _ in range(2)]
+    assert [e["seq"] for e in resent] == [2, 3]
+    await communicator.disconnect()
+
+
+async def test_it_drops_a_live_copy_of_an_event_it_already_replayed(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(2):
+        await emit(session.pk, "token", {"text": f"t{n}"})
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    assert [(await communicator.receive_json_from(timeout=3))["seq"] for _ in range(2)] == [1, 2]
+    layer, group = get_channel_layer(), events.group_name(session.pk)
+    for seq in (2, 3):
+        await layer.group_send(
+            group, {"type": "session.event", "event": {"type": "token", "seq": seq}}
+        )
+    assert (await communicator.receive_json_from(timeout=3))["seq"] == 3
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
