@@ -1,0 +1,22 @@
+from reviewer import worker
+from reviewer.worker import StateCache
+
+
+def test_it_spills_the_least_recently_used_state_over_budget(monkeypatch):
+    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    cache = StateCache(budget_bytes=250)
+    cache.put(1, {"bytes": 100})
+    cache.put(2, {"bytes": 100})
+    assert cache.get(1) is not None  # 1 is now the most recently used
+    cache.put(3, {"bytes": 100})
+    assert 2 not in cache and 1 in cache and 3 in cache
+    assert cache.used() == 200
+
+
+def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
+    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    cache = StateCache(budget_bytes=10)
+    cache.put(1, {"bytes": 100})
+    assert 1 in cache
+    cache.drop(1)
+    assert 1 not in cache
