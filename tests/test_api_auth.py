@@ -160,3 +160,15 @@ def test_it_keeps_the_audit_chain_read_only_in_the_admin(admin_user, alice):
     assert client.get("/admin/reviewer/auditrecord/").status_code == 200
     assert client.get("/admin/reviewer/auditrecord/add/").status_code == 403
     assert client.get(f"/admin/reviewer/reviewsession/{session.pk}/change/").status_code == 200
+
+
+def test_it_shows_the_review_records_in_the_admin(admin_user, alice):
+    session = make_session(alice)
+    issue_token(alice)
+    client = Client()
+    client.force_login(admin_user)
+    for model in ("pausepolicy", "reviewsession", "pauseevent", "edit", "auditrecord", "apitoken"):
+        assert client.get(f"/admin/reviewer/{model}/").status_code == 200, model
+    pause = session.pauses.get()
+    assert client.get(f"/admin/reviewer/pauseevent/{pause.pk}/change/").status_code == 200
+    assert client.get("/admin/reviewer/reviewsession/add/").status_code == 403
