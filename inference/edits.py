@@ -91,7 +91,35 @@ def plan(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
         return _truncate(state, edits[0])
     if kinds == {"choose"}:
         return _choose(engine, state, edits[0])
+    units = {e.unit for e in edits if e.kind == "replace"}
+    if not units <= {"char", "token"}:
+        raise EditError('edit unit must be "char" or "token"')
+    if "token" in units:
+        if units != {"token"} or "append" in kinds:
+            raise EditError("token-range replacements cannot be mixed with other edits")
+        return _replace_tokens(engine, state, edits)
     return _rewrite(engine, state, edits)
+
+
+def _replace_tokens(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
+    """Token ranges swapped for the tokens of new text; the tokens after them are kept."""
+    ids, n = state.generated_ids, len(state.generated_ids)
+    for e in edits:
+        _check_range(e.start, e.end, n, "token range")
+    edits = sorted(edits, key=lambda e: (e.start, e.end))
+    for a, b in zip(edits, edits[1:], strict=False):
+        if b.start < a.end or a.start == b.start:
+            raise EditError(f"edits overlap: tokens [{a.start}, {a.end}) and [{b.start}, {b.end})")
+    new_ids, cursor, results = [], 0, []
+    for e in edits:
+        new_ids += ids[cursor : e.start] + engine.tokenizer.encode(e.text, add_special_tokens=False)
+        before = engine.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
+        chars = state.detok.token_span_chars(e.start, e.end)
+        results.append(_result("replace", *chars, before, e.text))
+        cursor = e.end
+    new_ids += ids[cursor:]
+    keep = edits[0].start
+    return keep, new_ids[keep:], results
 
 
 def _truncate(state, edit: Truncate) -> tuple[int, list[int], list[dict]]:
@@ -146,10 +174,6 @@ def _cut(state, char: int, eos_ids) -> tuple[int, int]:
 
 
 def _char_span(state, edit: Replace) -> tuple[int, int]:
-    if edit.unit == "token":
-        n = len(state.generated_ids)
-        _check_range(edit.start, edit.end, n, "token range")
-        return state.detok.token_span_chars(edit.start, edit.end)
     if edit.unit != "char":
         raise EditError(f'edit unit must be "char" or "token", not {edit.unit!r}')
     _check_range(edit.start, edit.end, len(state.text), "char range")

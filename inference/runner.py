@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AttentionInterface, DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 LIVE_ATTENTION = "caesura_sdpa"
 
@@ -55,6 +56,7 @@ def _recording_sdpa(module, query, key, value, attention_mask, scaling=None, **k
 
 
 AttentionInterface.register(LIVE_ATTENTION, _recording_sdpa)
+AttentionMaskInterface.register(LIVE_ATTENTION, sdpa_mask)  # same masks as sdpa
 
 
 class ModelRunner:

@@ -1,0 +1,49 @@
+"""Attention at a pause (eager re-run of the last token) and live rows while generating."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.sink import CollectingSink, TokenEvent
+
+PROMPT = "Hello world, hello reviewer."
+PARAMS = {"temperature": 0.8, "seed": 2, "max_new_tokens": 12}
+
+
+def test_it_shows_the_last_positions_attention_per_layer_and_head(engine):
+    state = engine.start(PROMPT, PARAMS)
+    engine.run(state, pause_at=6)
+    cache = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+    view = engine.attention(state, layer=1)
+    assert len(view.tokens) == state.position and view.prompt_length == len(state.prompt_ids)
+    assert len(view.layers) == 2 and all(len(row) == state.position for row in view.layers)
+    assert len(view.heads) == 4 and view.layer == 1
+    assert all(sum(row) == pytest.approx(1.0, abs=1e-5) for row in view.layers + view.heads)
+    assert view.to_dict()["tokens"][-1] == engine.token_text(state.generated_ids[-1])
+    # the frozen state is untouched
+    for layer, (keys, values) in zip(state.cache.layers, cache, strict=True):
+        assert torch.equal(layer.keys, keys) and torch.equal(layer.values, values)
+    assert engine.runner.model.config._attn_implementation == "caesura_sdpa"
+
+
+def test_live_rows_match_the_pause_view_and_change_no_token(engine):
+    plain = engine.start(PROMPT, PARAMS)
+    engine.run(plain)
+    live = engine.start(PROMPT, PARAMS)
+    sink = CollectingSink()
+    engine.run(live, sink, pause_at=6, live_attention="mean")
+    rows = [e.attention for e in sink.of(TokenEvent)]
+    assert [len(r) for r in rows] == [len(live.prompt_ids) + i + 1 for i in range(6)]
+    expected = torch.tensor(engine.attention(live).layers).mean(0)
+    assert torch.allclose(torch.tensor(rows[-1]), expected, atol=1e-5)
+    engine.run(live, sink, live_attention=0)
+    assert live.generated_ids == plain.generated_ids
+
+
+def test_it_rejects_a_layer_that_does_not_exist(engine):
+    state = engine.start(PROMPT, PARAMS)
+    with pytest.raises(ValueError, match="layer"):
+        engine.attention(state, layer=5)
+    with pytest.raises(ValueError, match="live_attention"):
+        engine.run(state, live_attention=7)

@@ -1,0 +1,141 @@
+"""Edits at a pause change only what they name; the continuation equals a fresh run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inference.edits import EditError
+
+PROMPT = "Hello world, hello model."
+PARAMS = {"temperature": 0.8, "seed": 9, "max_new_tokens": 24}
+
+
+def paused(engine, at: int = 12):
+    state = engine.start(PROMPT, PARAMS)
+    assert engine.run(state, pause_at=at).reason == "pause"
+    return state
+
+
+def assert_continues_like_a_fresh_run(engine, state):
+    edited = list(state.generated_ids)
+    engine.run(state)
+    fresh = engine.rebuild(state.prompt_ids, edited, PARAMS)
+    engine.run(fresh)
+    assert state.generated_ids == fresh.generated_ids
+    assert state.generated_ids[: len(edited)] == edited
+
+
+def test_it_replaces_a_char_range_recomputing_only_the_tail(engine):
+    state = paused(engine)
+    before = state.text
+    forwarded = engine.runner.tokens_forwarded
+    result = engine.replace_text(state, 3, 6, "recommend")
+    assert state.text == before[:3] + "recommend" + before[6:]
+    assert (result.kind, result.text_before, result.text_after) == (
+        "replace",
+        before[3:6],
+        "recommend",
+    )
+    assert result.token_start <= 3 and result.token_end == 12
+    assert result.to_dict()["new_token_end"] == len(state.generated_ids)
+    # the last kept token plus the new tail; nothing before the edit point
+    assert (
+        engine.runner.tokens_forwarded - forwarded == result.new_token_end - result.token_start + 1
+    )
+    assert engine.runner.cache_length(state.cache) == state.position
+    assert_continues_like_a_fresh_run(engine, state)
+
+
+def test_it_replaces_a_token_range(engine):
+    state = paused(engine)
+    before = list(state.generated_ids)
+    new = engine.tokenizer.encode(" aspirin")
+    result = engine.replace_tokens(state, 4, 6, " aspirin")
+    assert state.generated_ids == before[:4] + new + before[6:]
+    assert (result.token_start, result.new_token_end) == (4, 10 + len(new))
+    assert_continues_like_a_fresh_run(engine, state)
+
+
+def test_it_chooses_a_top_k_alternative_as_the_next_token(engine):
+    state = paused(engine)
+    second = engine.signals(state).alternatives[1]
+    result = engine.choose_alternative(state, second.token_id)
+    assert state.generated_ids[-1] == second.token_id and len(state.generated_ids) == 13
+    assert result.text_after == second.text
+    assert_continues_like_a_fresh_run(engine, state)
+
+
+def test_truncating_and_resuming_regenerates_the_same_tokens(engine):
+    reference = engine.start(PROMPT, PARAMS)
+    engine.run(reference)
+    state = paused(engine)
+    engine.truncate(state, 5)
+    assert state.generated_ids == reference.generated_ids[:5]
+    engine.run(state)
+    assert state.generated_ids == reference.generated_ids
+
+
+def test_it_appends_reviewer_guidance(engine):
+    state = paused(engine)
+    before = state.text
+    engine.append_text(state, " Follow-up in two weeks.")
+    assert state.text == before + " Follow-up in two weeks."
+    assert_continues_like_a_fresh_run(engine, state)
+
+
+def test_it_applies_several_replacements_at_once(engine):
+    state = paused(engine)
+    before = state.text
+    results = engine.edit(
+        state,
+        {"kind": "replace", "start": 8, "end": 9, "text": "B"},
+        {"kind": "replace", "start": 1, "end": 2, "text": "A"},
+    )
+    assert [r.char_start for r in results] == [1, 8]
+    assert state.text == before[:1] + "A" + before[2:8] + "B" + before[9:]
+
+
+def snapshot_of(state) -> tuple:
+    cache = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+    return state.summary(), cache, state.next_logits.clone()
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"kind": "replace", "start": 5, "end": 999, "text": "x"}, "outside"),
+        ({"kind": "replace", "start": 6, "end": 5, "text": "x"}, "outside"),
+        ({"kind": "replace", "start": 0, "end": 99, "text": "x", "unit": "token"}, "outside"),
+        ({"kind": "truncate", "position": 13}, "outside"),
+        ({"kind": "truncate", "position": -1}, "outside"),
+        ({"kind": "choose", "token_id": 10**6}, "outside"),
+        ({"kind": "append", "text": ""}, "append needs"),
+        ({"kind": "rewrite"}, "kind"),
+    ],
+)
+def test_an_invalid_edit_leaves_the_state_unchanged(engine, edit, message):
+    state = paused(engine)
+    summary, cache, logits = snapshot_of(state)
+    with pytest.raises(EditError, match=message):
+        engine.edit(state, edit)
+    assert_unchanged(state, summary, cache, logits)
+
+
+def test_overlapping_edits_are_refused_together(engine):
+    state = paused(engine)
+    summary, cache, logits = snapshot_of(state)
+    with pytest.raises(EditError, match="overlap"):
+        engine.edit(
+            state,
+            {"kind": "replace", "start": 2, "end": 6, "text": "a"},
+            {"kind": "replace", "start": 5, "end": 8, "text": "b"},
+        )
+    assert_unchanged(state, summary, cache, logits)
+
+
+def assert_unchanged(state, summary, cache, logits) -> None:
+    assert state.summary() == summary
+    assert torch.equal(state.next_logits, logits)
+    for layer, (keys, values) in zip(state.cache.layers, cache, strict=True):
+        assert torch.equal(layer.keys, keys) and torch.equal(layer.values, values)
