@@ -254,8 +254,9 @@ def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, DECIDABLE, command)
-        _close_open_pause(session, outcome=f"{command}d")
+        _close_open_pause(session, outcome=status)
         session.decision_comment = comment
+        session.save(update_fields=["decision_comment"])
         audit.append(command, user.username, session, {"comment": comment, "text": session.text})
         _finish(session, status)
     return summary(session)

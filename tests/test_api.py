@@ -261,7 +261,6 @@ def test_it_approves_a_generated_session(api, alice):
     assert session.finished_at is not None
 
 
-@pytest.mark.xfail(strict=True, reason="services._decide never saves decision_comment")
 def test_it_keeps_the_decision_comment(api, alice):
     session = make_session(alice, status=S.GENERATED)
     post(api, f"/api/sessions/{session.pk}/approve", {"comment": "Fine"})
@@ -269,7 +268,6 @@ def test_it_keeps_the_decision_comment(api, alice):
     assert session.decision_comment == "Fine"
 
 
-@pytest.mark.xfail(strict=True, reason="services._decide writes the outcome 'rejectd'")
 def test_it_records_the_outcome_of_a_rejected_pause(api, alice):
     session = make_session(alice)
     post(api, f"/api/sessions/{session.pk}/reject", {"comment": "No"})

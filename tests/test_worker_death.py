@@ -25,9 +25,21 @@ def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
     name = f"{tag}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
     log = open(REPO / "var" / f"test-worker-{tag}.log", "w")  # noqa: SIM115 - owned by the process
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--pool=solo", "--loglevel=INFO",
-         f"--hostname={name}"],
-        cwd=REPO, env=worker_env(settings.DATABASES["default"]["NAME"]), stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            f"--hostname={name}",
+        ],
+        cwd=REPO,
+        env=worker_env(settings.DATABASES["default"]["NAME"]),
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     wait_for_worker(process, name)
     return process, name
@@ -45,17 +57,26 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
         wait_for(status_is(sid, "paused"), what="the pause")
         end = len(session(sid).text)
         services.edit(alice, sid, end, end, " (reviewed)")
-        wait_for(lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit")
+        wait_for(
+            lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit"
+        )
         edited_ids = list(session(sid).generated_ids)
         services.resume(alice, sid)
         wait_for(tokens_streamed(sid, len(edited_ids) + 8), what="tokens after the resume")
 
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
-        streamed = {e.payload["position"]: e.payload["token_id"] for e in session(sid).events.filter(type="token")}
+        streamed = {
+            e.payload["position"]: e.payload["token_id"]
+            for e in session(sid).events.filter(type="token")
+        }
         monkeypatch.setattr(tasks, "dispatch_segment", dispatch)
         successor, _ = start_worker("successor")
-        wait_for(status_is(sid, "generated", "failed"), timeout=120, what="the session to finish elsewhere")
+        wait_for(
+            status_is(sid, "generated", "failed"),
+            timeout=120,
+            what="the session to finish elsewhere",
+        )
     finally:
         for process in (victim, successor):
             if process is not None and process.poll() is None:
