@@ -1,0 +1,135 @@
+"""Regular expressions from admins, compiled and searched so they cannot hang a worker.
+
+Two guards, because neither is enough alone: `compile_safe` rejects patterns with a
+quantified group that itself contains a quantifier (`(a+)+`, `(a*)*`, `(.*a){20}`), the
+classic shape of catastrophic backtracking; and `search_recent` runs every search with the
+`regex` package's timeout over a bounded window of recent text, which also stops the
+patterns the heuristic cannot see (`(a|aa)+$`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import regex
+
+log = logging.getLogger(__name__)
+
+SEARCH_TIMEOUT_S = 0.05
+WINDOW_CHARS = 2000
+FLAG_BITS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
+
+_BRACES = regex.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+
+
+class UnsafePatternError(ValueError):
+    """The pattern is invalid or likely to backtrack catastrophically."""
+
+
+@dataclass(frozen=True)
+class Quantifier:
+    length: int  # characters the quantifier occupies in the pattern, modifiers included
+    repeats: bool  # can match its operand more than once
+    possessive: bool  # `*+`, `++`, ... never give back, so they cannot backtrack
+
+
+def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
+    """Compile `pattern`, or raise UnsafePatternError saying why it is refused."""
+    bits = 0
+    for letter in flags:
+        if letter not in FLAG_BITS:
+            raise UnsafePatternError(f'unknown flag "{letter}" (use any of "imsx")')
+        bits |= FLAG_BITS[letter]
+    try:
+        compiled = regex.compile(pattern, bits)
+    except regex.error as err:
+        raise UnsafePatternError(f"invalid regular expression: {err}") from None
+    nested = find_nested_quantifier(pattern)
+    if nested is not None:
+        raise UnsafePatternError(
+            f"a repeated group contains another repeat near {nested!r}, which can backtrack "
+            "catastrophically; rewrite it without the nested quantifier"
+        )
+    return compiled
+
+
+def find_nested_quantifier(pattern: str) -> str | None:
+    """Return the pattern text ending at a repeated group that itself repeats, or None."""
+    group_repeats: list[bool] = [False]  # one flag per open group: "contains a repeat"
+    closed_repeats = False  # the atom just before the cursor is a group that contained one
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        quantifier = read_quantifier(pattern, i)
+        if quantifier is not None:
+            if quantifier.repeats and closed_repeats and not quantifier.possessive:
+                return pattern[max(0, i - 20) : i + quantifier.length]
+            group_repeats[-1] |= quantifier.repeats or closed_repeats
+            closed_repeats = False
+            i += quantifier.length
+            continue
+        closed_repeats = False
+        if char == "\\":
+            i += 2
+        elif char == "[":
+            i = skip_class(pattern, i)
+        elif char == "(":
+            group_repeats.append(False)
+            i += 1
+        elif char == ")" and len(group_repeats) > 1:
+            closed_repeats = group_repeats.pop()
+            group_repeats[-1] |= closed_repeats
+            i += 1
+        else:
+            i += 1
+    return None
+
+
+def read_quantifier(pattern: str, i: int) -> Quantifier | None:
+    """The quantifier starting at pattern[i], if there is one."""
+    char = pattern[i]
+    if char in "*+":
+        length, repeats = 1, True
+    elif char == "?":
+        length, repeats = 1, False
+    elif char == "{":
+        found = _BRACES.match(pattern, i)
+        if found is None or not (found.group(1) or found.group(3)):
+            return None  # a literal brace
+        low, comma, high = found.groups()
+        upper = int(high) if high else (None if comma else int(low))
+        length, repeats = len(found.group()), upper is None or upper > 1
+    else:
+        return None
+    modifier = pattern[i + length] if i + length < len(pattern) else ""
+    if modifier in ("?", "+"):
+        length += 1
+    return Quantifier(length, repeats, modifier == "+")
+
+
+def skip_class(pattern: str, i: int) -> int:
+    """Index just past the character class opening at pattern[i]."""
+    j = i + 1
+    if j < len(pattern) and pattern[j] == "^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1  # a leading "]" is a literal member
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def search_recent(compiled: regex.Pattern, text: str, start: int = 0) -> Iterator[regex.Match]:
+    """Matches from `start` within the last WINDOW_CHARS of `text`, offsets into the whole text.
+
+    A search that runs past SEARCH_TIMEOUT_S is abandoned and logged: the worker must keep
+    generating, and a policy that cannot decide in time simply does not fire.
+    """
+    start = max(start, len(text) - WINDOW_CHARS)
+    try:
+        # Materialise inside the try: the timeout is raised while iterating.
+        yield from list(compiled.finditer(text, start, timeout=SEARCH_TIMEOUT_S))
+    except TimeoutError:
+        log.warning("regex %r timed out after %.0f ms", compiled.pattern, SEARCH_TIMEOUT_S * 1000)

@@ -1,0 +1,67 @@
+"""Admin regexes: refused when they nest quantifiers, and never searched for long."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from inference.safe_regex import (
+    UnsafePatternError,
+    compile_safe,
+    find_nested_quantifier,
+    search_recent,
+)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a+)+$", "(a*)*", "(.*a){20}", "((a+)b)+", r"(\w+\s?)*$", "(?:x+y?)+", "(a{2,})+"],
+)
+def test_it_finds_nested_quantifiers(pattern):
+    assert find_nested_quantifier(pattern) is not None
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\d+(?:\.\d+)?",
+        "(?:ab)+",
+        "(a+)?",
+        "(a+){1}",
+        r"[(+)]+",
+        r"\(a+\)+",
+        r"\p{L}+",
+        "(?P<dose>\\d+) ?mg",
+        "a{2,3}(bc){2}",
+        "(a+)++",
+    ],
+)
+def test_it_accepts_patterns_without_nested_repeats(pattern):
+    assert find_nested_quantifier(pattern) is None
+
+
+def test_it_reports_invalid_patterns_and_flags():
+    with pytest.raises(UnsafePatternError, match="invalid regular expression"):
+        compile_safe("[unclosed")
+    with pytest.raises(UnsafePatternError, match='unknown flag "z"'):
+        compile_safe("a", "z")
+    assert compile_safe("A", "i").search("a")
+
+
+def test_it_reports_offsets_into_the_whole_text():
+    text = "x" * 5000 + "dose 5 mg"
+    (match,) = search_recent(compile_safe(r"\d mg"), text)
+    assert (match.start(), match.end()) == (5005, 5009)
+
+
+def test_it_only_searches_recent_text():
+    text = "5 mg" + "x" * 5000
+    assert list(search_recent(compile_safe(r"\d mg"), text)) == []
+
+
+def test_it_gives_up_on_a_runaway_search_quickly():
+    compiled = compile_safe("(a|aa)+$")  # slips past the nested-quantifier check
+    started = time.monotonic()
+    assert list(search_recent(compiled, "a" * 60 + "!")) == []
+    assert time.monotonic() - started < 1.0
