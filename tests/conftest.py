@@ -1,4 +1,4 @@
-"""Shared fixtures: named personas and a real Celery worker process."""
+"""Shared fixtures: named personas, a demo domain and a real Celery worker process."""
 
 from __future__ import annotations
 
@@ -96,3 +96,24 @@ def bob(django_user_model):
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", password="root-password-1")
+
+
+@pytest.fixture
+def plain_domain():
+    """A domain without policies: only the reviewer pauses."""
+    from reviewer.models import Domain, Glossary, GlossaryTerm
+
+    domain = Domain.objects.create(
+        name="Plain",
+        slug="plain",
+        specialty="medical",
+        system_prompt="You are a clinical documentation assistant.",
+    )
+    glossary = Glossary.objects.create(domain=domain, name="Terms")
+    GlossaryTerm.objects.create(
+        glossary=glossary,
+        term="high blood pressure",
+        preferred="essential (primary) hypertension",
+        code="I10",
+    )
+    return domain

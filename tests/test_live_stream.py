@@ -13,7 +13,7 @@ from django.test import Client
 
 from reviewer import services
 from reviewer.models import ReviewSession
-from tests.test_workflow import PROMPT, plain_domain  # noqa: F401
+from tests.test_workflow import PROMPT
 from webapp.asgi import application
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
@@ -47,7 +47,7 @@ async def receive_until(communicator, event_type: str, seen: list, timeout: floa
 async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
     celery_worker_process,
     alice,
-    plain_domain,  # noqa: F811
+    plain_domain,
 ):
     started = await sync_to_async(services.start_session)(
         alice, "Plain", PROMPT, seed=4, max_new_tokens=40
@@ -85,7 +85,7 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
 
 async def test_it_replays_missed_events_to_a_client_that_reconnects(
     celery_worker_process, alice, plain_domain
-):  # noqa: F811
+):
     started = await sync_to_async(services.start_session)(
         alice, "Plain", PROMPT, seed=4, max_new_tokens=6
     )
@@ -104,5 +104,10 @@ async def test_it_replays_missed_events_to_a_client_that_reconnects(
         await receive_until(communicator, "finished", seen, timeout=10)
     finally:
         await communicator.disconnect()
-    assert seen[0]["seq"] == 3
-    assert len([m for m in seen if m["type"] == "token"]) == 6
+    assert [m["seq"] for m in seen] == list(range(3, 3 + len(seen)))
+    stored = await sync_to_async(
+        lambda: list(ReviewSession.objects.get(pk=started["id"]).events.filter(seq__gt=2))
+    )()
+    assert [m["seq"] for m in seen] == [e.seq for e in stored]
+    tokens = [m["position"] for m in seen if m["type"] == "token"]
+    assert tokens == list(range(6 - len(tokens), 6))

@@ -16,7 +16,7 @@ from inference.loader import load_engine
 from reviewer import services, tasks
 from reviewer.models import Edit, ReviewSession
 from tests.conftest import REPO, wait_for_worker, worker_env
-from tests.test_workflow import PROMPT, plain_domain, session, status_is, tokens_streamed, wait_for  # noqa: F401
+from tests.test_workflow import PROMPT, session, status_is, tokens_streamed, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -45,7 +45,7 @@ def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
     return process, name
 
 
-def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, monkeypatch):  # noqa: F811
+def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, monkeypatch):
     victim, victim_name = start_worker("victim")
     dispatch = tasks.dispatch_segment
     monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name))

@@ -11,9 +11,7 @@ from django.core.management import call_command
 from reviewer import services
 from reviewer.models import (
     AuditRecord,
-    Domain,
     Edit,
-    Glossary,
     GlossaryTerm,
     PausePolicy,
     ReviewSession,
@@ -22,25 +20,6 @@ from reviewer.models import (
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 PROMPT = "Write a short clinical note about a patient with high blood pressure and chest pain."
-
-
-@pytest.fixture
-def plain_domain():
-    """A domain without policies: only the reviewer pauses."""
-    domain = Domain.objects.create(
-        name="Plain",
-        slug="plain",
-        specialty="medical",
-        system_prompt="You are a clinical documentation assistant.",
-    )
-    glossary = Glossary.objects.create(domain=domain, name="Terms")
-    GlossaryTerm.objects.create(
-        glossary=glossary,
-        term="high blood pressure",
-        preferred="essential (primary) hypertension",
-        code="I10",
-    )
-    return domain
 
 
 def wait_for(predicate, timeout: float = 60, what: str = "condition"):
