@@ -60,7 +60,7 @@ class _Run:
     recorder: object = None
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
-    logprobs: torch.Tensor | None = None
+    logprobs: object = None  # numpy [V] log-probs of the next token
 
 
 class Engine:

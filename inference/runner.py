@@ -37,10 +37,12 @@ class _AttentionRecorder:
         layer = getattr(module, "layer_idx", None)
         if query.shape[2] != 1 or (self.layers is not None and layer not in self.layers):
             return
-        # query: [1, Hq, 1, D]; key: [1, Hkv, S, D] -> repeat for grouped-query attention
-        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-        scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # [1, Hq, 1, S]
-        self.rows[layer] = torch.softmax(scores.float(), dim=-1)[0, :, 0]
+        # query: [1, Hq, 1, D]; key: [1, Hkv, S, D]. Group the query heads by their shared
+        # KV head instead of repeating the keys (no copy of the cache).
+        heads, kv_heads, dim = query.shape[1], key.shape[1], query.shape[-1]
+        grouped = query.reshape(kv_heads, heads // kv_heads, dim)  # [Hkv, G, D]
+        scores = torch.matmul(grouped, key[0].transpose(1, 2)) * scaling  # [Hkv, G, S]
+        self.rows[layer] = torch.softmax(scores.float(), dim=-1).reshape(heads, -1)  # [Hq, S]
 
 
 _recorder: _AttentionRecorder | None = None

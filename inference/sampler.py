@@ -27,8 +27,8 @@ def sample(
     attempt: int,
 ) -> int:
     logits = apply_repetition_penalty(logits, context_ids, params.repetition_penalty)
-    if params.greedy:
-        return int(torch.argmax(logits))
+    if params.greedy:  # numpy: single-threaded, see signals.summarize
+        return int(logits.detach().float().numpy().argmax())
     probs = filtered_probs(logits / params.temperature, params.top_k, params.top_p)
     gen = step_generator(params.seed, position, attempt)
     return int(torch.multinomial(probs, 1, generator=gen))

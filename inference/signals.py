@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
 import torch
 
 
@@ -44,25 +45,33 @@ def summarize(
     logits: torch.Tensor,  # [V] raw next-token logits
     k: int,
     token_text: Callable[[int], str],
-) -> tuple[Signals, torch.Tensor]:
-    """One log-softmax and one top-k per step. Returns the signals and the log-probs [V]."""
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
-    top = torch.topk(logprobs, max(k, 2))
-    top_probs = top.values.exp().tolist()
-    top_ids = top.indices.tolist()
-    entropy = float(-(logprobs.exp() * logprobs).nan_to_num().sum())
+) -> tuple[Signals, np.ndarray]:
+    """One softmax and one top-k per step. Returns the signals and the log-probs [V].
+
+    numpy on purpose: single-threaded, so these small ops never wait for the thread pool
+    the forward pass just used (which costs milliseconds on a busy 2-core machine).
+    """
+    x = logits.detach().float().numpy()
+    shifted = x - x.max()
+    exp = np.exp(shifted)
+    total = exp.sum()
+    logprobs = shifted - np.log(total)
+    probs = exp / total
+    top = np.argpartition(-x, max(k, 2))[: max(k, 2)]
+    top = top[np.argsort(-x[top], kind="stable")]
+    top_probs = probs[top].tolist()
     alternatives = tuple(
-        Alternative(token_id=i, text=token_text(i), prob=p)
-        for i, p in zip(top_ids[:k], top_probs[:k], strict=True)
+        Alternative(token_id=int(i), text=token_text(int(i)), prob=p)
+        for i, p in zip(top[:k].tolist(), top_probs[:k], strict=True)
     )
     signals = Signals(
         top1_prob=top_probs[0],
-        entropy=entropy,
+        entropy=float(-(probs * logprobs).sum()),
         margin=top_probs[0] - top_probs[1],
         alternatives=alternatives,
     )
     return signals, logprobs
 
 
-def with_chosen(signals: Signals, logprobs: torch.Tensor, token_id: int) -> Signals:
-    return replace(signals, chosen_prob=float(logprobs[token_id].exp()))
+def with_chosen(signals: Signals, logprobs: np.ndarray, token_id: int) -> Signals:
+    return replace(signals, chosen_prob=float(np.exp(logprobs[token_id])))

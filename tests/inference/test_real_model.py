@@ -84,3 +84,17 @@ def test_default_policies_flag_without_stopping(real_engine, reference):
     assert real_engine.run(state, sink).reason == reference.stop_reason
     assert state.generated_ids == reference.generated_ids
     assert sink.of(FlagEvent)
+
+
+def test_live_attention_matches_the_eager_view_with_grouped_heads(real_engine):
+    import torch
+
+    from inference.sink import TokenEvent
+
+    state = real_engine.start("Name a fruit.", GREEDY)
+    sink = CollectingSink()
+    real_engine.run(state, sink, pause_at=3, live_attention=5)
+    live = torch.tensor(sink.of(TokenEvent)[-1].attention)
+    view = real_engine.attention(state, layer=5)
+    assert len(view.heads) == 9 and len(view.layers) == 30
+    assert torch.allclose(live, torch.tensor(view.layers[5]), atol=1e-4)

@@ -1,0 +1,228 @@
+"""Benchmark the decode engine on the default model; prints one JSON object.
+
+    python bench/engine.py
+
+Measures, in one run: decode speed against model.generate(), the share of each step spent
+in signals + policies, the cost of live attention, time to the first token after resume
+(memory, bytes, rebuild, full re-prefill) at several context lengths, a tail edit at
+1,024 tokens, and snapshot size and speed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from inference import engine as engine_mod  # noqa: E402
+from inference.loader import load_engine  # noqa: E402
+from inference.policies import PolicySet  # noqa: E402
+from inference.sampler import sample  # noqa: E402
+
+DECODE_TOKENS = 64
+CONTEXTS = (256, 1024, 2048)
+GENERATED = 8  # tokens generated before the pause at each context length
+PROMPT = "Write a long, detailed story about a lighthouse keeper who finds a strange map."
+DEFAULT_POLICIES = [
+    {
+        "name": "terms",
+        "kind": "keyword",
+        "action": "flag",
+        "params": {"keywords": ["map", "storm"]},
+    },
+    {"name": "unsure", "kind": "low_confidence", "action": "flag", "params": {"threshold": 0.2}},
+    {"name": "absolute", "kind": "overconfidence", "action": "flag", "params": {"threshold": 0.92}},
+    {"name": "every3", "kind": "sentence_count", "action": "flag", "params": {"every": 3}},
+]
+GREEDY = {"temperature": 0.0, "max_new_tokens": DECODE_TOKENS}
+FILLER = (
+    "The committee reviewed the clinical notes, the dosage tables and the follow-up plan. "
+    "Each reviewer wrote comments about the wording, the evidence and the risks involved. "
+)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def best(fn, repeats: int = 2) -> float:
+    return min(timed(fn)[0] for _ in range(repeats))
+
+
+# ---- decode speed -----------------------------------------------------------------------
+def decode_speed(engine) -> dict:
+    prompt_ids = engine.encode_prompt(PROMPT)
+    ids = torch.tensor([prompt_ids])
+    model = engine.runner.model
+
+    def run_engine(live=None):
+        state = engine.start(prompt_ids, GREEDY, DEFAULT_POLICIES)
+        engine.run(state, live_attention=live)
+        assert len(state.generated_ids) == DECODE_TOKENS, "EOS before the token budget"
+        return state
+
+    def run_generate():
+        with torch.inference_mode():
+            model.generate(
+                ids, max_new_tokens=DECODE_TOKENS, min_new_tokens=DECODE_TOKENS, do_sample=False
+            )
+
+    run_engine(), run_generate()  # warm up
+    t_engine, t_generate = [], []
+    for _ in range(2):
+        t_generate.append(timed(run_generate)[0])
+        t_engine.append(timed(run_engine)[0])
+    t_live = best(lambda: run_engine("mean"))
+    return {
+        "engine": DECODE_TOKENS / min(t_engine),
+        "generate": DECODE_TOKENS / min(t_generate),
+        "_engine_s": min(t_engine),
+        "_live_s": t_live,
+    }
+
+
+def policy_overhead(engine) -> float:
+    """Time in signals + policy evaluation over the whole run time of the decode loop."""
+    spent = [0.0]
+    summarize, evaluate = engine_mod.summarize, PolicySet.evaluate
+
+    def timed_summarize(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return summarize(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    def timed_evaluate(self, ctx):
+        t = time.perf_counter()
+        try:
+            return evaluate(self, ctx)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    engine_mod.summarize, PolicySet.evaluate = timed_summarize, timed_evaluate
+    try:
+        state = engine.start(PROMPT, GREEDY, DEFAULT_POLICIES)
+        total, _ = timed(lambda: engine.run(state))
+    finally:
+        engine_mod.summarize, PolicySet.evaluate = summarize, evaluate
+    return spent[0] / total
+
+
+# ---- resume paths -----------------------------------------------------------------------
+def context_ids(engine, length: int) -> list[int]:
+    ids = engine.tokenizer.encode(FILLER * (length // 20 + 2))
+    return ids[: length - GENERATED]
+
+
+def first_token(engine, state) -> None:
+    engine.run(state, max_new_tokens=len(state.generated_ids) + 1)
+
+
+def resume_paths(engine, length: int) -> tuple[dict, object]:
+    state = engine.start(context_ids(engine, length), GREEDY, DEFAULT_POLICIES)
+    engine.run(state, pause_at=GENERATED)
+    data = engine.snapshot(state)
+    all_ids = state.prompt_ids + state.generated_ids
+
+    def reprefill():
+        cache = engine.runner.new_cache()
+        out = engine.runner.forward(all_ids, cache)
+        sample(out.logits[-1], state.params, torch.empty(0, dtype=torch.long), len(all_ids), 0)
+
+    def from_memory():
+        engine.run(state, max_new_tokens=GENERATED + 1)
+
+    def from_bytes():
+        first_token(engine, engine.restore(data))
+
+    def rebuild():
+        rebuilt = engine.rebuild(
+            state.prompt_ids, state.generated_ids, state.params, DEFAULT_POLICIES
+        )
+        first_token(engine, rebuilt)
+
+    result = {
+        "reprefill_s": best(reprefill, 1),
+        "memory_s": timed(from_memory)[0],
+        "bytes_s": best(from_bytes),
+        "rebuild_s": best(rebuild, 1),
+    }
+    engine.truncate(state, GENERATED)  # back to the pause, for the edit and snapshot checks
+    return result, state
+
+
+def tail_edit(engine, state, reprefill_s: float) -> dict:
+    n = len(state.generated_ids)
+
+    def edit_and_step():
+        engine.replace_tokens(state, n - GENERATED, n, " and the nurse agreed")
+        first_token(engine, state)
+
+    return {"edit_resume_s": timed(edit_and_step)[0], "reprefill_s": reprefill_s}
+
+
+def snapshot_speed(engine, state) -> dict:
+    write_s, data = timed(lambda: engine.snapshot(state))
+    write_s = min(write_s, best(lambda: engine.snapshot(state)))
+    read_s = best(lambda: engine.restore(data))
+    mb = len(data) / 1e6
+    return {
+        "bytes_per_token": len(data) / state.position,
+        "write_mb_s": mb / write_s,
+        "read_mb_s": mb / read_s,
+        "_size_mb": mb,
+    }
+
+
+def main() -> None:
+    started = time.perf_counter()
+    engine = load_engine()
+    log(f"model loaded; threads={torch.get_num_threads()}")
+    speed = decode_speed(engine)
+    log(f"decode: {speed}")
+    overhead = policy_overhead(engine)
+    resume, states = {}, {}
+    for length in CONTEXTS:
+        resume[str(length)], states[length] = resume_paths(engine, length)
+        log(f"resume {length}: {resume[str(length)]}")
+    snapshot = snapshot_speed(engine, states[1024])
+    edit = tail_edit(engine, states[1024], resume["1024"]["reprefill_s"])
+    r1024 = resume["1024"]
+    report = {
+        "decode_tok_s": {"engine": speed["engine"], "generate": speed["generate"]},
+        "policy_overhead_fraction": overhead,
+        "live_attention_overhead_fraction": speed["_live_s"] / speed["_engine_s"] - 1,
+        "resume": resume,
+        "tail_edit_1024": edit,
+        "snapshot": {k: v for k, v in snapshot.items() if not k.startswith("_")},
+        "ratios": {
+            "engine_vs_generate": speed["engine"] / speed["generate"],
+            "memory_resume_speedup_1024": r1024["reprefill_s"] / r1024["memory_s"],
+            "bytes_resume_speedup_1024": r1024["reprefill_s"] / r1024["bytes_s"],
+            "rebuild_vs_reprefill_1024": r1024["reprefill_s"] / r1024["rebuild_s"],
+            "tail_edit_speedup_1024": edit["reprefill_s"] / edit["edit_resume_s"],
+        },
+        "setup": {
+            "decode_tokens": DECODE_TOKENS,
+            "threads": torch.get_num_threads(),
+            "snapshot_mb_at_1024": snapshot["_size_mb"],
+            "wall_s": time.perf_counter() - started,
+        },
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
