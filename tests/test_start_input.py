@@ -1,0 +1,26 @@
+"""Starting a session checks its input against the real model's tokenizer and context."""
+
+import pytest
+
+from reviewer import services
+from reviewer.models import AuditRecord, ReviewSession
+
+pytestmark = [pytest.mark.model, pytest.mark.django_db]
+
+
+def test_it_refuses_an_input_longer_than_the_context_and_creates_nothing(alice, plain_domain):
+    huge = "chest pain " * 9000
+    with pytest.raises(services.InvalidInput, match="context"):
+        services.start_session(alice, "Plain", huge, max_new_tokens=10)
+    assert ReviewSession.objects.count() == 0 and AuditRecord.objects.count() == 0
+
+
+def test_it_counts_the_system_prompt_and_the_token_limit(alice, plain_domain):
+    from reviewer.tokens import context_length, prompt_length
+
+    length = prompt_length(plain_domain.system_prompt, "hello")
+    assert 5 < length < 100
+    with pytest.raises(services.InvalidInput, match="context"):
+        services.start_session(
+            alice, "Plain", "hello", max_new_tokens=context_length() - length + 1
+        )
