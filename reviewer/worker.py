@@ -148,8 +148,15 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
         return "edited"
     control = RedisControl(session.pk)
     sink = SessionSink(session, state)
-    stop = engine().run(state, sink, control, max_new_tokens=session.max_new_tokens)
+    stop = engine().run(
+        state, sink, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+    )
     return finish_segment(session, state, stop, control)
+
+
+def live_mode() -> str | None:
+    """Stream each token's attention (mean over layers and heads) where the model allows it."""
+    return "mean" if engine().runner.live_attention_supported else None
 
 
 def finish_segment(
@@ -321,8 +328,8 @@ def _rounded(view: dict) -> dict:
     return view
 
 
-def _round_list(values) -> list:
-    return [round(v, 4) if v is not None else None for v in values]
+def _round_list(values, digits: int = 4) -> list:
+    return [round(v, digits) if v is not None else None for v in values]
 
 
 class SessionSink(Sink):
@@ -343,6 +350,8 @@ class SessionSink(Sink):
                 "probability": round(signals.chosen_prob, 4),
                 "entropy": round(signals.entropy, 4),
                 "alternatives": [alt.to_dict() for alt in signals.alternatives],
+                # The new token's attention over its context, for the live heatmap.
+                "attention": _round_list(event.attention or [], 3),
             },
         )
         self.since_checkpoint += 1
