@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
 
+from inference.policies import POLICY_KINDS, PolicyConfigError
 from reviewer import auth
+from reviewer.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.models import (
     ApiToken,
     AuditRecord,
@@ -14,6 +24,14 @@ from reviewer.models import (
     PausePolicy,
     ReviewSession,
 )
+from reviewer.policy_forms import (
+    KIND_DESCRIPTIONS,
+    is_text_kind,
+    kind_label,
+    param_field_names,
+    policy_form_for,
+)
+from reviewer.policy_trial import Trial, try_policies
 
 
 class GlossaryTermInline(admin.TabularInline):
@@ -27,19 +45,220 @@ class DomainAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
 
 
+class GlossaryImportForm(forms.Form):
+    file = forms.FileField(
+        label=_("CSV file"),
+        help_text=_("Columns term, preferred, code, note, with a header row; UTF-8."),
+    )
+    replace = forms.BooleanField(
+        label=_("Replace the glossary"),
+        required=False,
+        help_text=_("Delete the terms that are not in the file."),
+    )
+
+
 @admin.register(Glossary)
 class GlossaryAdmin(admin.ModelAdmin):
-    list_display = ["name", "domain"]
+    """Terms are edited inline, or imported and exported as CSV from the glossary's page."""
+
+    list_display = ["name", "domain", "term_count"]
+    list_filter = ["domain"]
     inlines = [GlossaryTermInline]
+    change_form_template = "admin/reviewer/glossary/change_form.html"
+
+    @admin.display(description=_("terms"))
+    def term_count(self, obj: Glossary) -> int:
+        return obj.terms.count()
+
+    def get_urls(self) -> list:
+        own = [
+            path(
+                "<path:object_id>/export/",
+                self.admin_site.admin_view(self.export_view),
+                name="reviewer_glossary_export",
+            ),
+            path(
+                "<path:object_id>/import/",
+                self.admin_site.admin_view(self.import_view),
+                name="reviewer_glossary_import",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        glossary = self.glossary_or_404(request, object_id, self.has_view_permission)
+        response = HttpResponse(export_csv(glossary), content_type="text/csv; charset=utf-8")
+        filename = f"{glossary.domain.slug}-{slugify(glossary.name) or glossary.pk}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+    def import_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        glossary = self.glossary_or_404(request, object_id, self.has_change_permission)
+        form = GlossaryImportForm(request.POST or None, request.FILES or None)
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            errors = self.import_file(request, glossary, form)
+            if not errors:
+                return redirect("admin:reviewer_glossary_change", glossary.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": glossary,
+            "title": _("Import terms into %(glossary)s") % {"glossary": glossary},
+            "form": form,
+            "import_errors": errors,
+        }
+        return TemplateResponse(request, "admin/reviewer/glossary/import.html", context)
+
+    def import_file(self, request: HttpRequest, glossary: Glossary, form) -> list[str]:
+        """Import the uploaded file; the problems found, or [] after a success message."""
+        data = form.cleaned_data["file"].read()
+        try:
+            result = import_csv(glossary, data, replace=form.cleaned_data["replace"])
+        except GlossaryImportError as exc:
+            return exc.errors
+        message = _("Imported: %(created)d new, %(updated)d updated, %(deleted)d deleted.")
+        self.message_user(request, message % vars(result), messages.SUCCESS)
+        return []
+
+    def glossary_or_404(self, request: HttpRequest, object_id: str, allowed) -> Glossary:
+        glossary = self.get_object(request, object_id)
+        if glossary is None:
+            raise Http404
+        if not allowed(request, glossary):
+            raise PermissionDenied
+        return glossary
+
+
+class KindFilter(admin.SimpleListFilter):
+    title = _("kind")
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin) -> list[tuple[str, str]]:
+        return [(kind, kind_label(kind)) for kind in POLICY_KINDS]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
 @admin.register(PausePolicy)
 class PausePolicyAdmin(admin.ModelAdmin):
-    # The model's clean() asks the engine to build the policy, so bad params fail in the form.
-    list_display = ["name", "domain", "kind", "action", "enabled", "cooldown", "order"]
-    list_filter = ["domain", "kind", "action", "enabled"]
+    """One form per policy kind, generated from the engine's parameter schema.
+
+    Adding a policy starts by choosing its kind (`?kind=...`); the kind of a saved policy
+    does not change, because its parameters mean nothing to another kind.
+    """
+
+    list_display = ["name", "domain", "kind_name", "action", "enabled", "cooldown", "order"]
+    list_filter = ["domain", KindFilter, "action", "enabled"]
     list_editable = ["enabled", "order"]
     search_fields = ["name"]
+    readonly_fields = ["kind_name"]
+    change_form_template = "admin/reviewer/pausepolicy/change_form.html"
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_name(self, obj: PausePolicy) -> str:
+        return kind_label(obj.kind)
+
+    def policy_kind(self, request: HttpRequest, obj: PausePolicy | None) -> str | None:
+        kind = obj.kind if obj is not None else request.GET.get("kind")
+        return kind if kind in POLICY_KINDS else None
+
+    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+        kind = self.policy_kind(request, obj)
+        if kind is not None:
+            kwargs["form"] = policy_form_for(kind)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj=None) -> list:
+        kind = self.policy_kind(request, obj)
+        general = ["name", "domain", "kind_name", "action", "enabled", "cooldown", "order"]
+        if kind is None:
+            return [(None, {"fields": general})]
+        description = KIND_DESCRIPTIONS.get(kind, "")
+        parameters = {"fields": param_field_names(kind), "description": description}
+        return [(None, {"fields": general}), (_("Parameters"), parameters)]
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
+        if self.policy_kind(request, None) is None:
+            return self.choose_kind_view(request)
+        extra = {**(extra_context or {}), "policy_kind_label": kind_label(request.GET["kind"])}
+        return super().add_view(request, form_url, extra)
+
+    def choose_kind_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        kinds = [
+            {
+                "kind": kind,
+                "label": kind_label(kind),
+                "description": KIND_DESCRIPTIONS.get(kind, ""),
+                "text_only": is_text_kind(kind),
+            }
+            for kind in POLICY_KINDS
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("Choose the kind of pause policy"),
+            "kinds": kinds,
+            "preserved_query": request.GET.urlencode(),
+        }
+        return TemplateResponse(request, "admin/reviewer/pausepolicy/choose_kind.html", context)
+
+    def get_urls(self) -> list:
+        trial = path(
+            "<path:object_id>/try/",
+            self.admin_site.admin_view(self.try_view),
+            name="reviewer_pausepolicy_try",
+        )
+        return [trial, *super().get_urls()]
+
+    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Dry run over sample text: where this policy (or the domain's) would pause, and why."""
+        policy = self.get_object(request, object_id)
+        if policy is None:
+            raise Http404
+        if not self.has_view_permission(request, policy):
+            raise PermissionDenied
+        form = PolicyTrialForm(request.POST or None)
+        trial, error = None, ""
+        if request.method == "POST" and form.is_valid():
+            trial, error = self.run_trial(policy, form.cleaned_data)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": policy,
+            "title": _("Try the policy %(name)s") % {"name": policy.name},
+            "form": form,
+            "trial": trial,
+            "error": error,
+            "kind_label": kind_label(policy.kind),
+            "text_only": is_text_kind(policy.kind),
+        }
+        return TemplateResponse(request, "admin/reviewer/pausepolicy/try.html", context)
+
+    def run_trial(self, policy: PausePolicy, data: dict) -> tuple[Trial | None, str]:
+        if data["whole_domain"]:
+            specs = [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]
+        else:
+            specs = [{**policy.to_spec(), "enabled": True}]  # try it even while disabled
+        try:
+            return try_policies(specs, data["text"]), ""
+        except PolicyConfigError as exc:
+            return None, str(exc)
+
+
+class PolicyTrialForm(forms.Form):
+    text = forms.CharField(
+        label=_("Sample text"),
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        strip=False,
+        max_length=20000,
+    )
+    whole_domain = forms.BooleanField(
+        label=_("Try all enabled policies of this domain together"), required=False
+    )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
