@@ -112,6 +112,8 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict:
         "seed": session.seed,
         "max_new_tokens": session.max_new_tokens,
         "decoding": session.decoding,
+        "task_type": session.task_type,
+        "task_source": session.task_source,
         "text": session.text,
         "token_ids": session.generated_ids,
         "ids_seq": session.ids_seq,
@@ -187,6 +189,7 @@ def start_session(request: HttpRequest) -> JsonResponse:
         seed=body.get("seed"),
         max_new_tokens=body.get("max_new_tokens"),
         decoding=body.get("decoding"),
+        task_type=body.get("task_type"),
         command_id=commands.command_id_of(body),
     )
     return JsonResponse(result, status=201)

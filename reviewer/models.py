@@ -142,6 +142,10 @@ class ReviewSession(models.Model):
     )
     error = models.TextField(blank=True)
     decision_comment = models.TextField(blank=True)
+    task_type = models.CharField(max_length=20, blank=True, help_text="Decides the decoding")
+    task_source = models.CharField(
+        max_length=10, blank=True, help_text="'classifier' or 'override'"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -265,3 +269,60 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"API token of {self.user}"
+
+
+class RoiSettings(models.Model):
+    """What an admin assumes when Pause ROI is computed for a domain; shown beside every figure."""
+
+    domain = models.OneToOneField(Domain, on_delete=models.CASCADE, related_name="roi_settings")
+    baseline_regenerate_cycles = models.FloatField(
+        default=1.0,
+        help_text="Generate → review → regenerate cycles one generation needed before pausing",
+    )
+    minutes_saved_per_cycle = models.FloatField(
+        default=10.0, help_text="Reviewer minutes one avoided regenerate cycle saves"
+    )
+    reviewer_hourly_cost = models.DecimalField(max_digits=10, decimal_places=2, default=100)
+    loss_avoided_per_interception = models.DecimalField(
+        max_digits=12, decimal_places=2, default=0, help_text="Cost of an error a policy caught"
+    )
+    annual_system_cost = models.DecimalField(max_digits=12, decimal_places=2, default=0)
+    currency = models.CharField(max_length=3, default="USD")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "ROI settings"
+        verbose_name_plural = "ROI settings"
+
+    def __str__(self) -> str:
+        return f"ROI settings of {self.domain}"
+
+
+class TaskDecoding(models.Model):
+    """A domain's decoding parameters for one task type, over the built-in preset."""
+
+    TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="task_decodings")
+    task_type = models.CharField(max_length=20, choices=TASK_TYPES)
+    params = models.JSONField(
+        default=dict, blank=True, help_text='Sampling parameters, e.g. {"temperature": 0.2}'
+    )
+
+    class Meta:
+        ordering = ["domain", "task_type"]
+        unique_together = [("domain", "task_type")]
+        verbose_name = "task decoding preset"
+
+    def __str__(self) -> str:
+        return f"{self.domain}: {self.task_type}"
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.config import SamplingConfigError, SamplingParams
+
+        try:
+            SamplingParams.for_task(self.task_type, **(self.params or {}))
+        except (SamplingConfigError, TypeError) as exc:
+            raise ValidationError(str(exc)) from exc

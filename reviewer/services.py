@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from inference.config import SamplingConfigError, SamplingParams
-from reviewer import audit, control, events
+from reviewer import audit, control, events, metrics, task_types
 from reviewer.models import (
     CommandReceipt,
     Domain,
@@ -108,11 +108,19 @@ def summary(session: ReviewSession) -> dict:
 
 @idempotent("start")
 def start_session(
-    user, domain: str, input_text: str, seed=None, max_new_tokens=None, decoding=None
+    user,
+    domain: str,
+    input_text: str,
+    seed=None,
+    max_new_tokens=None,
+    decoding=None,
+    task_type=None,
 ) -> dict:
     domain_obj = _domain_named(domain)
     text = _clean_input(input_text)
-    params = _sampling_params(domain_obj, seed, max_new_tokens, decoding)
+    task, task_source = _task_type(text, task_type)
+    preset = task_types.preset_for(domain_obj, task)
+    params = _sampling_params(domain_obj, seed, max_new_tokens, decoding, preset)
     _check_context_fits(domain_obj, text, params.max_new_tokens)
     with transaction.atomic():
         session = S.objects.create(
@@ -124,15 +132,24 @@ def start_session(
             seed=params.seed,
             max_new_tokens=params.max_new_tokens,
             policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            task_type=task,
+            task_source=task_source,
         )
         audit.append(
             "start",
             user.username,
             session,
-            {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()},
+            {
+                "domain": domain_obj.name,
+                "input": text,
+                "decoding": params.to_dict(),
+                "task_type": task,
+                "task_source": task_source,
+            },
         )
         _set_status(session, S.RUNNING)
         _dispatch_segment(session)
+    metrics.generation_started(task)
     return summary(session)
 
 
@@ -309,6 +326,7 @@ def record_pause(session: ReviewSession, pause: dict, requested_at: float | None
             halted_at=halted,
             latency_ms=(halted - requested).total_seconds() * 1000 if requested else None,
         )
+        metrics.pause_recorded(record.kind, record.latency_ms)
         audit.append(
             "paused",
             "engine",
@@ -328,6 +346,7 @@ def record_flag(session: ReviewSession, flag: dict) -> None:
 
 
 def record_rollback(session: ReviewSession, rollback: dict) -> None:
+    metrics.rollback("engine")
     audit.append("rolled_back", "engine", session, rollback)
     events.emit(session.pk, "rolled_back", {k: v for k, v in rollback.items() if k != "type"})
 
@@ -382,6 +401,8 @@ def record_edit_applied(session: ReviewSession, edit_record: Edit, result: dict)
             {**result, "edit": edit_record.pk},
         )
         kind = "rolled_back" if edit_record.kind == "truncate" else "edited"
+        if edit_record.kind == "truncate":
+            metrics.rollback("reviewer")
         events.emit(
             session.pk,
             kind,
@@ -506,10 +527,20 @@ def _clean_input(text) -> str:
     return text.strip()
 
 
-def _sampling_params(domain: Domain, seed, max_new_tokens, decoding) -> SamplingParams:
+def _task_type(text: str, override) -> tuple[str, str]:
+    try:
+        return task_types.choose(text, override)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _sampling_params(
+    domain: Domain, seed, max_new_tokens, decoding, preset: dict | None = None
+) -> SamplingParams:
+    """The domain's defaults, then the task type's preset, then what the request asked for."""
     if decoding is not None and not isinstance(decoding, dict):
         raise InvalidInput("decoding must be an object")
-    values = {**domain.decoding, **(decoding or {})}
+    values = {**domain.decoding, **(preset or {}), **(decoding or {})}
     values["seed"] = _int_arg(seed, "seed") if seed is not None else random.randrange(2**31)
     limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
     values["max_new_tokens"] = (

@@ -6,7 +6,7 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from celery.utils import worker_direct
 
-from reviewer import services, worker
+from reviewer import metrics, services, worker
 
 
 @shared_task(bind=True, name="reviewer.run_segment", acks_late=True, reject_on_worker_lost=True)
@@ -29,6 +29,7 @@ def dispatch_segment(args: tuple[int, str], holder: str | None) -> None:
 @worker_ready.connect
 def on_worker_ready(sender, **kwargs) -> None:
     worker.engine()  # load the model once, before the first session arrives
+    metrics.serve_worker_metrics()
     worker.start_heartbeat(sender.hostname)
 
 

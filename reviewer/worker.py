@@ -22,7 +22,7 @@ from inference.loader import load_engine
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import DecodeState
-from reviewer import services
+from reviewer import metrics, services
 from reviewer.control import RedisControl
 from reviewer.health import redis_client
 from reviewer.models import Edit, ReviewSession, SessionEvent
@@ -338,8 +338,10 @@ class SessionSink(Sink):
     def __init__(self, session: ReviewSession, state: DecodeState) -> None:
         self.session, self.state = session, state
         self.since_checkpoint = 0
+        self.step_timer = metrics.StepTimer()
 
     def on_token(self, event: TokenEvent) -> None:
+        self.step_timer.tick()
         signals = event.signals
         services.record_token(
             self.session,
