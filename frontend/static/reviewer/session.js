@@ -1,0 +1,757 @@
+// The session page: a live view of one review session over its websocket.
+// Events are applied in sequence order; tokens are keyed by position, so a replay after a
+// reconnect never duplicates them, and `edited` / `rolled_back` events re-render from the
+// full text they carry.
+(function () {
+  "use strict";
+
+  const data = JSON.parse(document.getElementById("page-data").textContent);
+  const L = data.labels;
+  const $ = (id) => document.getElementById(id);
+  const FINAL = new Set(["completed", "rejected", "cancelled", "failed"]);
+
+  const state = {
+    status: data.status,
+    lastSeq: 0,
+    tokens: [], // tokens[position] = {text, probability, entropy, alternatives, edited}
+    liveRows: [], // liveRows[position] = attention of that token over its context
+    promptLength: null,
+    pause: null, // the open pause: the `paused` event, kept current by later edits
+    socket: null,
+    retries: 0,
+    syncing: false,
+    gone: false, // the server refused the socket for good (logged out, not found)
+    pending: new Map(), // command_id -> {resolve, reject}
+    selection: null, // {start, end} of a text selection being edited
+    menuPosition: null,
+  };
+
+  // --- the connection ----------------------------------------------------------------------
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const url = `${scheme}://${location.host}/ws/sessions/${data.session}/?after=${state.lastSeq}`;
+    const socket = new WebSocket(url);
+    state.socket = socket;
+    setConnection(state.retries ? "reconnecting" : "connecting");
+    socket.onopen = () => {
+      state.retries = 0;
+      state.syncing = false;
+      setConnection("connected");
+    };
+    socket.onmessage = (message) => receive(JSON.parse(message.data));
+    socket.onclose = (event) => closed(socket, event);
+  }
+
+  function closed(socket, event) {
+    if (socket !== state.socket) return;
+    failPending(L.reconnecting);
+    if (event.code === 4401 || event.code === 4404) {
+      state.gone = true;
+      setConnection("closed");
+      return;
+    }
+    state.retries += 1;
+    setConnection("reconnecting");
+    // Back off so a server restart is not hammered; reconnecting asks only for what we missed.
+    setTimeout(connect, Math.min(5000, 300 * 2 ** Math.min(state.retries, 5)));
+  }
+
+  function setConnection(name) {
+    const badge = $("connection");
+    badge.dataset.state = name;
+    badge.textContent = L[name];
+  }
+
+  function send(message) {
+    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) return false;
+    state.socket.send(JSON.stringify(message));
+    return true;
+  }
+
+  function command(name, args) {
+    const commandId = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    return new Promise((resolve, reject) => {
+      if (!send({ command: name, command_id: commandId, ...(args || {}) })) {
+        reject(new Error(L.reconnecting));
+        return;
+      }
+      state.pending.set(commandId, { resolve, reject });
+    });
+  }
+
+  function failPending(reason) {
+    for (const { reject } of state.pending.values()) reject(new Error(reason));
+    state.pending.clear();
+  }
+
+  function receive(message) {
+    if (typeof message.seq !== "number") {
+      reply(message);
+      return;
+    }
+    if (message.seq <= state.lastSeq) return; // already seen (a replay overlapping live events)
+    if (message.seq > state.lastSeq + 1) {
+      requestSync();
+      return; // it comes again, in order, with the replay
+    }
+    state.lastSeq = message.seq;
+    state.syncing = false;
+    apply(message);
+  }
+
+  function reply(message) {
+    const waiting = state.pending.get(message.command_id);
+    if (!waiting) {
+      if (message.type === "error") notify(message.message, true);
+      return;
+    }
+    state.pending.delete(message.command_id);
+    if (message.type === "ack") waiting.resolve(message.result);
+    else waiting.reject(new Error(message.message));
+  }
+
+  function requestSync() {
+    if (state.syncing) return;
+    state.syncing = true;
+    send({ command: "sync", after: state.lastSeq });
+    setTimeout(() => (state.syncing = false), 3000); // ask again if the replay got lost
+  }
+
+  // --- applying events ---------------------------------------------------------------------
+
+  const handlers = {
+    token: applyToken,
+    paused: applyPaused,
+    edited: applyEdit,
+    rolled_back: applyRollback,
+    status: (event) => setStatus(event.status),
+    finished: () => notify(L.finished),
+    flagged: (event) => notify(`${L.flagged}: ${event.reason || event.policy || ""}`),
+    error: (event) => notify(`${L.error}: ${event.message}`, true),
+  };
+
+  function apply(event) {
+    const handler = handlers[event.type];
+    if (handler) handler(event);
+    if (event.type !== "token") refreshTimelineSoon();
+  }
+
+  function applyToken(event) {
+    const position = event.position;
+    const appended = position === state.tokens.length;
+    state.tokens.length = Math.min(state.tokens.length, position);
+    state.tokens[position] = {
+      text: event.text,
+      probability: event.probability,
+      entropy: event.entropy,
+      alternatives: event.alternatives || [],
+    };
+    state.liveRows.length = Math.min(state.liveRows.length, position);
+    if (event.attention && event.attention.length) {
+      state.liveRows[position] = event.attention;
+      state.promptLength = event.attention.length - position - 1;
+    }
+    scheduleRender(appended ? "append" : "full");
+    scheduleLiveHeatmap();
+  }
+
+  function applyPaused(event) {
+    state.pause = event;
+    scheduleRender("full");
+    renderPause();
+  }
+
+  function applyEdit(event) {
+    if (!Array.isArray(event.token_ids) || typeof event.text !== "string") {
+      applyRollback(event);
+      return;
+    }
+    let keep = Math.min(event.token_start ?? 0, state.tokens.length);
+    let prefix = textOf(state.tokens.slice(0, keep));
+    if (!event.text.startsWith(prefix)) {
+      keep = 0;
+      prefix = "";
+    }
+    // The tokens the edit made have no per-token text yet: one "edited" piece holds them.
+    state.tokens.length = keep;
+    for (let position = keep; position < event.token_ids.length; position += 1) {
+      const first = position === keep;
+      state.tokens[position] = { text: first ? event.text.slice(prefix.length) : "", edited: true };
+    }
+    state.liveRows.length = Math.min(state.liveRows.length, keep);
+    if (state.pause) updatePauseAfterEdit(event, keep);
+    scheduleRender("full");
+    scheduleLiveHeatmap();
+  }
+
+  function applyRollback(event) {
+    if (Array.isArray(event.token_ids)) {
+      applyEdit(event);
+      return;
+    }
+    const keep = event.removed_from ?? state.tokens.length;
+    state.tokens.length = Math.min(state.tokens.length, keep);
+    state.liveRows.length = Math.min(state.liveRows.length, keep);
+    notify(`${L.rolledBack}: ${(event.decision && event.decision.reason) || ""}`);
+    scheduleRender("full");
+    scheduleLiveHeatmap();
+  }
+
+  function updatePauseAfterEdit(event, keep) {
+    const pause = state.pause;
+    if (event.alternatives) pause.alternatives = event.alternatives;
+    if (pause.span && event.char_start !== undefined && event.char_start < pause.span[1]) {
+      pause.span = null; // the matched text was edited away
+    }
+    if (pause.history) {
+      pause.history = {
+        probability: pause.history.probability.slice(0, keep),
+        entropy: pause.history.entropy.slice(0, keep),
+      };
+    }
+    pause.position = event.token_ids.length;
+    pause.edited = true;
+    renderPause();
+  }
+
+  function setStatus(status) {
+    state.status = status;
+    const badge = $("status");
+    badge.textContent = data.statusLabels[status] || status;
+    badge.dataset.status = status;
+    badge.className = `badge status-${status}`;
+    if (status !== "paused") {
+      state.pause = null;
+      closeEditor();
+      hideMenu();
+    }
+    document.body.dataset.status = status;
+    renderControls();
+    renderPause();
+    scheduleRender("full");
+  }
+
+  // --- the text ----------------------------------------------------------------------------
+
+  const textOf = (tokens) => tokens.map((t) => (t ? t.text : "")).join("");
+  let renderMode = null;
+  let renderedCount = 0;
+
+  function scheduleRender(mode) {
+    if (renderMode === "full") return;
+    const first = renderMode === null;
+    renderMode = mode;
+    if (first) requestAnimationFrame(renderTokens);
+  }
+
+  function renderTokens() {
+    const box = $("tokens");
+    const full = renderMode === "full" || renderedCount > state.tokens.length;
+    renderMode = null;
+    if (full) {
+      box.textContent = "";
+      renderedCount = 0;
+    }
+    let offset = textOf(state.tokens.slice(0, renderedCount)).length;
+    const span = state.pause && state.pause.span;
+    const fragment = document.createDocumentFragment();
+    for (let position = renderedCount; position < state.tokens.length; position += 1) {
+      const token = state.tokens[position];
+      if (!token) continue;
+      if (token.text) fragment.appendChild(tokenElement(token, position, offset, span));
+      offset += token.text.length;
+    }
+    box.appendChild(fragment);
+    renderedCount = state.tokens.length;
+  }
+
+  function tokenElement(token, position, offset, span) {
+    const element = document.createElement("span");
+    element.className = token.edited ? "tok edited" : "tok";
+    element.textContent = token.text;
+    element.dataset.pos = position;
+    element.dataset.start = offset;
+    if (typeof token.probability === "number") {
+      element.style.setProperty("--p", token.probability.toFixed(3));
+    }
+    if (span && offset < span[1] && offset + token.text.length > span[0]) {
+      element.classList.add("match");
+    }
+    return element;
+  }
+
+  const percent = (p) => `${(p * 100).toFixed(p >= 0.1 ? 0 : 1)}%`;
+
+  function visible(text) {
+    // Show whitespace-only tokens so a reviewer sees what the model would add.
+    if (text === "") return "∅";
+    return text.replace(/\n/g, "↵").replace(/^ /, "␣");
+  }
+
+  function showTip(element) {
+    const token = state.tokens[+element.dataset.pos];
+    if (!token) return;
+    const tip = $("tip");
+    tip.textContent = "";
+    if (token.edited) {
+      tip.appendChild(line(L.edited));
+    } else {
+      tip.appendChild(
+        line(`${L.probability} ${percent(token.probability)} · ${L.entropy} ${token.entropy.toFixed(2)}`)
+      );
+      if (token.alternatives.length) {
+        tip.appendChild(line(L.alternatives, "tip-head"));
+        const list = document.createElement("ol");
+        for (const alt of token.alternatives.slice(0, 5)) {
+          const item = document.createElement("li");
+          item.append(chip(alt.text), ` ${percent(alt.prob)}`);
+          list.appendChild(item);
+        }
+        tip.appendChild(list);
+      }
+    }
+    const box = element.getBoundingClientRect();
+    tip.hidden = false;
+    tip.style.left = `${Math.min(box.left, window.innerWidth - tip.offsetWidth - 8)}px`;
+    tip.style.top = `${box.bottom + 6}px`;
+  }
+
+  function line(text, className) {
+    const element = document.createElement("div");
+    element.textContent = text;
+    if (className) element.className = className;
+    return element;
+  }
+
+  function chip(text) {
+    const element = document.createElement("code");
+    element.className = "chip";
+    element.textContent = visible(text);
+    return element;
+  }
+
+  function hideTip() {
+    $("tip").hidden = true;
+  }
+
+  // --- clicking a token: roll back ---------------------------------------------------------
+
+  function tokenClicked(event) {
+    const element = event.target.closest(".tok");
+    const selection = window.getSelection();
+    if (!element || state.status !== "paused" || (selection && !selection.isCollapsed)) return;
+    state.menuPosition = +element.dataset.pos;
+    const menu = $("token-menu");
+    const box = element.getBoundingClientRect();
+    menu.hidden = false;
+    menu.style.left = `${Math.min(box.left + window.scrollX, window.innerWidth - 260)}px`;
+    menu.style.top = `${box.bottom + window.scrollY + 4}px`;
+    hideTip();
+  }
+
+  function hideMenu() {
+    $("token-menu").hidden = true;
+    state.menuPosition = null;
+  }
+
+  function rollbackHere() {
+    const position = state.menuPosition;
+    hideMenu();
+    if (position === null) return;
+    command("rollback", { position }).catch((error) => notify(error.message, true));
+  }
+
+  // --- selecting text: replace it ----------------------------------------------------------
+
+  function offsetIn(node, offset) {
+    const box = $("tokens");
+    if (node === box) {
+      const child = box.childNodes[offset];
+      return child ? +child.dataset.start : textOf(state.tokens).length;
+    }
+    const element = (node.nodeType === Node.TEXT_NODE ? node.parentElement : node).closest(".tok");
+    if (!element || !box.contains(element)) return null;
+    return +element.dataset.start + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+  }
+
+  function textSelected() {
+    if (state.status !== "paused") return;
+    const selection = window.getSelection();
+    if (!selection || selection.isCollapsed || !selection.rangeCount) return;
+    const range = selection.getRangeAt(0);
+    const start = offsetIn(range.startContainer, range.startOffset);
+    const end = offsetIn(range.endContainer, range.endOffset);
+    if (start === null || end === null || end <= start) return;
+    hideMenu();
+    openEditor(start, end);
+  }
+
+  function openEditor(start, end) {
+    const text = textOf(state.tokens);
+    const selected = text.slice(start, end);
+    state.selection = { start, end, text: selected };
+    $("edit-selection").textContent = selected;
+    $("glossary-filter").value = selected.trim();
+    $("edit-text").value = selected;
+    $("edit-panel").hidden = false;
+    renderGlossary();
+    $("edit-panel").scrollIntoView({ block: "nearest" });
+  }
+
+  function closeEditor() {
+    $("edit-panel").hidden = true;
+    state.selection = null;
+  }
+
+  function matchingTerms(query) {
+    const q = query.trim().toLowerCase();
+    if (!q) return data.glossary;
+    return data.glossary.filter((t) =>
+      [t.term, t.preferred, t.code].some((field) => {
+        const value = (field || "").toLowerCase();
+        return value && (value.includes(q) || q.includes(value));
+      })
+    );
+  }
+
+  function renderGlossary() {
+    let terms = matchingTerms($("glossary-filter").value);
+    const note = $("glossary-note");
+    note.hidden = terms.length > 0;
+    note.textContent = L.noMatch;
+    if (!terms.length) terms = data.glossary;
+    const list = $("glossary-terms");
+    list.textContent = "";
+    for (const term of terms) list.appendChild(termItem(term));
+  }
+
+  function termItem(term) {
+    const item = document.createElement("li");
+    const words = document.createElement("div");
+    const preferred = document.createElement("strong");
+    preferred.textContent = term.preferred;
+    words.append(preferred);
+    if (term.code) words.append(" ", Object.assign(document.createElement("span"), { className: "code", textContent: term.code }));
+    const plain = Object.assign(document.createElement("div"), { className: "muted small" });
+    plain.textContent = `“${term.term}”${term.note ? ` · ${term.note}` : ""}`;
+    words.append(plain);
+    const use = Object.assign(document.createElement("button"), { type: "button", textContent: L.useTerm });
+    use.className = "small-button";
+    use.dataset.term = term.id;
+    use.addEventListener("click", () => replaceSelection(keepSpacing(term.preferred), term.id));
+    item.append(words, use);
+    return item;
+  }
+
+  function keepSpacing(replacement) {
+    // A selection usually carries the space before a word; the glossary term does not.
+    const selected = state.selection ? state.selection.text : "";
+    const lead = selected.match(/^\s*/)[0];
+    const trail = selected.match(/\s*$/)[0];
+    return lead + replacement.trim() + (selected.trim() ? trail : "");
+  }
+
+  function replaceSelection(text, termId) {
+    if (!state.selection) return;
+    const { start, end } = state.selection;
+    const args = { start, end, text };
+    if (termId) args.glossary_term = termId;
+    command("edit", args)
+      .then(closeEditor)
+      .catch((error) => notify(error.message, true));
+  }
+
+  // --- the pause panel ---------------------------------------------------------------------
+
+  function renderPause() {
+    const pause = state.status === "paused" ? state.pause : null;
+    $("pause-panel").hidden = !pause;
+    $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.edited);
+    if (!pause) return;
+    renderReason(pause);
+    renderAlternatives(pause.alternatives || []);
+    renderSpark("probability", (pause.history && pause.history.probability) || [], 1);
+    renderSpark("entropy", (pause.history && pause.history.entropy) || [], null);
+    if (pause.attention && pause.attention.layers && !pause.edited) renderPauseAttention(pause.attention);
+  }
+
+  function renderReason(pause) {
+    const box = $("pause-reason");
+    box.textContent = "";
+    if (pause.kind === "manual" || pause.trigger === "manual") {
+      box.appendChild(line(L.manual, "reason-main"));
+    } else {
+      const head = line("", "reason-main");
+      head.append(`${L.policy}: `, Object.assign(document.createElement("strong"), { textContent: pause.trigger }));
+      box.append(head, line(pause.reason, "reason-text"));
+    }
+    if (pause.span) {
+      const matched = line(`${L.matched}: `, "reason-match");
+      matched.appendChild(Object.assign(document.createElement("mark"), { textContent: textOf(state.tokens).slice(pause.span[0], pause.span[1]) }));
+      box.appendChild(matched);
+    }
+    box.appendChild(line(`${L.pausedAt} ${pause.position + 1}`, "muted small"));
+  }
+
+  function renderAlternatives(alternatives) {
+    const list = $("alternatives");
+    list.textContent = "";
+    if (!alternatives.length) list.appendChild(line(L.noAlternatives, "muted"));
+    const best = alternatives.length ? alternatives[0].prob : 1;
+    for (const alt of alternatives) {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "alt";
+      button.dataset.tokenId = alt.token_id;
+      const bar = Object.assign(document.createElement("span"), { className: "bar" });
+      bar.style.width = `${Math.max(2, (alt.prob / best) * 100)}%`;
+      button.append(chip(alt.text), bar, Object.assign(document.createElement("span"), { className: "prob", textContent: percent(alt.prob) }));
+      button.addEventListener("click", () => chooseAlternative(alt.token_id));
+      item.appendChild(button);
+      list.appendChild(item);
+    }
+  }
+
+  function chooseAlternative(tokenId) {
+    // The choice is applied to the frozen state first; then generation continues from it.
+    command("choose", { token_id: tokenId })
+      .then(() => command("resume"))
+      .catch((error) => notify(error.message, true));
+  }
+
+  function renderSpark(name, values, fixedMax) {
+    const svg = $(`spark-${name}`);
+    const numbers = values.filter((v) => typeof v === "number");
+    const max = fixedMax || Math.max(0.001, ...numbers);
+    const step = values.length > 1 ? 200 / (values.length - 1) : 0;
+    const points = values
+      .map((v, i) => (typeof v === "number" ? `${(i * step).toFixed(1)},${(34 - (v / max) * 32).toFixed(1)}` : null))
+      .filter(Boolean)
+      .join(" ");
+    svg.innerHTML = `<polyline fill="none" stroke-width="1.5" points="${points}"></polyline>`;
+    const last = numbers.length ? numbers[numbers.length - 1] : null;
+    $(`spark-${name}-last`).textContent =
+      last === null ? "" : name === "probability" ? percent(last) : last.toFixed(2);
+  }
+
+  // --- attention heatmaps ------------------------------------------------------------------
+
+  const plotConfig = { displayModeBar: false, responsive: true };
+
+  function tickLabels(tokens) {
+    const every = Math.max(1, Math.ceil(tokens.length / 30));
+    const values = [];
+    const texts = [];
+    tokens.forEach((text, i) => {
+      if (i % every === 0) {
+        values.push(i);
+        texts.push(visible(text).slice(0, 12));
+      }
+    });
+    return { tickvals: values, ticktext: texts, tickangle: -50, tickfont: { size: 10 } };
+  }
+
+  function promptShade(promptLength, rows) {
+    return [{
+      type: "rect", xref: "x", yref: "paper", x0: -0.5, x1: promptLength - 0.5, y0: 0, y1: 1,
+      fillcolor: "rgba(120,120,120,0.10)", line: { width: 0 }, layer: "above",
+    }];
+  }
+
+  function renderPauseAttention(attention) {
+    if (!window.Plotly) return;
+    const tokens = attention.tokens;
+    const custom = attention.layers.map(() => tokens.map(visible));
+    const layers = {
+      type: "heatmap", z: attention.layers, customdata: custom, colorscale: "Blues", reversescale: true,
+      hovertemplate: `${L.layer} %{y}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
+      colorbar: { thickness: 10 },
+    };
+    const layout = {
+      margin: { l: 44, r: 10, t: 8, b: 70 }, height: 300,
+      xaxis: tickLabels(tokens), yaxis: { title: { text: L.layer }, autorange: "reversed" },
+      shapes: promptShade(attention.prompt_length),
+    };
+    Plotly.react("pause-heatmap", [layers], layout, plotConfig);
+    renderHeads(attention, attention.layer);
+    const plot = $("pause-heatmap");
+    if (!plot.dataset.bound) {
+      plot.dataset.bound = "1";
+      plot.on("plotly_click", (click) => {
+        if (state.pause && click.points.length) renderHeads(state.pause.attention, click.points[0].y);
+      });
+    }
+  }
+
+  function renderHeads(attention, layer) {
+    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
+    const note = $("heads-note");
+    note.hidden = layer === attention.layer;
+    note.textContent = L.headsOnlyFor.replace("%(layer)s", attention.layer);
+    const tokens = attention.tokens;
+    const heads = {
+      type: "heatmap", z: attention.heads, customdata: attention.heads.map(() => tokens.map(visible)),
+      colorscale: "Blues", reversescale: true, colorbar: { thickness: 10 },
+      hovertemplate: `${L.head} %{y}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
+    };
+    const layout = {
+      margin: { l: 44, r: 10, t: 8, b: 70 }, height: 40 + 22 * attention.heads.length + 70,
+      xaxis: tickLabels(tokens), yaxis: { title: { text: L.head }, autorange: "reversed", dtick: 1 },
+      shapes: promptShade(attention.prompt_length),
+    };
+    Plotly.react("heads-heatmap", [heads], layout, plotConfig);
+  }
+
+  let liveTimer = null;
+
+  function scheduleLiveHeatmap() {
+    if (liveTimer === null) liveTimer = setTimeout(renderLiveHeatmap, 400);
+  }
+
+  function renderLiveHeatmap() {
+    liveTimer = null;
+    if (!window.Plotly) return;
+    const rows = state.liveRows;
+    const width = rows.reduce((w, row) => Math.max(w, row ? row.length : 0), 0);
+    $("live-attention-card").hidden = width === 0;
+    if (!width) return;
+    const prompt = state.promptLength || 0;
+    const columns = Array.from({ length: width }, (_, c) =>
+      c < prompt ? `${L.prompt} ${c + 1}` : visible((state.tokens[c - prompt] || { text: "" }).text)
+    );
+    const z = [];
+    const labels = [];
+    for (let position = 0; position < state.tokens.length; position += 1) {
+      const row = rows[position] || [];
+      z.push(Array.from({ length: width }, (_, c) => (c < row.length ? row[c] : null)));
+      labels.push(visible((state.tokens[position] || { text: "" }).text));
+    }
+    const trace = {
+      type: "heatmap", z, colorscale: "Blues", reversescale: true, colorbar: { thickness: 10 },
+      customdata: z.map(() => columns), text: z.map((_, r) => columns.map(() => labels[r])),
+      hovertemplate: `${L.token} %{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
+    };
+    const layout = {
+      margin: { l: 44, r: 10, t: 8, b: 40 }, height: Math.min(360, 120 + 6 * z.length),
+      xaxis: { title: { text: `${L.prompt} | ${L.generated}` } },
+      yaxis: { title: { text: L.token }, autorange: "reversed" },
+      shapes: promptShade(prompt),
+    };
+    Plotly.react("live-heatmap", [trace], layout, plotConfig);
+  }
+
+  // --- controls, decision, timeline --------------------------------------------------------
+
+  function renderControls() {
+    const button = $("toggle-run");
+    const running = state.status === "running";
+    button.disabled = !(running || state.status === "paused");
+    button.textContent = running ? L.pause : L.resume;
+    button.classList.toggle("paused", state.status === "paused");
+    $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
+    if (FINAL.has(state.status)) {
+      $("decided-panel").hidden = false;
+      $("decided-text").textContent = data.statusLabels[state.status] || state.status;
+    }
+  }
+
+  function toggleRun() {
+    if (state.status === "running") command("pause").catch((error) => notify(error.message, true));
+    else if (state.status === "paused") command("resume").catch((error) => notify(error.message, true));
+  }
+
+  function decide(name) {
+    const comment = $("decision-comment").value.trim();
+    if (name === "reject" && !comment) {
+      notify(L.commentRequired, true);
+      $("decision-comment").focus();
+      return;
+    }
+    command(name, { comment })
+      .then(() => {
+        $("decided-text").textContent = `${data.statusLabels[name === "approve" ? "completed" : "rejected"]}${comment ? `: ${comment}` : ""}`;
+        $("decided-panel").hidden = false;
+      })
+      .catch((error) => notify(error.message, true));
+  }
+
+  let timelineTimer = null;
+
+  function refreshTimelineSoon() {
+    clearTimeout(timelineTimer);
+    timelineTimer = setTimeout(refreshTimeline, 300);
+  }
+
+  function refreshTimeline() {
+    fetch(data.auditUrl, { credentials: "same-origin" })
+      .then((response) => (response.ok ? response.json() : { entries: [] }))
+      .then((body) => renderTimeline(body.entries))
+      .catch(() => {});
+  }
+
+  function renderTimeline(entries) {
+    const list = $("timeline");
+    list.textContent = "";
+    for (const entry of entries) {
+      const item = document.createElement("li");
+      const when = new Date(entry.time).toLocaleTimeString();
+      item.append(
+        Object.assign(document.createElement("time"), { textContent: when, dateTime: entry.time }),
+        " ",
+        Object.assign(document.createElement("strong"), { textContent: entry.action }),
+        Object.assign(document.createElement("span"), { className: "muted", textContent: ` · ${entry.actor}` })
+      );
+      if (entry.detail) item.appendChild(line(entry.detail, "detail"));
+      list.appendChild(item);
+    }
+  }
+
+  let noticeTimer = null;
+
+  function notify(text, bad) {
+    const notice = $("notice");
+    notice.textContent = text;
+    notice.classList.toggle("bad", !!bad);
+    notice.hidden = false;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => (notice.hidden = true), 8000);
+  }
+
+  // --- wiring ------------------------------------------------------------------------------
+
+  function typing(target) {
+    return target.closest("input, textarea, select, button, [contenteditable]");
+  }
+
+  function bind() {
+    const box = $("tokens");
+    box.addEventListener("mouseover", (e) => e.target.closest(".tok") && showTip(e.target.closest(".tok")));
+    box.addEventListener("mouseout", hideTip);
+    box.addEventListener("mouseup", () => setTimeout(textSelected, 0));
+    box.addEventListener("click", tokenClicked);
+    document.addEventListener("click", (e) => {
+      if (!e.target.closest("#token-menu, .tok")) hideMenu();
+    });
+    $("rollback-here").addEventListener("click", rollbackHere);
+    $("toggle-run").addEventListener("click", toggleRun);
+    $("approve").addEventListener("click", () => decide("approve"));
+    $("reject").addEventListener("click", () => decide("reject"));
+    $("edit-close").addEventListener("click", closeEditor);
+    $("glossary-filter").addEventListener("input", renderGlossary);
+    $("edit-apply").addEventListener("click", () => replaceSelection($("edit-text").value, null));
+    document.addEventListener("keydown", (e) => {
+      if (e.code !== "Space" || typing(e.target) || e.repeat) return;
+      e.preventDefault(); // the space bar pauses and resumes; it must not scroll the page
+      toggleRun();
+    });
+  }
+
+  bind();
+  setStatus(state.status);
+  refreshTimeline();
+  connect();
+  // For scripted checks and debugging: the page's state and a way to drop the connection.
+  window.caesura = { state, drop: () => state.socket && state.socket.close() };
+})();

@@ -1,0 +1,114 @@
+"""Words the reviewer UI shows that are not in a template: status names, the labels the
+session page's JavaScript needs, and audit records told as timeline entries."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from reviewer.models import AuditRecord
+
+
+def status_labels() -> dict[str, str]:
+    return {
+        "draft": _("draft"),
+        "running": _("running"),
+        "paused": _("paused"),
+        "generated": _("generated, awaiting decision"),
+        "completed": _("approved"),
+        "rejected": _("rejected"),
+        "cancelled": _("cancelled"),
+        "failed": _("failed"),
+    }
+
+
+def js_labels() -> dict[str, str]:
+    """Translated strings for the session page's script; keys are what the script asks for."""
+    return {
+        "connected": _("Live"),
+        "connecting": _("Connecting…"),
+        "reconnecting": _("Connection lost, reconnecting…"),
+        "closed": _("Disconnected"),
+        "pause": _("Pause"),
+        "resume": _("Resume"),
+        "probability": _("Probability"),
+        "entropy": _("Entropy"),
+        "alternatives": _("Top alternatives"),
+        "manual": _("You paused the generation."),
+        "policy": _("Policy"),
+        "matched": _("Matched text"),
+        "position": _("At token"),
+        "rollbackHere": _("Roll back to here"),
+        "rollbackHint": _("Removes this token and everything after it."),
+        "replace": _("Replace"),
+        "useTerm": _("Use"),
+        "noMatch": _("No glossary term matches the selection; all terms are listed."),
+        "selected": _("Selected"),
+        "layer": _("Layer"),
+        "head": _("Head"),
+        "token": _("Token"),
+        "attentionTo": _("attention to"),
+        "prompt": _("prompt"),
+        "generated": _("generated"),
+        "headsOfLayer": _("Heads of layer"),
+        "headsOnlyFor": _("Per-head detail was recorded for layer %(layer)s only."),
+        "commentRequired": _("Please say why you reject the text."),
+        "finished": _("Generation finished."),
+        "error": _("Error"),
+        "edited": _("Edited"),
+        "rolledBack": _("Rolled back"),
+        "flagged": _("Flagged"),
+        "nextToken": _("Next token"),
+        "pausedAt": _("Paused before token"),
+        "noAlternatives": _("No alternatives recorded."),
+    }
+
+
+AUDIT_ACTIONS = {
+    "start": gettext_lazy("Session started"),
+    "pause_requested": gettext_lazy("Pause requested"),
+    "paused": gettext_lazy("Paused"),
+    "resume": gettext_lazy("Resumed"),
+    "replace_requested": gettext_lazy("Replacement requested"),
+    "choose_requested": gettext_lazy("Alternative chosen"),
+    "truncate_requested": gettext_lazy("Rollback requested"),
+    "edit_replace": gettext_lazy("Text replaced"),
+    "edit_choose": gettext_lazy("Alternative applied"),
+    "edit_truncate": gettext_lazy("Rolled back"),
+    "edit_refused": gettext_lazy("Edit refused"),
+    "rolled_back": gettext_lazy("Rolled back by policy"),
+    "flagged": gettext_lazy("Flagged by policy"),
+    "generated": gettext_lazy("Generation finished"),
+    "approve": gettext_lazy("Approved"),
+    "reject": gettext_lazy("Rejected"),
+    "cancel": gettext_lazy("Cancelled"),
+    "failed": gettext_lazy("Failed"),
+    "redispatched": gettext_lazy("Moved to another worker"),
+}
+
+
+def audit_entry(record: AuditRecord) -> dict:
+    return {
+        "time": record.created_at.isoformat(),
+        "actor": record.actor,
+        "action": str(AUDIT_ACTIONS.get(record.action, record.action)),
+        "detail": audit_detail(record.action, record.payload),
+    }
+
+
+def audit_detail(action: str, payload: dict) -> str:
+    """One readable line of what a record holds; the full payload stays in the admin."""
+    if action == "paused":
+        return f"{payload.get('trigger', '')}: {payload.get('reason', '')}"
+    if action in ("approve", "reject"):
+        return payload.get("comment", "")
+    if action.startswith("edit_") and "text_after" in payload:
+        return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
+    if action.endswith("_requested") and payload.get("text"):
+        return f"→ “{payload['text']}”"
+    if action == "generated":
+        return _("%(tokens)s tokens (%(reason)s)") % {
+            "tokens": payload.get("tokens", "?"),
+            "reason": payload.get("reason", ""),
+        }
+    return str(payload.get("error") or payload.get("reason") or payload.get("domain") or "")

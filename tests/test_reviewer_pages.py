@@ -1,0 +1,103 @@
+"""The reviewer UI's pages: list, new session, session page, audit timeline, vendored Plotly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reviewer import audit
+from reviewer.models import ReviewSession
+from tests.session_factory import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+def page_data(response) -> dict:
+    html = response.content.decode()
+    start = html.index('id="page-data"')
+    body = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    return json.loads(body)
+
+
+def test_it_lists_only_the_reviewers_sessions_and_filters_by_status(client, alice, bob):
+    paused = make_session(alice)
+    done = make_session(alice, status=ReviewSession.COMPLETED)
+    foreign = make_session(bob)
+    client.force_login(alice)
+
+    everything = client.get("/").content.decode()
+    assert f'href="/sessions/{paused.pk}/"' in everything
+    assert f'href="/sessions/{done.pk}/"' in everything
+    assert f'href="/sessions/{foreign.pk}/"' not in everything
+
+    only_paused = client.get("/", {"status": "paused"}).content.decode()
+    assert f'href="/sessions/{paused.pk}/"' in only_paused
+    assert f'href="/sessions/{done.pk}/"' not in only_paused
+
+
+def test_it_starts_a_session_from_the_form_and_opens_its_page(client, alice, plain_domain):
+    client.force_login(alice)
+    assert client.get("/sessions/new").status_code == 200
+    response = client.post(
+        "/sessions/new",
+        {"domain": plain_domain.pk, "input_text": "Chest pain.", "seed": 5, "max_new_tokens": 12},
+    )
+    created = ReviewSession.objects.get(owner=alice)
+    assert response.status_code == 302 and response.url == f"/sessions/{created.pk}/"
+    assert (created.seed, created.max_new_tokens, created.status) == (5, 12, "running")
+
+
+def test_it_shows_the_form_again_with_the_error_when_input_is_missing(client, alice, plain_domain):
+    client.force_login(alice)
+    response = client.post("/sessions/new", {"domain": plain_domain.pk, "max_new_tokens": 12})
+    assert response.status_code == 200
+    assert not ReviewSession.objects.exists()
+    assert b'class="error"' in response.content
+
+
+def test_it_gives_the_session_page_its_glossary_and_labels(client, alice, plain_domain):
+    session = make_session(alice)
+    session.domain = plain_domain
+    session.save()
+    client.force_login(alice)
+    data = page_data(client.get(f"/sessions/{session.pk}/"))
+    assert data["session"] == session.pk and data["status"] == "paused"
+    assert [t["term"] for t in data["glossary"]] == ["high blood pressure"]
+    assert data["labels"]["pause"] == "Pause"
+
+
+def test_it_translates_the_page_labels_for_chinese_readers(client, alice):
+    session = make_session(alice)
+    client.force_login(alice)
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    response = client.get(f"/sessions/{session.pk}/")
+    assert response.status_code == 200
+    assert '<html lang="zh-hans">' in response.content.decode()
+
+
+def test_it_answers_not_found_for_another_reviewers_session(client, alice, bob):
+    session = make_session(alice)
+    client.force_login(bob)
+    page = client.get(f"/sessions/{session.pk}/")
+    assert page.status_code == 404 and b"Session not found" in page.content
+    assert client.get(f"/sessions/{session.pk}/audit").status_code == 404
+
+
+def test_it_tells_the_audit_records_as_a_timeline(client, alice):
+    session = make_session(alice)
+    audit.append(
+        "paused", "engine", session, {"trigger": "Dosage", "reason": "dose", "position": 3}
+    )
+    audit.append("approve", "alice", session, {"comment": "Checked"})
+    client.force_login(alice)
+    entries = client.get(f"/sessions/{session.pk}/audit").json()["entries"]
+    assert [e["action"] for e in entries] == ["Paused", "Approved"]
+    assert entries[0]["detail"] == "Dosage: dose" and entries[1]["detail"] == "Checked"
+
+
+def test_it_serves_plotly_from_the_installed_package(client):
+    response = client.get("/vendor/plotly.min.js")
+    assert response.status_code == 200
+    head = b"".join(response.streaming_content)[:2000]
+    assert b"plotly" in head.lower()
