@@ -5,12 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: run test bench lint format venv model services db browser clean-venv
+.PHONY: run test bench lint format venv model services db translations browser clean-venv
 
 run: model db
 	@scripts/run.sh
 
-test: model services browser
+test: model services browser translations
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: model
@@ -40,9 +40,13 @@ model: venv
 services: venv
 	@$(PY) manage.py check_services
 
-db: services
+db: services translations
 	$(PY) manage.py migrate --no-input -v0
 	$(PY) manage.py seed_demo --quiet-logins
+
+# Translation catalogs are compiled in pure Python: no gettext tools needed.
+translations: venv
+	$(PY) manage.py compile_translations
 
 # Browser tests drive Debian's chromium; install it where missing (needs root).
 browser:

@@ -1,0 +1,60 @@
+"""The interface speaks English and Simplified Chinese: the browser's language, or the user's choice."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from reviewer.management.commands.compile_translations import catalogs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def compiled_catalogs(settings):
+    """The .mo files are build output: compile them, and make Django reload its catalogs."""
+    call_command("compile_translations", verbosity=0)
+    settings.LOCALE_PATHS = list(settings.LOCALE_PATHS)  # a changed setting resets the cache
+
+
+def test_it_has_a_compiled_chinese_catalog():
+    catalog = [po for po in catalogs() if "zh_Hans" in po.parts]
+    assert catalog, "frontend/locale/zh_Hans/LC_MESSAGES/django.po is missing"
+    assert catalog[0].with_suffix(".mo").exists()
+
+
+def test_it_shows_the_login_page_in_the_browsers_language(client):
+    chinese = client.get("/login/", HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9,en;q=0.5")
+    page = chinese.content.decode()
+    assert "登录" in page and "用户名" in page and "密码" in page
+    assert 'lang="zh-hans"' in page
+    english = client.get("/login/", HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9").content.decode()
+    assert "Log in" in english and "登录" not in english
+
+
+def test_it_switches_language_through_setlang(client):
+    answer = client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/login/"})
+    assert answer.status_code == 302 and answer["Location"] == "/login/"
+    page = client.get("/login/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "登录" in page  # the chosen language wins over the browser's
+    client.post("/i18n/setlang/", {"language": "en", "next": "/login/"})
+    page = client.get("/login/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "Log in" in page and "登录" not in page
+
+
+def test_it_translates_the_policy_admin(client, admin_user):
+    client.force_login(admin_user)
+    page = client.get(
+        "/admin/reviewer/pausepolicy/add/", HTTP_ACCEPT_LANGUAGE="zh-CN"
+    ).content.decode()
+    assert "选择暂停策略的类型" in page and "关键词" in page and "正则表达式" in page
+
+
+def test_it_reports_glossary_errors_in_chinese(admin_user):
+    from django.utils import translation
+
+    from reviewer.glossary_csv import GlossaryImportError, parse_csv
+
+    with translation.override("zh-hans"), pytest.raises(GlossaryImportError) as caught:
+        parse_csv("term,preferred\n高血压,\n".encode())
+    assert caught.value.errors == ["第 2 行：preferred 为空"]
