@@ -10,6 +10,7 @@ Every reason to stop is decided in ``_boundary``; nothing is computed past a pau
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -223,12 +224,16 @@ class Engine:
         start, delta = state.detok.append(self.tokenizer, token)
         state.top1_history.append(signals.top1_prob)
         state.entropy_history.append(signals.entropy)
+        event = TokenEvent(position, token, delta, start, signals, state.attempt)
+        live = run.recorder is not None
+        if not live:  # report the token as soon as it is known; the forward only prepares the next
+            run.sink.on_token(event)
         out = self.runner.forward([token], state.cache, hidden=state.prompt_hidden is not None)
         state.next_logits = out.logits[-1]
         hidden = out.hidden[-1] if out.hidden is not None else None
         state.similarity_history.append(self._similarity(state, hidden))
-        event = TokenEvent(position, token, delta, start, signals, state.attempt, self._row(run))
-        run.sink.on_token(event)
+        if live:  # the token's attention row comes from its own forward
+            run.sink.on_token(dataclasses.replace(event, attention=self._row(run)))
         decisions = self._evaluate(state, run, "after_token", signals, start)
         run.after = self._route(state, run, decisions, position)
 
