@@ -228,7 +228,7 @@ def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
 
 def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
     meta = session.engine_meta
-    same_length = len(meta.get("histories", {}).get("top1", [])) == len(ids)
+    same_length = len((meta.get("histories") or {}).get("top1", [])) == len(ids)
     return engine().rebuild(
         session.prompt_ids,
         ids,
@@ -295,9 +295,16 @@ def checkpoint(session: ReviewSession, state: DecodeState) -> None:
         "rollbacks": state.rollbacks,
         "conservative": state.conservative,
         "policy_state": state.policies.state_dict(),
-        "histories": state.histories(),
+        "histories": _complete_histories(state),
     }
     services.checkpoint(session, list(state.generated_ids), state.text, meta)
+
+
+def _complete_histories(state: DecodeState) -> dict | None:
+    """Histories one per token, or None mid-step (a rebuild then recomputes them)."""
+    histories = state.histories()
+    n = len(state.generated_ids)
+    return histories if all(len(values) == n for values in histories.values()) else None
 
 
 def pause_payload(state: DecodeState, stop: StopInfo) -> dict:
