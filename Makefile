@@ -7,7 +7,8 @@ PYTEST_ARGS ?=
 
 .PHONY: run test bench lint format venv model services db translations browser clean-venv
 
-run: model db
+run: venv
+	@$(PY) manage.py bootstrap
 	@scripts/run.sh
 
 test: model services browser translations

@@ -27,7 +27,10 @@ trap stop INT TERM
 sleep 2
 echo
 echo "Caesura is running at http://$HOST:$PORT/  (health: http://$HOST:$PORT/healthz)"
-"$BIN/python" manage.py seed_demo | sed -n '2,$p'
+echo "Demo logins (user / password):"
+"$BIN/python" -c 'import json, sys
+for user, password in json.load(open(sys.argv[1])).items():
+    print(f"  {user:16} {password}")' "${CAESURA_DATA_DIR:-var}/demo_credentials.json"
 echo "Press Ctrl-C to stop."
 
 # Either process ending on its own is a failure worth surfacing: stop the other one too.
