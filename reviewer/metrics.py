@@ -26,7 +26,7 @@ def metrics_dir() -> Path:
     return Path(os.environ.get("CAESURA_METRICS_DIR") or default)
 
 
-# Multiprocess mode is chosen when prometheus_client is first imported: set it up before.
+# Multiprocess mode is chosen from this variable: set it before any metric exists.
 METRICS_DIR = metrics_dir()
 METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
@@ -40,7 +40,12 @@ from prometheus_client import (  # noqa: E402
     multiprocess,
     start_http_server,
 )
+from prometheus_client import values as _values  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
+
+# If something imported prometheus_client before the directory was set, its choice of
+# per-process values is stale: choose again, before any metric below is made.
+_values.ValueClass = _values.get_value_class()
 
 log = logging.getLogger(__name__)
 

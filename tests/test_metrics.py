@@ -1,0 +1,108 @@
+"""Prometheus metrics at /metrics: the web process sums every process's counters."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from reviewer import metrics, services
+from reviewer.models import ReviewSession
+from tests.session_factory import make_session
+from tests.test_workflow import status_is, tokens_streamed, wait_for
+
+FAMILIES = {
+    "caesura_tokens_generated",
+    "caesura_generations",
+    "caesura_pauses",
+    "caesura_rollbacks",
+    "caesura_decode_step_seconds",
+    "caesura_manual_pause_latency_seconds",
+    "caesura_sessions_running",
+    "caesura_sessions_paused",
+}
+
+
+def scrape(text: str | None = None) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} from the exposition text."""
+    text = text if text is not None else Client().get("/metrics").content.decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if "pid" not in s.labels
+    }
+
+
+def value(samples: dict, name: str, **labels) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+@pytest.mark.django_db
+def test_it_serves_every_metric_in_the_text_format(client, alice):
+    make_session(alice, status=ReviewSession.PAUSED)
+    metrics.generation_started("open")  # so every labelled family has a sample
+    metrics.pause_recorded("manual", 120.0)
+    metrics.rollback("engine")
+    metrics.StepTimer().tick()
+    response = client.get("/metrics")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    names = {f.name for f in text_string_to_metric_families(response.content.decode())}
+    assert names >= FAMILIES
+    samples = scrape(response.content.decode())
+    assert value(samples, "caesura_sessions_paused") == 1
+    assert value(samples, "caesura_sessions_running") == 0
+
+
+@pytest.mark.django_db
+def test_a_worker_serves_the_same_page_on_its_port(monkeypatch):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("CAESURA_WORKER_METRICS_PORT", str(port))
+    assert metrics.serve_worker_metrics() == port
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        names = {f.name for f in text_string_to_metric_families(answer.read().decode())}
+    assert "caesura_tokens_generated" in names
+
+
+def test_a_worker_serves_nothing_when_no_port_is_set(monkeypatch):
+    monkeypatch.delenv("CAESURA_WORKER_METRICS_PORT", raising=False)
+    assert metrics.serve_worker_metrics() is None
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.django_db(transaction=True)
+def test_counters_move_after_a_real_worker_session(celery_worker_process, alice, plain_domain):
+    before = scrape()
+    prompt = "Write a short clinical note about a patient with chest pain."
+    sid = services.start_session(alice, "Plain", prompt, seed=4, max_new_tokens=12)["id"]
+    wait_for(tokens_streamed(sid, 3), what="three tokens")
+    services.pause(alice, sid)
+    wait_for(status_is(sid, "paused", "generated"), what="the pause")
+    session = ReviewSession.objects.get(pk=sid)
+    after = scrape()
+
+    tokens = len(session.generated_ids)
+    grew = value(after, "caesura_tokens_generated_total") - value(
+        before, "caesura_tokens_generated_total"
+    )
+    assert grew >= tokens > 0
+    steps = "caesura_decode_step_seconds_count"
+    assert value(after, steps) - value(before, steps) >= tokens
+    started = "caesura_generations_total"
+    label = {"task_type": session.task_type}
+    assert value(after, started, **label) - value(before, started, **label) >= 1
+    if session.status == "paused":  # the pause won the race against the token limit
+        manual = {"trigger": "manual"}
+        assert value(after, "caesura_pauses_total", **manual) > value(
+            before, "caesura_pauses_total", **manual
+        )
+        latency = "caesura_manual_pause_latency_seconds_count"
+        assert value(after, latency) > value(before, latency)
+        assert value(after, "caesura_sessions_paused") >= 1
+    services.cancel(alice, sid)
