@@ -1,0 +1,124 @@
+"""An admin sets up a keyword policy in the admin, tries it on sample text, and a new
+session in that domain pauses on it: a real browser, a real server, a real worker.
+
+The browser, the server and the worker come from tests/browser/conftest.py and
+tests/conftest.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from reviewer.models import PausePolicy, ReviewSession
+from tests.browser.conftest import screenshot
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls here are still
+# plain synchronous calls, made between browser actions.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.model,
+    pytest.mark.django_db(transaction=True),
+]
+
+POLICY_NAME = "Watch words"
+KEYWORDS = ["patient", "the"]  # words a clinical note can hardly avoid for long
+SESSION = {
+    "domain": "Plain",
+    "input": "Write a short clinical note about a patient with chest pain.",
+    "seed": 5,
+    "max_new_tokens": 40,
+}
+
+
+def log_in_to_admin(page, base: str, next_path: str) -> None:
+    page.goto(f"{base}/admin/login/?next={next_path}")
+    page.fill("#id_username", "root")
+    page.fill("#id_password", "root-password-1")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**{next_path}")
+
+
+def create_keyword_policy(page, base: str) -> None:
+    log_in_to_admin(page, base, "/admin/reviewer/pausepolicy/add/")
+    page.click("a[data-kind=keyword]")
+    page.wait_for_selector("#id_param_keywords")
+    page.fill("#id_name", POLICY_NAME)
+    page.select_option("#id_domain", label="Plain")
+    page.fill("#id_param_keywords", "\n".join(KEYWORDS))
+    screenshot(page, "admin-keyword-policy-form")
+    page.click("input[name=_continue]")
+    page.wait_for_url(re.compile(r"/pausepolicy/\d+/change/"))
+
+
+def try_on_sample(page, sample: str) -> None:
+    page.click("a.trylink")
+    page.fill("#id_text", sample)
+    page.click("input[name=_try]")
+    page.wait_for_selector("#trial-summary")
+    screenshot(page, "admin-try-policy")
+
+
+def api_post(page, base: str, path: str, body: dict) -> dict:
+    """POST to the JSON API as the logged-in browser user (cookie and CSRF token).
+
+    The session starts through the server rather than `services` here: Playwright's event
+    loop runs in this thread, and the services' event broadcast cannot run inside it.
+    """
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    answer = page.request.post(
+        base + path, data=body, headers={"X-CSRFToken": cookies["csrftoken"]}
+    )
+    assert answer.ok, f"{path}: {answer.status} {answer.text()}"
+    return answer.json()
+
+
+def wait_for(predicate, timeout: float = 120, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def test_it_creates_tries_and_applies_a_keyword_policy(
+    page,
+    server_url,
+    celery_worker_process,
+    admin_user,
+    plain_domain,
+):
+    create_keyword_policy(page, server_url)
+    policy = PausePolicy.objects.get(name=POLICY_NAME)
+    assert policy.kind == "keyword" and policy.domain == plain_domain
+    assert policy.params["keywords"] == KEYWORDS
+
+    try_on_sample(page, "Chest pain since noon; the ECG is normal.")
+    assert page.locator("#trial-text mark").first.inner_text() == "the"
+    assert page.locator("#trial-text .pause-marker").count() == 1
+    reason = page.locator("#trial-pauses .trial-reason").first.inner_text()
+    assert reason == 'Keyword "the" appeared'
+    assert "{" not in page.locator("#content-main").inner_text()  # no raw JSON
+
+    session_id = api_post(page, server_url, "/api/sessions", SESSION)["id"]
+
+    def paused() -> bool:
+        status = ReviewSession.objects.get(pk=session_id).status
+        assert status in ("running", "paused"), f"session ended as {status} without pausing"
+        return status == "paused"
+
+    wait_for(paused, what="the policy pause")
+    session = ReviewSession.objects.get(pk=session_id)
+    pause = session.pauses.get()
+    assert pause.trigger == POLICY_NAME and pause.kind == "keyword"
+    word = pause.evidence["keyword"]
+    assert word in KEYWORDS
+    assert word.lower() in session.text.lower()
+    api_post(page, server_url, f"/api/sessions/{session_id}/cancel", {})
