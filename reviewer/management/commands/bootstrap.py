@@ -11,5 +11,6 @@ class Command(BaseCommand):
         # One process for all steps: each separate start would import Django and torch again.
         call_command("check_services", stdout=self.stdout)
         call_command("prepare_model", stdout=self.stdout)
+        call_command("compile_translations", stdout=self.stdout)
         call_command("migrate", interactive=False, verbosity=0, stdout=self.stdout)
         call_command("seed_demo", quiet_logins=True, stdout=self.stdout)
