@@ -49,9 +49,12 @@ db: services translations
 translations: venv
 	$(PY) manage.py compile_translations
 
-# Browser tests drive Debian's chromium; install it where missing (needs root).
+# Browser tests drive Debian's chromium; install it where missing (needs root), with a CJK
+# font so the Chinese pages (and their screenshots) show characters, not boxes.
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 browser:
-	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+	@(command -v chromium >/dev/null && test -e $(CJK_FONT)) \
+		|| (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
 		|| echo "chromium could not be installed: browser tests will fail"
 
 clean-venv:

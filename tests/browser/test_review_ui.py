@@ -1,0 +1,211 @@
+"""A reviewer in a real browser: the app under daphne, the real model in a real Celery
+worker, Debian's chromium. Screenshots of the paused page land in artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import pytest
+
+from reviewer.demo_data import DOMAINS
+from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy, ReviewSession
+from tests.browser.conftest import log_in, screenshot
+from tests.session_factory import make_session
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.model,
+    pytest.mark.django_db(transaction=True),
+]
+
+CASE = "58-year-old man with chest pain and high blood pressure since this morning. Write the note."
+SELECT_TEXT = """(needle) => {
+  const box = document.getElementById("tokens");
+  const spans = [...box.querySelectorAll(".tok")];
+  const text = spans.map((s) => s.textContent).join("");
+  const start = text.indexOf(needle);
+  if (start < 0) return false;
+  const at = (offset) => {
+    const span = spans.find((s) => +s.dataset.start <= offset && offset <= +s.dataset.start + s.textContent.length);
+    return [span.firstChild, offset - +span.dataset.start];
+  };
+  const range = document.createRange();
+  range.setStart(...at(start));
+  range.setEnd(...at(start + needle.length));
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  box.dispatchEvent(new MouseEvent("mouseup", {bubbles: true}));
+  return true;
+}"""
+
+
+def ward_domain(name: str = "Ward note", policies: tuple[dict, ...] = ()) -> Domain:
+    """A domain built like the demo's clinical one (prompt and glossary), with its own policies."""
+    clinical = DOMAINS[0]
+    domain = Domain.objects.create(
+        name=name,
+        slug=name.lower().replace(" ", "-"),
+        specialty="medical",
+        system_prompt=clinical["system_prompt"],
+    )
+    glossary = Glossary.objects.create(domain=domain, name=clinical["glossary"])
+    for term, preferred, code, note in clinical["terms"]:
+        GlossaryTerm.objects.create(
+            glossary=glossary, term=term, preferred=preferred, code=code, note=note
+        )
+    for order, spec in enumerate(policies):
+        PausePolicy.objects.create(domain=domain, order=order, **spec)
+    return domain
+
+
+def start_in_browser(page, server_url: str, domain: Domain, max_new_tokens: int) -> int:
+    """Start a session from the new-session form (services must not run on Playwright's loop)."""
+    page.goto(server_url + "/sessions/new")
+    page.select_option("#id_domain", label=domain.name)
+    page.fill("#id_input_text", CASE)
+    page.fill("#id_seed", "3")
+    page.fill("#id_max_new_tokens", str(max_new_tokens))
+    page.click("#start-session")
+    page.wait_for_url("**/sessions/*/")
+    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def page_text(page) -> str:
+    return page.evaluate("() => document.getElementById('tokens').textContent")
+
+
+def wait_for_text(page, needle: str, timeout: float = 60_000) -> None:
+    page.wait_for_function(
+        "(needle) => document.getElementById('tokens').textContent.includes(needle)",
+        arg=needle,
+        timeout=timeout,
+    )
+
+
+def wait_for_status(page, status: str, timeout: float = 60_000) -> None:
+    page.wait_for_selector(f'#status[data-status="{status}"]', timeout=timeout)
+
+
+def wait_until_paused(page) -> None:
+    wait_for_status(page, "paused")
+    page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
+
+
+def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
+    page, server_url, celery_worker_process, alice
+):
+    domain = ward_domain()
+    term = GlossaryTerm.objects.get(glossary__domain=domain, term="high blood pressure")
+    log_in(page, server_url, "alice", "alice-password-1")
+
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=40)
+    assert ReviewSession.objects.get(pk=sid).owner == alice
+
+    # Tokens arrive live; a dropped connection reconnects and fills in without duplicates.
+    page.wait_for_function("() => caesura.state.tokens.length >= 4", timeout=60_000)
+    page.evaluate("() => caesura.drop()")
+    page.wait_for_selector('#connection[data-state="connected"]')
+    wait_for_text(page, "high blood pressure")
+    page.keyboard.press("Space")
+    wait_until_paused(page)
+
+    paused = ReviewSession.objects.get(pk=sid)
+    assert page_text(page) == paused.text
+    assert page.evaluate("() => caesura.state.tokens.length") == len(paused.generated_ids)
+    assert page.locator("#pause-reason").inner_text().strip()
+    page.wait_for_selector("#pause-heatmap .main-svg")
+    page.wait_for_selector("#heads-heatmap .main-svg")
+    page.wait_for_selector("#live-heatmap .main-svg")
+    shown = page.locator("#alternatives button.alt").count()
+    assert shown == len(paused.pauses.get().alternatives) and shown >= 2
+
+    page.locator("#tokens .tok").nth(2).hover()
+    assert "Probability" in page.locator("#tip").inner_text()
+    page.mouse.move(0, 0)  # the tooltip would cover the text in the screenshot
+    screenshot(page, "session-paused-en")
+    page.click('button.lang[value="zh-hans"]')
+    page.wait_for_selector('html[lang="zh-hans"]')
+    wait_until_paused(page)
+    page.wait_for_selector("#pause-heatmap .main-svg")
+    screenshot(page, "session-paused-zh-hans")
+    page.click('button.lang[value="en"]')
+    page.wait_for_selector('html[lang="en"]')
+    wait_until_paused(page)
+
+    assert page.evaluate(SELECT_TEXT, "high blood pressure")
+    page.wait_for_selector("#edit-panel:not([hidden])")
+    assert page.locator("#edit-selection").inner_text() == "high blood pressure"
+    page.click(f'#glossary-terms button[data-term="{term.pk}"]')
+    wait_for_text(page, term.preferred)
+    edited = ReviewSession.objects.get(pk=sid)
+    assert "high blood pressure" not in edited.text and term.preferred in edited.text
+    assert page_text(page) == edited.text
+
+    page.click("#toggle-run")
+    wait_for_status(page, "generated")
+    page.wait_for_function(
+        "(n) => document.getElementById('tokens').textContent.length > n", arg=len(edited.text)
+    )
+    done = ReviewSession.objects.get(pk=sid)
+    assert done.text.startswith(edited.text) and len(done.text) > len(edited.text)
+    assert page_text(page) == done.text
+
+    page.fill("#decision-comment", "Matches the chart.")
+    page.click("#approve")
+    wait_for_status(page, "completed")
+    page.wait_for_selector("#timeline li:has-text('Approved')")
+    approved = ReviewSession.objects.get(pk=sid)
+    assert (approved.status, approved.decision_comment) == ("completed", "Matches the chart.")
+
+
+def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(
+    page, server_url, celery_worker_process, alice
+):
+    policy = {
+        "name": "Blood pressure",
+        "kind": "keyword",
+        "params": {"keywords": ["blood pressure"]},
+    }
+    domain = ward_domain("Ward note BP", (policy,))
+    log_in(page, server_url, "alice", "alice-password-1")
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=30)
+
+    wait_until_paused(page)
+    reason = page.locator("#pause-reason")
+    assert "Blood pressure" in reason.inner_text()
+    pause = ReviewSession.objects.get(pk=sid).pauses.get()
+    assert pause.reason in reason.inner_text()
+    assert page.locator("#pause-reason mark").inner_text() == "blood pressure"
+    highlighted = "".join(page.locator("#tokens .tok.match").all_inner_texts())
+    assert "blood pressure" in highlighted
+    assert "chest pain" not in highlighted
+
+
+def test_it_continues_from_the_alternative_the_reviewer_chose(
+    page, server_url, celery_worker_process, alice
+):
+    domain = ward_domain()
+    log_in(page, server_url, "alice", "alice-password-1")
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=24)
+    page.wait_for_function("() => caesura.state.tokens.length >= 3", timeout=60_000)
+    page.click("#toggle-run")
+    wait_until_paused(page)
+
+    position = ReviewSession.objects.get(pk=sid).pauses.get().position
+    second = page.locator("#alternatives button.alt").nth(1)
+    chosen = int(second.get_attribute("data-token-id"))
+    second.click()
+    wait_for_status(page, "generated")
+    done = ReviewSession.objects.get(pk=sid)
+    assert done.generated_ids[position] == chosen
+    assert len(done.generated_ids) > position + 1
+    assert page_text(page) == done.text
+
+
+def test_it_tells_another_reviewer_the_session_is_not_found(page, server_url, alice, bob):
+    session = make_session(alice)
+    log_in(page, server_url, "bob", "bob-password-1")
+    response = page.goto(f"{server_url}/sessions/{session.pk}/")
+    assert response.status == 404
+    assert page.locator("h1").inner_text() == "Session not found"
+    assert session.input_text not in page.content()
