@@ -106,3 +106,14 @@ def test_counters_move_after_a_real_worker_session(celery_worker_process, alice,
         assert value(after, latency) > value(before, latency)
         assert value(after, "caesura_sessions_paused") >= 1
     services.cancel(alice, sid)
+
+
+def test_the_alert_rule_divides_rollbacks_by_generations():
+    import yaml
+
+    from tests.conftest import REPO
+
+    rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
+    rule = rules["groups"][0]["rules"][0]
+    assert "caesura_rollbacks_total[5m]" in rule["expr"]
+    assert "caesura_generations_total[5m]" in rule["expr"] and "> 0.05" in rule["expr"]
