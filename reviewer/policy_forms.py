@@ -130,6 +130,20 @@ class PolicyForm(forms.ModelForm):
     class Meta:
         model = PausePolicy
         fields = ["name", "domain", "action", "enabled", "cooldown", "order"]
+        labels = {
+            "name": _("Name"),
+            "domain": _("Domain"),
+            "action": _("Action"),
+            "enabled": _("Enabled"),
+            "cooldown": _("Cooldown"),
+            "order": _("Order"),
+        }
+        help_texts = {
+            "name": _("Reviewers see this name when the policy pauses a session."),
+            "action": _("What happens when it fires."),
+            "cooldown": _("Tokens before it may fire again"),
+            "order": _("Policies are checked in this order; lower first."),
+        }
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
