@@ -11,7 +11,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
-from reviewer.models import SessionEvent
+from reviewer.models import ReviewSession, SessionEvent
 
 EVENT_TYPES = {
     "token",
@@ -37,7 +37,10 @@ def next_seq(session_id: int) -> int:
             "UPDATE reviewer_reviewsession SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
             [session_id],
         )
-        return cursor.fetchone()[0]
+        row = cursor.fetchone()
+    if row is None:
+        raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
+    return row[0]
 
 
 def emit(session_id: int, type: str, payload: dict | None = None) -> SessionEvent:

@@ -31,53 +31,55 @@ def worker_env(db_name: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
-    """A real `celery worker` process on the test database, stopped after the session."""
+def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
+    """Start a real `celery worker` process on the test database; returns it and its name."""
     from django.conf import settings
 
-    name = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-    log = open(REPO / "var" / "test-worker.log", "w")  # noqa: SIM115 - closed at teardown
+    name = f"{tag}-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+    log = open(REPO / "var" / f"{tag}-worker.log", "w")  # noqa: SIM115 - the process owns it
+    command = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--pool=solo"]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webapp",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            f"--hostname={name}",
-        ],
+        [*command, "--loglevel=INFO", f"--hostname={name}"],
         cwd=REPO,
         env=worker_env(settings.DATABASES["default"]["NAME"]),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     wait_for_worker(process, name)
-    yield process
+    return process, name
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
     process.terminate()
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
-    log.close()
 
 
-def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 60) -> None:
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real worker process on the test database, stopped after the session."""
+    process, _ = start_worker("test")
+    yield process
+    stop_process(process)
+
+
+def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 120) -> None:
     from webapp.celery import app
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(
-                f"the Celery worker exited with {process.returncode}; see var/test-worker.log"
+                f"the Celery worker exited with {process.returncode}; see var/*-worker.log"
             )
         if app.control.ping(destination=[name], timeout=0.5):
             return
     raise RuntimeError(
-        "the Celery worker did not answer a ping within 60 s; see var/test-worker.log"
+        f"the Celery worker did not answer a ping within {timeout} s; see var/*-worker.log"
     )
 
 

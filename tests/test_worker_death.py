@@ -4,10 +4,6 @@ over from Postgres and finishes it with exactly the tokens an uninterrupted run 
 from __future__ import annotations
 
 import signal
-import socket
-import subprocess
-import sys
-import uuid
 
 import pytest
 from django.conf import settings
@@ -15,34 +11,10 @@ from django.conf import settings
 from inference.loader import load_engine
 from reviewer import services, tasks
 from reviewer.models import Edit, ReviewSession
-from tests.conftest import REPO, wait_for_worker, worker_env
+from tests.conftest import start_worker, stop_process
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
-
-
-def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
-    name = f"{tag}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
-    log = open(REPO / "var" / f"test-worker-{tag}.log", "w")  # noqa: SIM115 - owned by the process
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webapp",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            f"--hostname={name}",
-        ],
-        cwd=REPO,
-        env=worker_env(settings.DATABASES["default"]["NAME"]),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    wait_for_worker(process, name)
-    return process, name
 
 
 def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, monkeypatch):
@@ -78,10 +50,8 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
             what="the session to finish elsewhere",
         )
     finally:
-        for process in (victim, successor):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(timeout=20)
+        stop_process(victim)
+        stop_process(successor)
 
     final = session(sid)
     assert final.status == "generated", final.error
