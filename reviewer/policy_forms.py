@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from inference.policies import POLICY_KINDS, Policy, PolicyConfigError, build_policy
 from reviewer.models import PausePolicy
@@ -58,6 +59,28 @@ PARAM_LABELS = {
     "confidence_floor": _("Confidence floor"),
 }
 
+# The engine's parameter help, listed so that makemessages puts it in the catalog; the form
+# translates the engine's text at run time and shows it unchanged if the engine rewords it.
+ENGINE_HELP = (
+    gettext_noop("Words or phrases that pause generation"),
+    gettext_noop("Match letter case exactly"),
+    gettext_noop("Do not match inside longer words (not applied to Chinese)"),
+    gettext_noop("Regular expression searched in the generated text"),
+    gettext_noop('Any of "i" (ignore case), "m", "s", "x"'),
+    gettext_noop("Pause when the top-1 probability is below this"),
+    gettext_noop("Pause when the entropy (nats) is above this"),
+    gettext_noop("Top-1 probability above which a token counts as confident"),
+    gettext_noop("Absolute wording to look for"),
+    gettext_noop("How many recent characters to search for absolute wording"),
+    gettext_noop("Pause after every this many complete sentences"),
+    gettext_noop("Stop pausing after this many pauses (empty: no limit)"),
+    gettext_noop("Key a JSON object must have to count"),
+    gettext_noop("Number of recent tokens averaged"),
+    gettext_noop("Mean entropy (nats) above which the window is uncertain"),
+    gettext_noop("Mean cosine similarity to the prompt below which the window drifted"),
+    gettext_noop("Roll back to just after the last token more confident than this"),
+)
+
 ACTION_LABELS = {"pause": _("pause"), "rollback": _("roll back"), "flag": _("flag only")}
 
 
@@ -92,14 +115,14 @@ def field_for(name: str, schema: dict) -> forms.Field:
     kind = schema["type"]
     common = {
         "label": PARAM_LABELS.get(name, name.replace("_", " ").capitalize()),
-        "help_text": schema["help"],
+        "help_text": _(schema["help"]),
         "required": schema["required"] and kind != "boolean",
         "initial": schema.get("default"),
     }
     if kind == "boolean":
         return forms.BooleanField(**common)
     if kind == "string_list":
-        common["help_text"] = format_lazy("{} ({})", schema["help"], _("one per line"))
+        common["help_text"] = format_lazy("{} ({})", _(schema["help"]), _("one per line"))
         return StringListField(**common)
     if kind == "string":
         return forms.CharField(strip=False, **common)

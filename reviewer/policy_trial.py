@@ -7,8 +7,12 @@ fall right after it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from itertools import accumulate
+
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from inference.policies import POLICY_KINDS, Decision, scan_text, simulated_tokens
 
@@ -64,12 +68,34 @@ def to_pause(number: int, decision: Decision, text: str, ends: list[int]) -> Tri
         policy=decision.policy,
         kind=decision.kind,
         action=decision.action,
-        reason=decision.reason,
+        reason=localized_reason(decision),
         token=min(token, len(ends) - 1) + 1 if ends else 0,
         offset=offset,
         span=span,
         matched=text[span[0] : span[1]] if span else "",
     )
+
+
+def localized_reason(decision: Decision) -> str:
+    """The engine's reason in the page's language, for the kinds a dry run can fire."""
+    evidence = decision.evidence
+    try:
+        if decision.kind == "keyword":
+            return _('Keyword "%(keyword)s" appeared') % {"keyword": evidence["keyword"]}
+        if decision.kind == "regex":
+            return _('Pattern /%(pattern)s/ matched "%(matched)s"') % evidence
+        if decision.kind == "sentence_count":
+            n = evidence["sentences"]
+            return ngettext("%(n)d complete sentence", "%(n)d complete sentences", n) % {"n": n}
+        if decision.kind == "tool_call":
+            value = json.dumps(evidence["object"][evidence["key"]], ensure_ascii=False)
+            return _('Tool call with "%(key)s": %(value)s') % {
+                "key": evidence["key"],
+                "value": value,
+            }
+    except (KeyError, TypeError):
+        pass  # evidence shaped differently than expected: the engine's words still explain it
+    return decision.reason
 
 
 def segments_of(text: str, pauses: list[TrialPause]) -> list[Segment]:

@@ -195,3 +195,28 @@ def test_it_says_when_a_policy_cannot_be_tried_on_text(client, admin_user, plain
     page = client.post(url, {"text": "Anything at all."}).content.decode()
     assert "model&#x27;s signals" in page or "model's signals" in page
     assert "Unsure" in page and "<mark" not in page
+
+
+def test_it_words_dry_run_reasons_as_the_engine_does():
+    from django.utils import translation
+
+    from inference.policies import scan_text
+    from reviewer.policy_trial import try_policies
+
+    specs = [
+        {"name": "k", "kind": "keyword", "params": {"keywords": ["chest pain", "绝对"]}},
+        {"name": "r", "kind": "regex", "params": {"pattern": r"I\d\d"}},
+        {"name": "s", "kind": "sentence_count", "params": {"every": 1}},
+        {"name": "t", "kind": "tool_call", "params": {"key": "action"}},
+    ]
+    text = 'Chest pain, code I10. 这绝对是心梗。 {"action": "lookup"} Done.'
+    with translation.override("en"):
+        reasons = [pause.reason for pause in try_policies(specs, text).pauses]
+    engine = [decision.reason for decision in scan_text(specs, text)]
+    assert {d.kind for d in scan_text(specs, text)} == {
+        "keyword",
+        "regex",
+        "sentence_count",
+        "tool_call",
+    }
+    assert reasons == engine
