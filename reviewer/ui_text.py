@@ -99,6 +99,8 @@ def audit_entry(record: AuditRecord) -> dict:
 def audit_detail(action: str, payload: dict) -> str:
     """One readable line of what a record holds; the full payload stays in the admin."""
     if action == "paused":
+        if payload.get("trigger") == "manual":
+            return payload.get("reason", "")
         return f"{payload.get('trigger', '')}: {payload.get('reason', '')}"
     if action in ("approve", "reject"):
         return payload.get("comment", "")

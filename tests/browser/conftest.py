@@ -15,10 +15,6 @@ import pytest
 
 from tests.conftest import REPO, worker_env
 
-# Playwright's sync API runs an event loop in the test thread, and Django refuses ORM calls
-# from a thread with a running loop; the tests use the ORM only to set up and check.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -28,8 +24,19 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# Playwright's sync API runs an event loop in the test thread, and Django refuses ORM calls
+# from a thread with a running loop; the tests use the ORM only to set up and check.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 800}
+
+
+def server_env(db_name: str) -> dict[str, str]:
+    """The server keeps Django's guard against sync ORM calls on its event loop."""
+    env = worker_env(db_name)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
 
 
 def free_port() -> int:
@@ -70,7 +77,7 @@ def server_url(django_db_setup, django_db_blocker) -> str:
             "webapp.asgi:application",
         ],
         cwd=REPO,
-        env=worker_env(settings.DATABASES["default"]["NAME"]),
+        env=server_env(settings.DATABASES["default"]["NAME"]),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -118,8 +125,8 @@ def log_in(page, server_url: str, username: str, password: str) -> None:
     page.wait_for_url(server_url + "/")
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, full_page: bool = False) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=False)
+    page.screenshot(path=str(path), full_page=full_page)
     return path

@@ -123,6 +123,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     assert "Probability" in page.locator("#tip").inner_text()
     page.mouse.move(0, 0)  # the tooltip would cover the text in the screenshot
     screenshot(page, "session-paused-en")
+    screenshot(page, "session-paused-en-full", full_page=True)
     page.click('button.lang[value="zh-hans"]')
     page.wait_for_selector('html[lang="zh-hans"]')
     wait_until_paused(page)
@@ -156,6 +157,11 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     page.wait_for_selector("#timeline li:has-text('Approved')")
     approved = ReviewSession.objects.get(pk=sid)
     assert (approved.status, approved.decision_comment) == ("completed", "Matches the chart.")
+
+    page.goto(server_url + "/?status=completed")
+    row = page.locator(f'table.sessions tr:has(a[href="/sessions/{sid}/"])')
+    assert "approved" in row.inner_text()
+    screenshot(page, "session-list")
 
 
 def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(

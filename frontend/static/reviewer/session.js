@@ -635,8 +635,8 @@
     };
     const layout = {
       margin: { l: 44, r: 10, t: 8, b: 40 }, height: Math.min(360, 120 + 6 * z.length),
-      xaxis: { title: { text: `${L.prompt} | ${L.generated}` } },
-      yaxis: { title: { text: L.token }, autorange: "reversed" },
+      xaxis: { title: { text: `${L.prompt} | ${L.generated}` }, showgrid: false, zeroline: false },
+      yaxis: { title: { text: L.token }, autorange: "reversed", showgrid: false, zeroline: false },
       shapes: promptShade(prompt),
     };
     Plotly.react("live-heatmap", [trace], layout, plotConfig);
