@@ -187,24 +187,31 @@ def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(
     assert "chest pain" not in highlighted
 
 
-def test_it_continues_from_the_alternative_the_reviewer_chose(
+def test_it_rolls_back_to_a_clicked_token_and_continues_from_the_chosen_alternative(
     page, server_url, celery_worker_process, alice
 ):
     domain = ward_domain()
     log_in(page, server_url, "alice", "alice-password-1")
     sid = start_in_browser(page, server_url, domain, max_new_tokens=24)
-    page.wait_for_function("() => caesura.state.tokens.length >= 3", timeout=60_000)
+    page.wait_for_function("() => caesura.state.tokens.length >= 6", timeout=60_000)
     page.click("#toggle-run")
     wait_until_paused(page)
 
-    position = ReviewSession.objects.get(pk=sid).pauses.get().position
+    clicked = page.locator("#tokens .tok").nth(3)
+    keep = int(clicked.get_attribute("data-pos"))
+    clicked.click()
+    page.click("#rollback-here")
+    page.wait_for_function("(n) => caesura.state.tokens.length === n", arg=keep)
+    rolled = ReviewSession.objects.get(pk=sid)
+    assert len(rolled.generated_ids) == keep and page_text(page) == rolled.text
+
     second = page.locator("#alternatives button.alt").nth(1)
     chosen = int(second.get_attribute("data-token-id"))
     second.click()
     wait_for_status(page, "generated")
     done = ReviewSession.objects.get(pk=sid)
-    assert done.generated_ids[position] == chosen
-    assert len(done.generated_ids) > position + 1
+    assert done.generated_ids[keep] == chosen
+    assert len(done.generated_ids) > keep + 1
     assert page_text(page) == done.text
 
 
