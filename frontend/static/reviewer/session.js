@@ -253,6 +253,8 @@
       box.textContent = "";
       renderedCount = 0;
     }
+    // Follow the newest token, unless the reviewer scrolled up to read.
+    const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
     let offset = textOf(state.tokens.slice(0, renderedCount)).length;
     const span = state.pause && state.pause.span;
     const fragment = document.createDocumentFragment();
@@ -264,6 +266,7 @@
     }
     box.appendChild(fragment);
     renderedCount = state.tokens.length;
+    if (following) box.scrollTop = box.scrollHeight;
   }
 
   function tokenElement(token, position, offset, span) {
@@ -658,8 +661,16 @@
   }
 
   function toggleRun() {
-    if (state.status === "running") command("pause").catch((error) => notify(error.message, true));
-    else if (state.status === "paused") command("resume").catch((error) => notify(error.message, true));
+    const name = { running: "pause", paused: "resume" }[state.status];
+    if (!name) return;
+    // Until the status event arrives, a second press would only be refused.
+    $("toggle-run").disabled = true;
+    command(name)
+      .then(() => setTimeout(renderControls, 3000)) // never leave it disabled for good
+      .catch((error) => {
+        notify(error.message, true);
+        renderControls();
+      });
   }
 
   function decide(name) {
