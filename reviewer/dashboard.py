@@ -6,12 +6,11 @@ import csv
 import datetime as dt
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -19,7 +18,6 @@ from reviewer import roi
 from reviewer.models import Domain, ReviewSession
 
 DEFAULT_DAYS = 30
-PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
 
 
 def staff_only(view):
@@ -130,14 +128,6 @@ def sessions_csv(request: HttpRequest) -> HttpResponse:
     writer.writerow(roi.SessionRow.CSV_FIELDS)
     for row in roi.session_rows(filters.sessions()):
         writer.writerow(row.csv_values())
-    return response
-
-
-@login_required
-def plotly_js(request: HttpRequest) -> FileResponse:
-    """plotly.min.js from the installed plotly package: no CDN."""
-    response = FileResponse(open(PLOTLY_JS, "rb"), content_type="text/javascript")  # noqa: SIM115
-    response["Cache-Control"] = "private, max-age=86400"
     return response
 
 

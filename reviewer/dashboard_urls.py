@@ -7,6 +7,5 @@ from reviewer import dashboard, metrics
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("dashboard/sessions.csv", dashboard.sessions_csv, name="dashboard-csv"),
-    path("dashboard/plotly.min.js", dashboard.plotly_js, name="dashboard-plotly"),
     path("metrics", metrics.metrics_view, name="metrics"),
 ]

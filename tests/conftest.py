@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    wait_for_worker(process, name)
+    try:
+        wait_for_worker(process, name)
+    except RuntimeError:
+        stop_process(process)  # a worker that never answered must not outlive the test
+        raise
     return process, name
 
 
@@ -119,3 +124,65 @@ def plain_domain():
         code="I10",
     )
     return domain
+
+
+def server_env(db_name: str) -> dict[str, str]:
+    """The server keeps Django's guard against sync ORM calls on its event loop."""
+    env = worker_env(db_name)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_serving(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited with {process.returncode}; see var/test-daphne.log")
+        try:
+            urllib.request.urlopen(url + "/login/", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"daphne did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def server_url(django_db_setup, django_db_blocker) -> str:
+    """The whole app (HTTP and websockets) under a real ASGI server, on the test database."""
+    from django.conf import settings
+
+    port = free_port()
+    log = open(REPO / "var" / "test-daphne.log", "w")  # noqa: SIM115 - closed at teardown
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "webapp.asgi:application",
+        ],
+        cwd=REPO,
+        env=server_env(settings.DATABASES["default"]["NAME"]),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()

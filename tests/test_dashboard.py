@@ -43,7 +43,7 @@ def test_it_shows_the_figures_of_the_sessions_in_the_period(
     assert shown["roi"] == "10.6%" and shown["interception_rate"] == "67%"
     assert "10.6%" in page and "10000.00 USD" in page  # the result and the admin's cost beside it
     assert [s["period"] for s in response.context["series"]] == ["2025-03-03", "2025-03-04"]
-    assert 'id="roi-series"' in page and reverse("dashboard-plotly") in page
+    assert 'id="roi-series"' in page and reverse("plotly-js") in page
 
 
 def test_it_filters_by_reviewer(client, admin_user, alice, bob, plain_domain):
@@ -84,6 +84,6 @@ def test_it_exports_one_csv_row_per_session(client, admin_user, alice, bob, plai
 
 def test_it_serves_plotly_without_a_cdn(client, admin_user):
     client.force_login(admin_user)
-    response = client.get(reverse("dashboard-plotly"))
+    response = client.get(reverse("plotly-js"))
     assert response.status_code == 200
     assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
