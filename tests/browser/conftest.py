@@ -27,8 +27,9 @@ SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 800}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    """Torn down with this package: Playwright's loop must not outlive the browser tests."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
