@@ -173,6 +173,7 @@ class Engine:
         tokens (default: params.max_new_tokens); ``pause_at`` pauses when that many tokens
         exist; ``live_attention`` ("mean" or a layer index) adds an attention row per token."""
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
+        self.settle(state)
         run = _Run(sink or Sink(), control, limit, pause_at, self._live_layers(live_attention))
         state.pause = state.stop_reason = None
         with self._recording(run):
@@ -228,14 +229,38 @@ class Engine:
         live = run.recorder is not None
         if not live:  # report the token as soon as it is known; the forward only prepares the next
             run.sink.on_token(event)
-        out = self.runner.forward([token], state.cache, hidden=state.prompt_hidden is not None)
-        state.next_logits = out.logits[-1]
-        hidden = out.hidden[-1] if out.hidden is not None else None
-        state.similarity_history.append(self._similarity(state, hidden))
+        if self._ends_run(state, run, token, position):
+            state.pending = token  # its forward would only serve a step that never comes
+            state.similarity_history.append(None)
+        else:
+            self._forward(state, token)
         if live:  # the token's attention row comes from its own forward
             run.sink.on_token(dataclasses.replace(event, attention=self._row(run)))
         decisions = self._evaluate(state, run, "after_token", signals, start)
         run.after = self._route(state, run, decisions, position)
+        if run.after:
+            self.settle(state)  # a pause shows the next token's alternatives
+
+    def _forward(self, state: DecodeState, token: int) -> None:
+        out = self.runner.forward([token], state.cache, hidden=state.prompt_hidden is not None)
+        state.next_logits = out.logits[-1]
+        hidden = out.hidden[-1] if out.hidden is not None else None
+        state.similarity_history.append(self._similarity(state, hidden))
+
+    def _ends_run(self, state: DecodeState, run: _Run, token: int, position: int) -> bool:
+        """Whether this token certainly ends the run (EOS or the token limit), so its forward
+        can wait until someone needs the state again. Live attention and drift need it now."""
+        needs_forward = run.recorder is not None or state.prompt_hidden is not None
+        return not needs_forward and (token in self.eos_ids or position + 1 >= run.limit)
+
+    def settle(self, state: DecodeState) -> None:
+        """Run a token that a finished run left pending, restoring the invariant that the KV
+        cache covers every token and next_logits is ready."""
+        if state.pending is None:
+            return
+        token, state.pending = state.pending, None
+        out = self.runner.forward([token], state.cache)
+        state.next_logits = out.logits[-1]
 
     def _evaluate(self, state, run, phase, signals, new_text_start) -> list[Decision]:
         ctx = StepContext(
@@ -354,6 +379,7 @@ class Engine:
         """Replace generated ids[keep:] with ``tail``. The cache is cropped to just before
         the last kept token, which is re-run together with the tail, so the KV from the
         edit point on is the only thing recomputed."""
+        state.pending = None  # the re-run below covers a pending token as well
         prompt_len = len(state.prompt_ids)
         all_ids = state.prompt_ids + state.generated_ids[:keep] + tail
         first = prompt_len + keep - 1  # the last kept token: its logits predict tail[0]
@@ -375,6 +401,7 @@ class Engine:
 
     # ---- snapshot, edits, attention -----------------------------------------------------
     def snapshot(self, state: DecodeState) -> bytes:
+        self.settle(state)
         return snapshot_mod.dumps(state, self.runner)
 
     def restore(self, data: bytes) -> DecodeState:
@@ -382,6 +409,7 @@ class Engine:
 
     def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
         """Apply edits (Edit objects or dicts) at a pause; all or nothing."""
+        self.settle(state)
         return edits_mod.apply(self, state, list(edits))
 
     def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
@@ -400,10 +428,12 @@ class Engine:
         return self.edit(state, edits_mod.Append(text))[0]
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
+        self.settle(state)
         return attention_mod.view(self, state, layer)
 
     def signals(self, state: DecodeState) -> Signals:
         """The next token's distribution (what a reviewer sees at a pause)."""
+        self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
 
 

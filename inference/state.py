@@ -1,7 +1,8 @@
 """DecodeState: everything a paused generation is, frozen between two tokens.
 
 Invariant between steps: the KV cache covers prompt + generated ids, and ``next_logits``
-is the distribution for the next generated token.
+is the distribution for the next generated token. One exception: a run that ended on EOS or
+its token limit leaves its last token ``pending``; ``Engine.settle`` runs it when needed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class DecodeState:
     entropy_history: list[float] = field(default_factory=list)
     similarity_history: list[float | None] = field(default_factory=list)
     prompt_hidden: torch.Tensor | None = None  # [H] mean last-layer hidden state of the prompt
+    pending: int | None = None  # last token not yet run (a run that ended left it); see settle
     skip_before_at: int | None = None  # resume here without re-firing before_token policies
     pause: dict | None = None  # the last pause (PauseEvent.to_dict()), None while running
     stop_reason: str | None = None  # why the last run stopped

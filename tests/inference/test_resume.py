@@ -95,3 +95,35 @@ def test_it_cancels_and_can_still_be_resumed(engine):
     assert state.generated_ids == []
     engine.run(state)
     assert state.generated_ids == uninterrupted(engine, 0)
+
+
+@SETTINGS
+@given(
+    which=st.integers(0, len(PARAMS) - 1),
+    limits=st.lists(st.integers(1, N), min_size=1, max_size=4),
+    how=st.sampled_from(["memory", "bytes", "rebuild"]),
+)
+def test_it_continues_a_run_that_ended_on_its_token_limit(engine, which, limits, how):
+    """A run that hits its limit leaves its last token pending; continuing must not notice."""
+    reference = uninterrupted(engine, which)
+    state = engine.start(PROMPT, PARAMS[which])
+    for limit in sorted(limits):
+        engine.run(state, max_new_tokens=limit)
+        assert len(state.generated_ids) == limit
+        state = resume(engine, state, how)
+    engine.run(state)
+    assert state.generated_ids == reference
+
+
+def test_it_leaves_no_forward_unused_when_a_run_ends_on_its_limit(engine):
+    state = engine.start(PROMPT, PARAMS[0])
+    before = engine.runner.forward_calls
+    engine.run(state, max_new_tokens=5)
+    assert engine.runner.forward_calls - before == 4  # five tokens drawn, the fifth not yet run
+    assert state.pending == state.generated_ids[-1]
+    alternatives = engine.signals(state).alternatives  # needs the fifth token's forward
+    assert state.pending is None and engine.runner.forward_calls - before == 5
+    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, state.params)
+    assert [a.token_id for a in engine.signals(fresh).alternatives] == [
+        a.token_id for a in alternatives
+    ]
