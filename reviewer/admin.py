@@ -270,6 +270,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # the audit chain hashes session ids: deleting a session would break it
+
 
 class PauseEventInline(admin.TabularInline):
     model = PauseEvent

@@ -31,13 +31,18 @@ def record_hash(
 def append(action: str, actor: str, session=None, payload: dict | None = None) -> AuditRecord:
     with transaction.atomic():
         with connection.cursor() as cursor:
+            if session is not None:
+                # Lock order everywhere: the session row, then the chain. Web commands hold the
+                # row already; taking it here first keeps a worker's report from deadlocking them.
+                cursor.execute(
+                    "SELECT 1 FROM reviewer_reviewsession WHERE id = %s FOR NO KEY UPDATE",
+                    [session.pk],
+                )
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
         last = AuditRecord.objects.order_by("-id").only("hash").first()
         prev_hash = last.hash if last else GENESIS
         created_at = timezone.now()
-        payload = json.loads(
-            json.dumps(payload or {}, default=str)
-        )  # store exactly what was hashed
+        payload = json.loads(json.dumps(payload or {}, default=str))  # store what was hashed
         session_id = session.pk if session is not None else None
         return AuditRecord.objects.create(
             session_id=session_id,

@@ -9,8 +9,6 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-PING_KEY = "caesura:worker:last_ping"
-
 
 @dataclass(frozen=True)
 class Check:
@@ -44,16 +42,20 @@ def check_worker() -> Check:
     fresh_s = settings.CAESURA_WORKER_PING_FRESH_S
     try:
         client = redis_client()
-        last = client.get(PING_KEY)
+        last = client.get(ping_key())
         stale = last is None or time.time() - float(last) > fresh_s
         if stale and _ping_workers():
-            client.set(PING_KEY, time.time())
+            client.set(ping_key(), time.time())
             last = time.time()
         if last is not None and time.time() - float(last) <= fresh_s:
             return Check("worker", True, f"answered {time.time() - float(last):.1f} s ago")
         return Check("worker", False, f"no Celery worker answered a ping within {fresh_s} s")
     except Exception as exc:
         return Check("worker", False, _first_line(exc))
+
+
+def ping_key() -> str:
+    return f"caesura:{settings.DATABASES['default']['NAME']}:worker:last_ping"
 
 
 def _ping_workers() -> bool:

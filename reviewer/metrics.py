@@ -16,18 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from webapp.env import env_int
-
-
-def metrics_dir() -> Path:
-    # Keyed by the Celery queue, like everything else an installation shares on one host,
-    # so a test run's counters never mix with a development server's.
-    default = settings.DATA_DIR / "metrics" / settings.CELERY_TASK_DEFAULT_QUEUE
-    return Path(os.environ.get("CAESURA_METRICS_DIR") or default)
-
-
 # Multiprocess mode is chosen from this variable: set it before any metric exists.
-METRICS_DIR = metrics_dir()
+METRICS_DIR = Path(settings.CAESURA_METRICS_DIR)
 METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
 
@@ -135,7 +125,7 @@ def metrics_view(request):
 
 def serve_worker_metrics(worker_number: int = 0) -> int | None:
     """Serve /metrics from this worker when CAESURA_WORKER_METRICS_PORT is set; the port used."""
-    base = env_int("CAESURA_WORKER_METRICS_PORT", 0, minimum=0)
+    base = settings.CAESURA_WORKER_METRICS_PORT
     if not base:
         return None
     port = base + worker_number

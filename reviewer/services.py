@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from inference.config import SamplingConfigError, SamplingParams
@@ -41,6 +41,10 @@ class CommandError(Exception):
 
 class InvalidInput(CommandError):
     status = 400
+
+
+class SegmentSuperseded(Exception):
+    """A newer segment owns the session: the worker running this one must stop writing."""
 
 
 class NotFound(CommandError):
@@ -72,6 +76,14 @@ def _require(session: ReviewSession, allowed: set[str], command: str) -> None:
         raise Conflict(f"Cannot {command} a session that is {session.status}")
 
 
+def _require_applied_edits(session: ReviewSession, command: str) -> None:
+    """Offsets and alternatives refer to the text as it is now; a queued edit changes it."""
+    if session.edits.filter(applied=False, error="").exists():
+        raise Conflict(
+            f"Cannot {command} while an earlier edit is still being applied; retry shortly"
+        )
+
+
 def idempotent(command: str):
     """Run a command once per client command id; a repeat returns the first result."""
 
@@ -85,13 +97,17 @@ def idempotent(command: str):
                 if seen is not None:
                     return {**seen.result, "repeated": True}
                 result = func(user, *args, **kwargs)
-                CommandReceipt.objects.create(
-                    user=user,
-                    command_id=command_id,
-                    command=command,
-                    result=result,
-                    session_id=result.get("id"),
-                )
+                try:
+                    with transaction.atomic():
+                        CommandReceipt.objects.create(
+                            user=user,
+                            command_id=command_id,
+                            command=command,
+                            result=result,
+                            session_id=result.get("id"),
+                        )
+                except IntegrityError:  # the same id arrived twice at once: the other one won
+                    raise Conflict(f"Command {command_id} is already being handled") from None
                 return result
 
         return run
@@ -170,6 +186,8 @@ def resume(user, session_id) -> dict:
         _require(session, {S.PAUSED}, "resume")
         _close_open_pause(session, outcome="resumed")
         audit.append("resume", user.username, session)
+        # A pause request that a policy pause overtook must not stop the resumed run at once.
+        transaction.on_commit(lambda: control.clear(session.pk))
         _set_status(session, S.RUNNING)
         events.emit(session.pk, "resumed", {"position": len(session.generated_ids)})
         _dispatch_segment(session)
@@ -184,6 +202,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "edit")
+        _require_applied_edits(session, "edit")
         if not 0 <= start <= end <= len(session.text):
             raise InvalidInput(
                 f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
@@ -208,6 +227,7 @@ def choose(user, session_id, token_id) -> dict:
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "choose an alternative for")
+        _require_applied_edits(session, "choose an alternative")
         offered = {alt["token_id"]: alt["text"] for alt in _open_pause(session).alternatives}
         if token_id not in offered:
             raise InvalidInput(
@@ -230,6 +250,7 @@ def rollback(user, session_id, position) -> dict:
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "roll back")
+        _require_applied_edits(session, "roll back")
         if not 0 <= position < len(session.generated_ids):
             raise InvalidInput(
                 f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
@@ -271,6 +292,7 @@ def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, DECIDABLE, command)
+        _require_applied_edits(session, command)
         _close_open_pause(session, outcome=status)
         session.decision_comment = comment
         session.save(update_fields=["decision_comment"])
@@ -303,10 +325,20 @@ def record_token(session: ReviewSession, event: dict) -> None:
 
 
 def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
-    """Persist the token ids so far; events after ids_seq hold what came since."""
+    """Persist the token ids so far; events after ids_seq hold what came since.
+
+    Only the segment that owns the session may write: a superseded one is told to stop."""
     session.generated_ids, session.text, session.engine_meta = generated_ids, text, meta
     session.ids_seq = S.objects.values_list("last_seq", flat=True).get(pk=session.pk)
-    session.save(update_fields=["generated_ids", "text", "engine_meta", "ids_seq", "updated_at"])
+    written = S.objects.filter(pk=session.pk, segment=session.segment).update(
+        generated_ids=generated_ids,
+        text=text,
+        engine_meta=meta,
+        ids_seq=session.ids_seq,
+        updated_at=timezone.now(),
+    )
+    if not written:
+        raise SegmentSuperseded(f"Session {session.pk}: segment {session.segment} was superseded")
 
 
 def record_pause(session: ReviewSession, pause: dict, requested_at: float | None) -> PauseEvent:
@@ -371,6 +403,7 @@ def record_failure(session_id: int, error: str) -> None:
         if session is None or session.is_final:
             return
         session.error = error
+        session.save(update_fields=["error"])
         audit.append("failed", "engine", session, {"error": error})
         _finish(session, S.FAILED)
         events.emit(session.pk, "error", {"message": error})
@@ -425,7 +458,8 @@ def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -
 
 def orphaned_sessions(alive_workers: set[str]) -> list[int]:
     """Running sessions whose worker is gone: their segment must be started again elsewhere."""
-    running = S.objects.running().exclude(worker__in=alive_workers)
+    # worker "" means queued and not yet claimed: nothing is lost, so it is left alone.
+    running = S.objects.running().exclude(worker="").exclude(worker__in=alive_workers)
     return list(running.values_list("pk", flat=True))
 
 
@@ -436,6 +470,7 @@ def redispatch(session_id: int) -> None:
             return
         audit.append("redispatched", "engine", session, {"lost_worker": session.worker})
         session.worker = ""
+        session.save(update_fields=["worker"])
         _dispatch_segment(session)
 
 

@@ -13,6 +13,8 @@ from reviewer import metrics, services, worker
 def run_segment(self, session_id: int, segment: str) -> str:
     try:
         return worker.run_segment(session_id, segment, self.request.hostname)
+    except services.SegmentSuperseded:
+        return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
         services.record_failure(session_id, f"{type(exc).__name__}: {exc}")
         raise

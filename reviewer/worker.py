@@ -16,6 +16,7 @@ from collections import OrderedDict
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
+from inference.control import CANCEL
 from inference.edits import EditError
 from inference.engine import Engine, StopInfo
 from inference.loader import load_engine
@@ -163,6 +164,10 @@ def finish_segment(
     session: ReviewSession, state: DecodeState, stop: StopInfo, control: RedisControl
 ) -> str:
     checkpoint(session, state)
+    if stop.reason != "cancel" and control.poll() == CANCEL:
+        stop = StopInfo(
+            "cancel", position=stop.position
+        )  # a cancel that a pause or the end overtook
     if stop.reason == "pause":
         requested_at = _manual_request_time(stop, control)
         services.record_pause(session, pause_payload(state, stop), requested_at)
@@ -180,6 +185,10 @@ def finish_segment(
 def keep_paused(session: ReviewSession, state: DecodeState) -> None:
     vault().put(session.pk, engine().snapshot(state))
     states.put(session.pk, state)
+    session.refresh_from_db(fields=["status"])
+    if session.is_final:  # ended (approved, cancelled) while the snapshot was being written
+        vault().discard(session.pk)
+        states.drop(session.pk)
 
 
 def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
@@ -278,12 +287,16 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
 def apply_edit(state: DecodeState, record: Edit):
     eng = engine()
     if record.kind == "replace":
+        if state.text[record.start : record.end] != record.text_before:
+            raise EditError("The text changed since this edit was made; select the span again")
         return eng.replace_text(state, record.start, record.end, record.text_after)
     if record.kind == "choose":
         return eng.choose_alternative(state, record.token_id)
     if record.kind == "truncate":
         return eng.truncate(state, record.start)
-    return eng.append_text(state, record.text_after)
+    if record.kind == "append":
+        return eng.append_text(state, record.text_after)
+    raise EditError(f"Unknown edit kind {record.kind!r}")
 
 
 # --- reporting -----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 import pytest
 import redis
 
-from reviewer.health import PING_KEY
+from reviewer.health import ping_key
 
 pytestmark = pytest.mark.django_db
 
@@ -9,9 +9,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def fresh_ping_state(settings):
     client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(PING_KEY)
+    client.delete(ping_key())
     yield
-    client.delete(PING_KEY)
+    client.delete(ping_key())
 
 
 @pytest.mark.slow

@@ -58,26 +58,28 @@ def test_it_serves_every_metric_in_the_text_format(client, alice):
 
 
 @pytest.mark.django_db
-def test_a_worker_serves_the_same_page_on_its_port(monkeypatch):
+def test_it_serves_the_same_page_from_a_worker_port(settings):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    monkeypatch.setenv("CAESURA_WORKER_METRICS_PORT", str(port))
+    settings.CAESURA_WORKER_METRICS_PORT = port
     assert metrics.serve_worker_metrics() == port
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         names = {f.name for f in text_string_to_metric_families(answer.read().decode())}
     assert "caesura_tokens_generated" in names
 
 
-def test_a_worker_serves_nothing_when_no_port_is_set(monkeypatch):
-    monkeypatch.delenv("CAESURA_WORKER_METRICS_PORT", raising=False)
+def test_it_serves_nothing_from_a_worker_without_a_port(settings):
+    settings.CAESURA_WORKER_METRICS_PORT = 0
     assert metrics.serve_worker_metrics() is None
 
 
 @pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.django_db(transaction=True)
-def test_counters_move_after_a_real_worker_session(celery_worker_process, alice, plain_domain):
+def test_it_moves_the_counters_after_a_real_worker_session(
+    celery_worker_process, alice, plain_domain
+):
     before = scrape()
     prompt = "Write a short clinical note about a patient with chest pain."
     sid = services.start_session(alice, "Plain", prompt, seed=4, max_new_tokens=12)["id"]
@@ -108,7 +110,7 @@ def test_counters_move_after_a_real_worker_session(celery_worker_process, alice,
     services.cancel(alice, sid)
 
 
-def test_the_alert_rule_divides_rollbacks_by_generations():
+def test_it_documents_an_alert_rule_dividing_rollbacks_by_generations():
     import yaml
 
     from tests.conftest import REPO

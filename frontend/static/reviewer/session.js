@@ -158,6 +158,7 @@
 
   function applyPaused(event) {
     state.pause = event;
+    if (event.span) event.span = event.span.map((i) => toUnits(event.text ?? textOf(state.tokens), i));
     scheduleRender("full");
     renderPause();
   }
@@ -201,7 +202,9 @@
   function updatePauseAfterEdit(event, keep) {
     const pause = state.pause;
     if (event.alternatives) pause.alternatives = event.alternatives;
-    if (pause.span && event.char_start !== undefined && event.char_start < pause.span[1]) {
+    // The text before the edit point is the same before and after the edit.
+    const editStart = event.char_start === undefined ? undefined : toUnits(textOf(state.tokens), event.char_start);
+    if (pause.span && editStart !== undefined && editStart < pause.span[1]) {
       pause.span = null; // the matched text was edited away
     }
     if (pause.history) {
@@ -455,10 +458,20 @@
     return lead + replacement.trim() + (selected.trim() ? trail : "");
   }
 
+  // The server counts characters (code points); the DOM counts UTF-16 units (an emoji is two).
+  function toCodePoints(text, units) {
+    return Array.from(text.slice(0, units)).length;
+  }
+
+  function toUnits(text, codePoints) {
+    return Array.from(text).slice(0, codePoints).join("").length;
+  }
+
   function replaceSelection(text, termId) {
     if (!state.selection) return;
     const { start, end } = state.selection;
-    const args = { start, end, text };
+    const shown = textOf(state.tokens);
+    const args = { start: toCodePoints(shown, start), end: toCodePoints(shown, end), text };
     if (termId) args.glossary_term = termId;
     command("edit", args)
       .then(closeEditor)

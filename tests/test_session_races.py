@@ -1,0 +1,46 @@
+"""What keeps two processes that share a session from stepping on each other."""
+
+import pytest
+
+from reviewer import control, services
+from reviewer.health import redis_client
+from reviewer.models import ReviewSession
+from tests.session_factory import make_session, stub_worker
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_stops_a_superseded_segment_from_writing(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="old")
+    stale = ReviewSession.objects.get(pk=session.pk)
+    ReviewSession.objects.filter(pk=session.pk).update(segment="new")
+    with pytest.raises(services.SegmentSuperseded):
+        services.checkpoint(stale, [1, 2, 3], "overwritten", {})
+    session.refresh_from_db()
+    assert session.generated_ids == [11, 12, 13, 14, 15] and session.text != "overwritten"
+
+
+def test_it_lets_the_owning_segment_write(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="mine")
+    services.checkpoint(session, [1, 2, 3], "written", {"attempt": 0})
+    session.refresh_from_db()
+    assert (session.generated_ids, session.text) == ([1, 2, 3], "written")
+
+
+def test_it_forgets_an_overtaken_pause_request_when_resuming(
+    alice, monkeypatch, django_capture_on_commit_callbacks
+):
+    stub_worker(monkeypatch)
+    session = make_session(alice)
+    control.request_pause(session.pk)  # asked while running; a policy pause came first
+    with django_capture_on_commit_callbacks(execute=True):
+        services.resume(alice, session.pk)
+    assert redis_client().get(control.control_key(session.pk)) is None
+
+
+def test_it_does_not_redispatch_a_session_no_worker_has_claimed_yet(alice):
+    queued = make_session(alice, status=ReviewSession.RUNNING, worker="")
+    orphan = make_session(alice, status=ReviewSession.RUNNING, worker="gone@host")
+    alive = make_session(alice, status=ReviewSession.RUNNING, worker="alive@host")
+    assert services.orphaned_sessions({"alive@host"}) == [orphan.pk]
+    assert queued.pk != alive.pk
