@@ -112,7 +112,7 @@ def _replace_tokens(engine, state, edits: list) -> tuple[int, list[int], list[di
             raise EditError(f"edits overlap: tokens [{a.start}, {a.end}) and [{b.start}, {b.end})")
     new_ids, cursor, results = [], 0, []
     for e in edits:
-        new_ids += ids[cursor : e.start] + engine.tokenizer.encode(e.text, add_special_tokens=False)
+        new_ids += ids[cursor : e.start] + _encode_plain(engine, e.text)
         before = engine.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
         chars = state.detok.token_span_chars(e.start, e.end)
         results.append(_result("replace", *chars, before, e.text))
@@ -160,7 +160,7 @@ def _rewrite(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
         results.append(_result("append", len(text), len(text), "", appended))
     first_char = spans[0][0][0] if spans else len(text)
     keep, cut_char = _cut(state, first_char, engine.eos_ids)
-    tail = engine.tokenizer.encode(new_text[cut_char:], add_special_tokens=False)
+    tail = _encode_plain(engine, new_text[cut_char:])
     return keep, list(tail), results
 
 
@@ -194,3 +194,8 @@ def _result(kind, char_start, char_end, before, after) -> dict:
     return dict(
         kind=kind, char_start=char_start, char_end=char_end, text_before=before, text_after=after
     )
+
+
+def _encode_plain(engine, text: str) -> list[int]:
+    """A reviewer's text as plain text: typing "<|im_end|>" must not end the generation."""
+    return engine.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)

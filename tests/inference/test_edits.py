@@ -139,3 +139,13 @@ def assert_unchanged(state, summary, cache, logits) -> None:
     assert torch.equal(state.next_logits, logits)
     for layer, (keys, values) in zip(state.cache.layers, cache, strict=True):
         assert torch.equal(layer.keys, keys) and torch.equal(layer.values, values)
+
+
+@pytest.mark.model
+def test_it_keeps_special_token_markup_in_edit_text_as_plain_text(real_engine):
+    state = real_engine.start("Say hello.", {"temperature": 0.0, "max_new_tokens": 4})
+    real_engine.run(state)
+    eos = real_engine.tokenizer.eos_token_id
+    real_engine.append_text(state, " <|im_end|>")
+    assert eos not in state.generated_ids
+    assert state.text.endswith("<|im_end|>")
