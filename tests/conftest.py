@@ -186,3 +186,14 @@ def server_url(django_db_setup, django_db_blocker) -> str:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def wait_for(predicate, timeout: float = 60, what: str = "condition", every: float = 0.1):
+    """Poll until predicate() is truthy; its value, or an AssertionError naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

@@ -11,8 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reviewer import metrics, services
 from reviewer.models import ReviewSession
+from tests.conftest import wait_for
 from tests.session_factory import make_session
-from tests.test_workflow import status_is, tokens_streamed, wait_for
+from tests.test_workflow import status_is, tokens_streamed
 
 FAMILIES = {
     "caesura_tokens_generated",

@@ -11,8 +11,8 @@ from django.conf import settings
 from inference.loader import load_engine
 from reviewer import services, tasks
 from reviewer.models import Edit, ReviewSession
-from tests.conftest import start_worker, stop_process
-from tests.test_workflow import PROMPT, session, status_is, tokens_streamed, wait_for
+from tests.conftest import start_worker, stop_process, wait_for
+from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 

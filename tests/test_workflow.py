@@ -3,8 +3,6 @@ Postgres, Redis. Each test drives the services the way the API and websocket do.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.core.management import call_command
 
@@ -16,20 +14,11 @@ from reviewer.models import (
     PausePolicy,
     ReviewSession,
 )
+from tests.conftest import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 PROMPT = "Write a short clinical note about a patient with high blood pressure and chest pain."
-
-
-def wait_for(predicate, timeout: float = 60, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def session(session_id: int) -> ReviewSession:

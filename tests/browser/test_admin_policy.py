@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 import pytest
 
 from reviewer.models import PausePolicy, ReviewSession
 from tests.browser.conftest import screenshot
+from tests.conftest import wait_for
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still
 # plain synchronous calls, made between browser actions.
@@ -78,16 +78,6 @@ def api_post(page, base: str, path: str, body: dict) -> dict:
     return answer.json()
 
 
-def wait_for(predicate, timeout: float = 120, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def test_it_creates_tries_and_applies_a_keyword_policy(
     page,
     server_url,
@@ -114,7 +104,7 @@ def test_it_creates_tries_and_applies_a_keyword_policy(
         assert status in ("running", "paused"), f"session ended as {status} without pausing"
         return status == "paused"
 
-    wait_for(paused, what="the policy pause")
+    wait_for(paused, timeout=120, what="the policy pause")
     session = ReviewSession.objects.get(pk=session_id)
     pause = session.pauses.get()
     assert pause.trigger == POLICY_NAME and pause.kind == "keyword"
