@@ -54,6 +54,20 @@ def session_list(request: HttpRequest) -> HttpResponse:
 # --- new session ---------------------------------------------------------------------------
 
 
+TASK_LABELS = {
+    "deterministic": gettext_lazy("Deterministic"),
+    "open": gettext_lazy("Open"),
+    "reasoning": gettext_lazy("Reasoning"),
+}
+TASK_SOURCES = {"classifier": gettext_lazy("classified"), "override": gettext_lazy("chosen")}
+SHOWN_DECODING = ["temperature", "top_p", "top_k", "repetition_penalty"]
+
+
+def decoding_summary(decoding: dict) -> str:
+    """The sampling parameters a reviewer cares about, e.g. "temperature 0.7, top_p 0.9"."""
+    return ", ".join(f"{name} {decoding[name]}" for name in SHOWN_DECODING if name in decoding)
+
+
 class NewSessionForm(forms.Form):
     domain = forms.ModelChoiceField(
         queryset=Domain.objects.all(), label=gettext_lazy("Domain"), empty_label=None
@@ -73,6 +87,17 @@ class NewSessionForm(forms.Form):
     )
     max_new_tokens = forms.IntegerField(
         label=gettext_lazy("Token limit"), min_value=1, max_value=4096
+    )
+    task_type = forms.ChoiceField(
+        label=gettext_lazy("Task type"),
+        required=False,
+        choices=[
+            ("", gettext_lazy("Automatic (classified from the text)")),
+            ("deterministic", gettext_lazy("Deterministic")),
+            ("open", gettext_lazy("Open")),
+            ("reasoning", gettext_lazy("Reasoning")),
+        ],
+        help_text=gettext_lazy("Decides how the model decodes; automatic unless you choose."),
     )
 
 
@@ -97,6 +122,7 @@ def start_from_form(user, data: dict) -> dict:
         data["input_text"],
         seed=data["seed"],
         max_new_tokens=data["max_new_tokens"],
+        task_type=data.get("task_type") or None,
     )
 
 
@@ -112,6 +138,9 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "session": session,
         "status_label": status_labels().get(session.status, session.status),
+        "task_label": TASK_LABELS.get(session.task_type, session.task_type),
+        "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
+        "decoding_summary": decoding_summary(session.decoding),
         "page_data": {
             "session": session.pk,
             "status": session.status,

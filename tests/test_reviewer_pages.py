@@ -48,6 +48,34 @@ def test_it_starts_a_session_from_the_form_and_opens_its_page(client, alice, pla
     assert (created.seed, created.max_new_tokens, created.status) == (5, 12, "running")
 
 
+def test_it_lets_the_reviewer_choose_the_task_type_and_shows_it_with_its_decoding(
+    client, alice, plain_domain
+):
+    client.force_login(alice)
+    form = {"domain": plain_domain.pk, "input_text": "Chest pain.", "max_new_tokens": 12}
+    client.post("/sessions/new", {**form, "task_type": "reasoning"})
+    created = ReviewSession.objects.get(owner=alice)
+    assert (created.task_type, created.task_source) == ("reasoning", "override")
+    page = client.get(f"/sessions/{created.pk}/").content.decode()
+    shown = page[page.index('id="task-type"') :].split("</p>")[0]
+    assert "Reasoning" in shown and "chosen" in shown
+    assert f"temperature {created.decoding['temperature']}" in shown
+
+
+def test_it_classifies_the_task_type_when_the_reviewer_leaves_it_automatic(
+    client, alice, plain_domain
+):
+    client.force_login(alice)
+    form = {"domain": plain_domain.pk, "input_text": "Chest pain.", "max_new_tokens": 12}
+    client.post("/sessions/new", {**form, "task_type": ""})
+    created = ReviewSession.objects.get(owner=alice)
+    assert created.task_source == "classifier" and created.task_type in {
+        "deterministic",
+        "open",
+        "reasoning",
+    }
+
+
 def test_it_shows_the_form_again_with_the_error_when_input_is_missing(client, alice, plain_domain):
     client.force_login(alice)
     response = client.post("/sessions/new", {"domain": plain_domain.pk, "max_new_tokens": 12})
