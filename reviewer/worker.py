@@ -165,9 +165,8 @@ def finish_segment(
 ) -> str:
     checkpoint(session, state)
     if stop.reason != "cancel" and control.poll() == CANCEL:
-        stop = StopInfo(
-            "cancel", position=stop.position
-        )  # a cancel that a pause or the end overtook
+        # A cancel that a policy pause or the end of generation overtook still wins.
+        stop = StopInfo("cancel", position=stop.position)
     if stop.reason == "pause":
         requested_at = _manual_request_time(stop, control)
         services.record_pause(session, pause_payload(state, stop), requested_at)
