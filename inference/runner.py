@@ -13,9 +13,12 @@ import json
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 from transformers import AttentionInterface, DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from inference import kv_cache
 
 LIVE_ATTENTION = "caesura_sdpa"
 
@@ -48,22 +51,85 @@ class _AttentionRecorder:
 _recorder: _AttentionRecorder | None = None
 
 
-def _recording_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
-    """sdpa, unchanged numerically, plus a side copy of the attention row when recording."""
+def _engine_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
+    """transformers' sdpa, plus a side copy of the attention row when recording, and
+    grouped-query attention for masked forwards on CPU."""
     if _recorder is not None:
         _recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
+    if _grouped_with_mask(module, query, attention_mask, kwargs):
+        return _grouped_query_sdpa(query, key, value, attention_mask, scaling), None
     return sdpa_attention_forward(
         module, query, key, value, attention_mask, scaling=scaling, **kwargs
     )
 
 
-AttentionInterface.register(LIVE_ATTENTION, _recording_sdpa)
+def _grouped_with_mask(module, query, attention_mask, kwargs) -> bool:
+    return (
+        attention_mask is not None
+        and query.device.type == "cpu"
+        and getattr(module, "num_key_value_groups", 1) > 1
+        and not module.training
+        and kwargs.get("position_bias") is None
+        and kwargs.get("cache") is None
+        and attention_mask.shape[0] == 1
+        and attention_mask.shape[1] == 1
+    )
+
+
+def _grouped_query_sdpa(query, key, value, mask, scaling) -> torch.Tensor:
+    """Masked attention for several new tokens after cached ones, without repeating K/V.
+
+    With a mask, transformers repeats keys and values per query head (a copy of the whole
+    cache in every layer) and CPU sdpa has no fast grouped path. Instead the query heads
+    that share a KV head become extra query rows of that head: [1, Hkv, G*M, D] against
+    [1, Hkv, S, D], the mask repeated per group. Same dot products and softmax rows.
+    """
+    batch, heads, rows, dim = query.shape
+    kv_heads = key.shape[1]
+    group = heads // kv_heads
+    grouped = query.reshape(batch, kv_heads, group * rows, dim)
+    mask = mask.expand(batch, 1, rows, mask.shape[-1]).repeat(1, 1, group, 1)
+    out = nn.functional.scaled_dot_product_attention(
+        grouped, key, value, attn_mask=mask, scale=scaling
+    )  # [B, Hkv, G*M, D]
+    return out.reshape(batch, heads, rows, dim).transpose(1, 2).contiguous()
+
+
+AttentionInterface.register(LIVE_ATTENTION, _engine_sdpa)
 AttentionMaskInterface.register(LIVE_ATTENTION, sdpa_mask)  # same masks as sdpa
+
+
+class SmallBatchLinear(nn.Linear):
+    """nn.Linear that computes a few rows (2..32) as weight @ x^T.
+
+    On CPU a linear over a handful of rows (an edit's tail) takes a general matrix product
+    about twice as slow as the single-row one; weight @ x^T keeps the fast path for up to
+    a few dozen rows. One row (a decode step) and long inputs (a prefill) are unchanged.
+    """
+
+    MAX_ROWS = 32
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // self.in_features
+        if not 2 <= rows <= self.MAX_ROWS or x.device.type != "cpu":
+            return super().forward(x)
+        flat = x.reshape(rows, self.in_features)
+        out = torch.matmul(self.weight, flat.t()).t()
+        if self.bias is not None:
+            out = out + self.bias
+        return out.reshape(*x.shape[:-1], self.out_features)
+
+
+def _use_small_batch_linear(model) -> None:
+    for module in model.modules():
+        if type(module) is nn.Linear:
+            module.__class__ = SmallBatchLinear  # same parameters, tied weights stay tied
 
 
 class ModelRunner:
     def __init__(self, model, name: str = "") -> None:
         self.model = model.eval()
+        _use_small_batch_linear(model)
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         self.config = model.config
         self.forward_calls = 0  # counted for tests: "no token computed past a pause"
@@ -86,7 +152,7 @@ class ModelRunner:
 
     # ---- forward ------------------------------------------------------------------------
     def new_cache(self) -> DynamicCache:
-        return DynamicCache(config=self.config)
+        return kv_cache.new_cache(self.config)
 
     @torch.inference_mode()
     def forward(
@@ -140,23 +206,19 @@ class ModelRunner:
     @staticmethod
     def crop(cache: DynamicCache, length: int) -> None:
         """Keep the first ``length`` positions."""
-        remove = cache.get_seq_length() - length
-        if remove < 0:
-            raise ValueError(f"cannot crop a cache of {cache.get_seq_length()} to {length}")
-        if remove:
-            cache.crop(-remove)
+        kv_cache.truncate(cache, length)
 
     @staticmethod
     def cache_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Per layer (keys, values), each [B, H_kv, S, D]."""
-        return [(layer.keys, layer.values) for layer in cache.layers]
+        """Per layer (keys, values), each [B, H_kv, S, D]; views into the live cache."""
+        return kv_cache.tensors(cache)
+
+    @staticmethod
+    def cache_bytes(cache: DynamicCache) -> int:
+        return kv_cache.nbytes(cache)
 
     def cache_from_tensors(self, tensors: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
-        cache = self.new_cache()
-        for layer, (keys, values) in zip(cache.layers, tensors, strict=True):
-            layer.lazy_initialization(keys, values)
-            layer.keys, layer.values = keys, values
-        return cache
+        return kv_cache.from_tensors(self.config, tensors)
 
     # ---- attention ----------------------------------------------------------------------
     @torch.inference_mode()
@@ -164,11 +226,12 @@ class ModelRunner:
         """Attention of the last context position over the whole context, [L, H, S].
 
         Re-runs only the last token, with eager attention and output_attentions, and puts
-        the original cache tensors back so the frozen state is untouched.
+        the original last position back so the frozen state is untouched bit for bit.
         """
-        saved = self.cache_tensors(cache)
+        length = cache.get_seq_length()
+        last = [(k[..., -1:, :].clone(), v[..., -1:, :].clone()) for k, v in kv_cache.tensors(cache)]
         implementation = self.config._attn_implementation
-        self.crop(cache, cache.get_seq_length() - 1)
+        self.crop(cache, length - 1)
         try:
             self.model.set_attn_implementation("eager")
             out = self.model(
@@ -180,9 +243,15 @@ class ModelRunner:
             )
         finally:
             self.model.set_attn_implementation(implementation)
-            for layer, (keys, values) in zip(cache.layers, saved, strict=True):
-                layer.keys, layer.values = keys, values
+            self._put_back(cache, length - 1, last)
         return torch.stack([a[0, :, -1].float() for a in out.attentions])  # [L, H, S]
+
+    @staticmethod
+    def _put_back(cache: DynamicCache, length: int, last) -> None:
+        for layer, (keys, values) in zip(cache.layers, last, strict=True):
+            if layer.get_seq_length() > length:  # the re-run may have stopped part way
+                layer.crop(length - layer.get_seq_length())
+            layer.update(keys, values)
 
     @contextlib.contextmanager
     def recording_attention(self, layers: set[int] | None):

@@ -79,13 +79,9 @@ class StateCache:
 
 
 def state_bytes(state: DecodeState) -> int:
-    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in _kv(state))
-
-
-def _kv(state: DecodeState):
     from inference.runner import ModelRunner
 
-    return ModelRunner.cache_tensors(state.cache)
+    return ModelRunner.cache_bytes(state.cache)
 
 
 states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)

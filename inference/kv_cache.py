@@ -1,0 +1,124 @@
+"""The KV cache: transformers' DynamicCache whose layers append in place.
+
+A DynamicLayer appends a token with torch.cat, which copies the whole layer cache on every
+step: about a fifth of a decode step at 1,024 tokens on CPU, growing with the context. Here
+each layer keeps its keys and values in a buffer with spare room and exposes views of the
+filled part, so a token is one small write; the buffer doubles when full.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+MIN_CAPACITY = 256  # positions reserved at first use
+
+
+class GrowingLayer(DynamicLayer):
+    """``keys``/``values`` are views ``[B, H, :length, D]`` of larger buffers."""
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        super().lazy_initialization(key_states, value_states)
+        self._set(key_states[..., :0, :].clone(), value_states[..., :0, :].clone(), 0)
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start = self.get_seq_length()
+        end = start + key_states.shape[-2]
+        if end > self._key_buffer.shape[-2]:
+            self._grow(end)
+        self._key_buffer[..., start:end, :].copy_(key_states)
+        self._value_buffer[..., start:end, :].copy_(value_states)
+        self._expose(end)
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self._length if self.is_initialized else 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Drop the last ``tokens_to_remove`` positions (the buffer keeps its room)."""
+        self.truncate(self.get_seq_length() - abs(tokens_to_remove))
+
+    def truncate(self, length: int) -> None:
+        if self.is_initialized and 0 <= length < self._length:
+            self._expose(length)
+
+    def assign(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Take ``keys``/``values`` (e.g. restored from a snapshot) as the whole content."""
+        if not self.is_initialized:
+            super().lazy_initialization(keys, values)
+        self._set(keys, values, keys.shape[-2])
+
+    def capacity_bytes(self) -> int:
+        if not self.is_initialized:
+            return 0
+        return sum(t.numel() * t.element_size() for t in (self._key_buffer, self._value_buffer))
+
+    def _grow(self, needed: int) -> None:
+        capacity = max(needed, 2 * self._key_buffer.shape[-2], MIN_CAPACITY)
+        self._set(_resized(self.keys, capacity), _resized(self.values, capacity), self._length)
+
+    def _set(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int) -> None:
+        self._key_buffer, self._value_buffer = key_buffer, value_buffer
+        self._expose(length)
+
+    def _expose(self, length: int) -> None:
+        self._length = length
+        self.keys = self._key_buffer[..., :length, :]
+        self.values = self._value_buffer[..., :length, :]
+
+
+def _resized(filled: torch.Tensor, capacity: int) -> torch.Tensor:
+    shape = (*filled.shape[:-2], capacity, filled.shape[-1])
+    buffer = filled.new_empty(shape)
+    buffer[..., : filled.shape[-2], :].copy_(filled)
+    return buffer
+
+
+def new_cache(config) -> DynamicCache:
+    """A DynamicCache for ``config`` with every plain dynamic layer made a GrowingLayer
+    (sliding-window and other special layers keep their own class)."""
+    cache = DynamicCache(config=config)
+    cache.layers = [GrowingLayer() if type(la) is DynamicLayer else la for la in cache.layers]
+    return cache
+
+
+def truncate(cache: DynamicCache, length: int) -> None:
+    """Keep the first ``length`` positions of every layer."""
+    current = cache.get_seq_length()
+    if not 0 <= length <= current:
+        raise ValueError(f"cannot crop a cache of {current} positions to {length}")
+    for layer in cache.layers:
+        if isinstance(layer, GrowingLayer):
+            layer.truncate(length)
+        elif layer.get_seq_length() > length:
+            layer.crop(length - layer.get_seq_length())
+
+
+def tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer (keys, values), each [B, H_kv, S, D] (views: copy before keeping them)."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def from_tensors(config, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+    cache = new_cache(config)
+    for layer, (keys, values) in zip(cache.layers, kv, strict=True):
+        if isinstance(layer, GrowingLayer):
+            layer.assign(keys, values)
+        else:
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+    return cache
+
+
+def nbytes(cache: DynamicCache) -> int:
+    """Memory the cache holds, spare room included."""
+    total = 0
+    for layer in cache.layers:
+        if isinstance(layer, GrowingLayer):
+            total += layer.capacity_bytes()
+        elif layer.is_initialized:
+            total += sum(t.numel() * t.element_size() for t in (layer.keys, layer.values))
+    return total
