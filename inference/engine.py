@@ -151,11 +151,12 @@ class Engine:
     def _recompute_histories(self, state: DecodeState, states: torch.Tensor) -> None:
         """top1/entropy/similarity of every generated token from the prefill's hidden states."""
         first = len(state.prompt_ids) - 1  # hidden state that predicted generated token 0
-        for lo in range(0, len(state.generated_ids), HISTORY_CHUNK):
-            chunk = states[first + lo : first + lo + HISTORY_CHUNK]  # [C, H]
-            logprobs = torch.log_softmax(self.runner.logits_from_hidden(chunk), dim=-1)
-            state.top1_history += logprobs.max(-1).values.exp().tolist()
-            state.entropy_history += (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+        count = len(state.generated_ids)
+        for lo in range(0, count, HISTORY_CHUNK):
+            chunk = states[first + lo : first + min(lo + HISTORY_CHUNK, count)]  # [C, H]
+            top1, entropy = _stats(self.runner.logits_from_hidden(chunk))
+            state.top1_history += top1
+            state.entropy_history += entropy
         for i in range(len(state.generated_ids)):
             state.similarity_history.append(self._similarity(state, states[first + 1 + i]))
 
@@ -376,28 +377,40 @@ class Engine:
         self.splice(state, keep, [])
 
     def splice(self, state: DecodeState, keep: int, tail: list[int]) -> None:
-        """Replace generated ids[keep:] with ``tail``. The cache is cropped to just before
-        the last kept token, which is re-run together with the tail, so the KV from the
-        edit point on is the only thing recomputed."""
-        state.pending = None  # the re-run below covers a pending token as well
-        prompt_len = len(state.prompt_ids)
-        all_ids = state.prompt_ids + state.generated_ids[:keep] + tail
-        first = prompt_len + keep - 1  # the last kept token: its logits predict tail[0]
-        self.runner.crop(state.cache, first)
+        """Replace generated ids[keep:] with ``tail``; only the KV from the edit point on is
+        recomputed. The distribution that draws tail[0] does not depend on the token that
+        stood there, so the tail runs right after the kept tokens; a truncation re-runs
+        the last kept token for its next-token logits."""
+        if keep == len(state.generated_ids):
+            self.settle(state)  # the cache must cover every kept token
+        state.pending = None  # a pending token past ``keep`` is dropped with the rest
+        first_stats = self._stats_before(state, keep) if tail else None
+        start = len(state.prompt_ids) + keep
+        run_ids = tail or [(state.prompt_ids + state.generated_ids)[start - 1]]
+        start -= not tail
+        self.runner.crop(state.cache, start)
         hidden = state.prompt_hidden is not None
-        out = self.runner.forward(all_ids[first:], state.cache, keep=len(tail) + 1, hidden=hidden)
+        out = self.runner.forward(run_ids, state.cache, keep=len(run_ids), hidden=hidden)
         state.detok.truncate(keep)
         state.detok.extend(self.tokenizer, tail)
         state.truncate_histories(keep)
         state.policies.truncate(keep)
         if tail:
-            logprobs = torch.log_softmax(out.logits[:-1], dim=-1)  # [T, V]
-            state.top1_history += logprobs.max(-1).values.exp().tolist()
-            state.entropy_history += (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+            top1, entropy = _stats(out.logits[:-1])
+            state.top1_history += [first_stats[0], *top1]
+            state.entropy_history += [first_stats[1], *entropy]
             for i in range(len(tail)):
-                h = out.hidden[i + 1] if hidden else None
+                h = out.hidden[i] if hidden else None
                 state.similarity_history.append(self._similarity(state, h))
         state.next_logits = out.logits[-1]
+
+    @staticmethod
+    def _stats_before(state: DecodeState, index: int) -> tuple[float, float]:
+        """(top1 prob, entropy) of the distribution that draws generated token ``index``."""
+        if index < len(state.top1_history):
+            return state.top1_history[index], state.entropy_history[index]
+        top1, entropy = _stats(state.next_logits[None])
+        return top1[0], entropy[0]
 
     # ---- snapshot, edits, attention -----------------------------------------------------
     def snapshot(self, state: DecodeState) -> bytes:
@@ -435,6 +448,14 @@ class Engine:
         """The next token's distribution (what a reviewer sees at a pause)."""
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
+
+
+def _stats(logits: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per row of [T, V] logits: (top1 probability, entropy in nats)."""
+    logprobs = torch.log_softmax(logits, dim=-1)
+    top1 = logprobs.max(-1).values.exp().tolist()
+    entropy = (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+    return top1, entropy
 
 
 def _params(params: SamplingParams | dict | None) -> SamplingParams:

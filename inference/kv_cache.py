@@ -32,6 +32,8 @@ class GrowingLayer(DynamicLayer):
         self._key_buffer[..., start:end, :].copy_(key_states)
         self._value_buffer[..., start:end, :].copy_(value_states)
         self._expose(end)
+        if start == 0:  # a prefill attends over exactly its own (contiguous) keys and values
+            return key_states, value_states
         return self.keys, self.values
 
     def get_seq_length(self) -> int:

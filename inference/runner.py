@@ -53,7 +53,7 @@ _recorder: _AttentionRecorder | None = None
 
 def _engine_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
     """transformers' sdpa, plus a side copy of the attention row when recording, and
-    grouped-query attention for masked forwards on CPU."""
+    grouped-query attention without copies for masked forwards on CPU."""
     if _recorder is not None:
         _recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
     if _grouped_with_mask(module, query, attention_mask, kwargs):
@@ -82,7 +82,7 @@ def _grouped_query_sdpa(query, key, value, mask, scaling) -> torch.Tensor:
     With a mask, transformers repeats keys and values per query head (a copy of the whole
     cache in every layer) and CPU sdpa has no fast grouped path. Instead the query heads
     that share a KV head become extra query rows of that head: [1, Hkv, G*M, D] against
-    [1, Hkv, S, D], the mask repeated per group. Same dot products and softmax rows.
+    [1, Hkv, S, D], the mask repeated per group. The same sums, up to float rounding.
     """
     batch, heads, rows, dim = query.shape
     kv_heads = key.shape[1]

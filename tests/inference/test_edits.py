@@ -39,10 +39,8 @@ def test_it_replaces_a_char_range_recomputing_only_the_tail(engine):
     )
     assert result.token_start <= 3 and result.token_end == 12
     assert result.to_dict()["new_token_end"] == len(state.generated_ids)
-    # the last kept token plus the new tail; nothing before the edit point
-    assert (
-        engine.runner.tokens_forwarded - forwarded == result.new_token_end - result.token_start + 1
-    )
+    # only the new tail: nothing before the edit point, not even the last kept token
+    assert engine.runner.tokens_forwarded - forwarded == result.new_token_end - result.token_start
     assert engine.runner.cache_length(state.cache) == state.position
     assert_continues_like_a_fresh_run(engine, state)
 
@@ -94,6 +92,26 @@ def test_it_applies_several_replacements_at_once(engine):
     )
     assert [r.char_start for r in results] == [1, 8]
     assert state.text == before[:1] + "A" + before[2:8] + "B" + before[9:]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"kind": "replace", "start": 2, "end": 5, "text": " the dose"},
+        {"kind": "replace", "start": 4, "end": 12, "text": " stop", "unit": "token"},
+        {"kind": "append", "text": " Please check."},
+        {"kind": "choose", "token_id": 42, "position": 3},
+        {"kind": "truncate", "position": 5},
+    ],
+)
+def test_it_keeps_the_per_token_signals_of_an_edited_generation(engine, edit):
+    state = paused(engine)
+    engine.edit(state, edit)
+    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, PARAMS)
+    assert len(state.top1_history) == len(state.generated_ids)
+    assert state.top1_history == pytest.approx(fresh.top1_history, abs=1e-4)
+    assert state.entropy_history == pytest.approx(fresh.entropy_history, abs=1e-4)
+    assert torch.allclose(state.next_logits, fresh.next_logits, atol=1e-4)
 
 
 def snapshot_of(state) -> tuple:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,12 @@ def test_it_leaves_no_forward_unused_when_a_run_ends_on_its_limit(engine):
     assert [a.token_id for a in engine.signals(fresh).alternatives] == [
         a.token_id for a in alternatives
     ]
+
+
+def test_a_rebuild_recomputes_one_signal_per_generated_token(engine):
+    state = engine.start(PROMPT, PARAMS[1])
+    engine.run(state, pause_at=12)
+    rebuilt = resume(engine, state, "rebuild")
+    assert len(rebuilt.top1_history) == len(rebuilt.entropy_history) == 12
+    assert rebuilt.top1_history == pytest.approx(state.top1_history, abs=1e-4)
+    assert rebuilt.entropy_history == pytest.approx(state.entropy_history, abs=1e-4)
