@@ -229,7 +229,9 @@ class ModelRunner:
         the original last position back so the frozen state is untouched bit for bit.
         """
         length = cache.get_seq_length()
-        last = [(k[..., -1:, :].clone(), v[..., -1:, :].clone()) for k, v in kv_cache.tensors(cache)]
+        last = [
+            (k[..., -1:, :].clone(), v[..., -1:, :].clone()) for k, v in kv_cache.tensors(cache)
+        ]
         implementation = self.config._attn_implementation
         self.crop(cache, length - 1)
         try:
