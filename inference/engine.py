@@ -365,11 +365,8 @@ class Engine:
     @staticmethod
     def _row(run: _Run) -> list[float] | None:
         """The newest token's attention over the context, mean over heads (and layers)."""
-        if run.recorder is None or not run.recorder.rows:
-            return None
-        rows = torch.stack([r.mean(0) for r in run.recorder.rows.values()])  # [L, S]
-        run.recorder.rows.clear()
-        return rows.mean(0).tolist()
+        row = run.recorder.mean_row() if run.recorder is not None else None
+        return row.tolist() if row is not None else None
 
     # ---- truncation shared by rollbacks and edits ---------------------------------------
     def truncate_to(self, state: DecodeState, keep: int) -> None:

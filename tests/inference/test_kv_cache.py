@@ -7,7 +7,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
 from inference import kv_cache
-from inference.runner import ModelRunner, SmallBatchLinear
+from inference.runner import ModelRunner, SmallBatchLinear, lay_out_wide_weights
 
 
 def gqa_model(tie: bool = False) -> LlamaForCausalLM:
@@ -26,6 +26,13 @@ def gqa_model(tie: bool = False) -> LlamaForCausalLM:
     return LlamaForCausalLM(config).eval()
 
 
+def reference_model() -> LlamaForCausalLM:
+    """The same weights in the engine's layout, run by transformers alone."""
+    model = gqa_model()
+    lay_out_wide_weights(model)
+    return model
+
+
 def reference_logits(model, steps: list[list[int]], crop_at: dict[int, int]) -> list:
     """transformers' own DynamicCache and sdpa over the same forwards and crops."""
     cache, out = DynamicCache(config=model.config), []
@@ -41,7 +48,7 @@ def reference_logits(model, steps: list[list[int]], crop_at: dict[int, int]) -> 
 
 
 def test_it_decodes_like_transformers_own_cache_through_crops_and_growth():
-    reference_model = gqa_model()
+    reference = reference_model()
     runner = ModelRunner(gqa_model())
     SmallBatchLinear.MAX_ROWS, saved = 0, SmallBatchLinear.MAX_ROWS  # exact linears here
     try:
@@ -53,7 +60,7 @@ def test_it_decodes_like_transformers_own_cache_through_crops_and_growth():
             if i in crop_at:
                 runner.crop(cache, crop_at[i])
             got.append(runner.forward(ids, cache).logits[-1])
-        expected = reference_logits(reference_model, steps, crop_at)
+        expected = reference_logits(reference, steps, crop_at)
     finally:
         SmallBatchLinear.MAX_ROWS = saved
     for ids, a, b in zip(steps, got, expected, strict=True):
@@ -110,7 +117,7 @@ def test_the_cache_refuses_to_crop_beyond_its_length():
 
 def test_masked_grouped_query_attention_matches_transformers():
     """A tail of several tokens after cached ones: no K/V repeat, same numbers."""
-    reference_model = gqa_model()
+    reference = reference_model()
     runner = ModelRunner(gqa_model())
     SmallBatchLinear.MAX_ROWS, saved = 0, SmallBatchLinear.MAX_ROWS
     try:
@@ -119,10 +126,10 @@ def test_masked_grouped_query_attention_matches_transformers():
         got = [runner.forward(ids, cache, keep=len(ids)).logits for ids in steps][-1]
     finally:
         SmallBatchLinear.MAX_ROWS = saved
-    ref_cache = DynamicCache(config=reference_model.config)
+    ref_cache = DynamicCache(config=reference.config)
     with torch.inference_mode():
         for ids in steps:
-            out = reference_model(torch.tensor([ids]), past_key_values=ref_cache, use_cache=True)
+            out = reference(torch.tensor([ids]), past_key_values=ref_cache, use_cache=True)
     assert torch.allclose(got, out.logits[0], atol=1e-5)
     assert got.argmax(-1).tolist() == out.logits[0].argmax(-1).tolist()
 
@@ -145,3 +152,13 @@ def test_the_runner_keeps_tied_weights_tied():
     ModelRunner(model)
     assert isinstance(model.lm_head, SmallBatchLinear)
     assert model.lm_head.weight is model.model.embed_tokens.weight
+
+
+def test_wide_weights_are_stored_column_major_with_the_same_values():
+    model = gqa_model()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    ModelRunner(model)
+    assert not model.model.layers[0].mlp.up_proj.weight.is_contiguous()  # 160 out > 96 in
+    assert model.model.layers[0].mlp.down_proj.weight.is_contiguous()
+    for name, param in model.named_parameters():
+        assert torch.equal(param, before[name]), name
