@@ -8,11 +8,19 @@ in signals + policies, the cost of live attention, time to the first token after
 1,024 tokens, and snapshot size and speed. "Time to the first token" runs from the resume
 (or edit) call until the new token reaches the sink; the baseline re-prefills all tokens
 and draws the next one.
+
+The generate() baseline is the model as transformers loads it (``from_pretrained``), what
+a user without this engine would run. The engine lays its weights out for its decode step
+(see inference/runner.py); ``generate_same_weights`` shows generate() on those weights too.
+
+Timings are repeated and interleaved: the engine's figure is the median of its runs, a
+baseline's the best of its runs, so noise on this small machine counts against the engine.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,12 +30,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inference import engine as engine_mod  # noqa: E402
-from inference.loader import load_engine  # noqa: E402
+from inference.loader import default_model_dir, load_engine  # noqa: E402
 from inference.policies import PolicySet  # noqa: E402
 from inference.sampler import sample  # noqa: E402
 from inference.sink import Sink  # noqa: E402
 
 DECODE_TOKENS = 64
+DECODE_ROUNDS = 5  # interleaved rounds of every decode variant
+RESUME_REPEATS = 3
 CONTEXTS = (256, 1024, 2048)
 GENERATED = 8  # tokens generated before the pause at each context length
 PROMPT = "Write a long, detailed story about a lighthouse keeper who finds a strange map."
@@ -63,35 +73,58 @@ def best(fn, repeats: int = 2) -> float:
     return min(timed(fn)[0] for _ in range(repeats))
 
 
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 # ---- decode speed -----------------------------------------------------------------------
+def stock_model():
+    """The model exactly as transformers loads it: the generate() baseline."""
+    from transformers import AutoModelForCausalLM
+
+    path = default_model_dir()
+    return AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="sdpa"
+    ).eval()
+
+
 def decode_speed(engine) -> dict:
     prompt_ids = engine.encode_prompt(PROMPT)
     ids = torch.tensor([prompt_ids])
-    model = engine.runner.model
+    stock = stock_model()
 
     def run_engine(live=None):
         state = engine.start(prompt_ids, GREEDY, DEFAULT_POLICIES)
         engine.run(state, live_attention=live)
         assert len(state.generated_ids) == DECODE_TOKENS, "EOS before the token budget"
-        return state
+        return state.generated_ids
 
-    def run_generate():
+    def run_generate(model):
         with torch.inference_mode():
-            model.generate(
+            out = model.generate(
                 ids, max_new_tokens=DECODE_TOKENS, min_new_tokens=DECODE_TOKENS, do_sample=False
             )
+        return out[0, len(prompt_ids) :].tolist()
 
-    run_engine(), run_generate()  # warm up
-    t_engine, t_generate = [], []
-    for _ in range(3):  # interleaved, best of three: the machine's noise is a few per cent
-        t_generate.append(timed(run_generate)[0])
-        t_engine.append(timed(run_engine)[0])
-    t_live = best(lambda: run_engine("mean"))
+    variants = {
+        "generate": lambda: run_generate(stock),
+        "engine": run_engine,
+        "live_mean": lambda: run_engine("mean"),
+        "generate_same_weights": lambda: run_generate(engine.runner.model),
+        "live_one_layer": lambda: run_engine(-1),
+    }
+    same_tokens = run_engine() == run_generate(stock)  # also warms both up
+    times = {name: [] for name in variants}
+    for _ in range(DECODE_ROUNDS):
+        for name, fn in variants.items():
+            times[name].append(timed(fn)[0])
+    seconds = {
+        name: (min(t) if name.startswith("generate") else median(t)) for name, t in times.items()
+    }
     return {
-        "engine": DECODE_TOKENS / min(t_engine),
-        "generate": DECODE_TOKENS / min(t_generate),
-        "_engine_s": min(t_engine),
-        "_live_s": t_live,
+        "tok_s": {name: DECODE_TOKENS / t for name, t in seconds.items()},
+        "seconds": seconds,
+        "same_tokens_as_generate": same_tokens,
     }
 
 
@@ -147,8 +180,12 @@ def first_token(engine, state, started: float) -> float:
     return sink.at - started
 
 
-def best_of(fn, repeats: int = 2) -> float:
+def best_of(fn, repeats: int = RESUME_REPEATS) -> float:
     return min(fn() for _ in range(repeats))
+
+
+def median_of(fn, repeats: int = RESUME_REPEATS) -> float:
+    return median([fn() for _ in range(repeats)])
 
 
 def resume_paths(engine, length: int) -> tuple[dict, object]:
@@ -183,9 +220,9 @@ def resume_paths(engine, length: int) -> tuple[dict, object]:
 
     result = {
         "reprefill_s": best_of(reprefill),
-        "memory_s": best_of(from_memory),
-        "bytes_s": best_of(from_bytes),
-        "rebuild_s": best_of(rebuild, 1),
+        "memory_s": median_of(from_memory),
+        "bytes_s": median_of(from_bytes),
+        "rebuild_s": median_of(rebuild, 1),
     }
     engine.truncate(state, GENERATED)  # back to the pause, for the edit and snapshot checks
     return result, state
@@ -198,7 +235,7 @@ def tail_edit(engine, state, reprefill_s: float) -> dict:
         engine.replace_tokens(state, n - min(n, GENERATED), n, " and the nurse agreed")
         return first_token(engine, state, started)
 
-    return {"edit_resume_s": best_of(edit_and_step, 3), "reprefill_s": reprefill_s}
+    return {"edit_resume_s": median_of(edit_and_step, 5), "reprefill_s": reprefill_s}
 
 
 def snapshot_speed(engine, state) -> dict:
@@ -228,15 +265,21 @@ def main() -> None:
     snapshot = snapshot_speed(engine, states[1024])
     edit = tail_edit(engine, states[1024], resume["1024"]["reprefill_s"])
     r1024 = resume["1024"]
+    tok_s, seconds = speed["tok_s"], speed["seconds"]
     report = {
-        "decode_tok_s": {"engine": speed["engine"], "generate": speed["generate"]},
+        "decode_tok_s": {"engine": tok_s["engine"], "generate": tok_s["generate"]},
         "policy_overhead_fraction": overhead,
-        "live_attention_overhead_fraction": speed["_live_s"] / speed["_engine_s"] - 1,
+        "live_attention_overhead_fraction": seconds["live_mean"] / seconds["engine"] - 1,
         "resume": resume,
         "tail_edit_1024": edit,
         "snapshot": {k: v for k, v in snapshot.items() if not k.startswith("_")},
+        "decode_detail": {
+            "generate_same_weights_tok_s": tok_s["generate_same_weights"],
+            "live_one_layer_overhead_fraction": seconds["live_one_layer"] / seconds["engine"] - 1,
+            "same_tokens_as_generate": speed["same_tokens_as_generate"],
+        },
         "ratios": {
-            "engine_vs_generate": speed["engine"] / speed["generate"],
+            "engine_vs_generate": tok_s["engine"] / tok_s["generate"],
             "memory_resume_speedup_1024": r1024["reprefill_s"] / r1024["memory_s"],
             "bytes_resume_speedup_1024": r1024["reprefill_s"] / r1024["bytes_s"],
             "rebuild_vs_reprefill_1024": r1024["reprefill_s"] / r1024["rebuild_s"],

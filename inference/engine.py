@@ -418,8 +418,8 @@ class Engine:
         return snapshot_mod.loads(data, self.runner, self.tokenizer)
 
     def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
-        """Apply edits (Edit objects or dicts) at a pause; all or nothing."""
-        self.settle(state)
+        """Apply edits (Edit objects or dicts) at a pause; all or nothing. A pending last
+        token is only run when the edit keeps it (see ``splice``)."""
         return edits_mod.apply(self, state, list(edits))
 
     def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:

@@ -114,6 +114,37 @@ def test_it_keeps_the_per_token_signals_of_an_edited_generation(engine, edit):
     assert torch.allclose(state.next_logits, fresh.next_logits, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"kind": "replace", "start": 9, "end": 12, "text": " the dose", "unit": "token"},
+        {"kind": "append", "text": " Check."},
+        {"kind": "choose", "token_id": 42},
+        {"kind": "choose", "token_id": 42, "position": 11},
+        {"kind": "truncate", "position": 11},
+        {"kind": "truncate", "position": 12},
+    ],
+)
+def test_it_edits_a_generation_that_ended_on_its_token_limit(engine, edit):
+    state = engine.start(PROMPT, PARAMS)
+    assert engine.run(state, max_new_tokens=12).reason == "max_tokens"
+    assert state.pending is not None  # the last token's forward was deferred
+    engine.edit(state, edit)
+    assert state.pending is None
+    assert engine.runner.cache_length(state.cache) == state.position
+    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, PARAMS)
+    assert torch.allclose(state.next_logits, fresh.next_logits, atol=1e-4)
+    assert_continues_like_a_fresh_run(engine, state)
+
+
+def test_an_edit_never_runs_the_pending_token_it_replaces(engine):
+    state = engine.start(PROMPT, PARAMS)
+    engine.run(state, max_new_tokens=12)
+    forwarded = engine.runner.tokens_forwarded
+    result = engine.replace_tokens(state, 10, 12, " stop")
+    assert engine.runner.tokens_forwarded - forwarded == result.new_token_end - 10
+
+
 def snapshot_of(state) -> tuple:
     cache = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
     return state.summary(), cache, state.next_logits.clone()
