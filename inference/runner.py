@@ -1,8 +1,9 @@
 """ModelRunner: the one place that knows how to drive a transformers causal LM.
 
-Everything model-specific lives here: prefill, one decode step, cropping the KV cache,
-hidden states, attention weights and the model fingerprint. The engine only sees ids in,
-logits (and optionally last-layer hidden states) out, and an opaque cache.
+Everything model-specific lives here: prefill, one decode step, cropping the KV cache
+(inference/kv_cache.py), hidden states, attention weights, the weight layout for CPU
+decoding and the model fingerprint. The engine only sees ids in, logits (and optionally
+last-layer hidden states) out, and an opaque cache.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from inference import kv_cache
 
-LIVE_ATTENTION = "caesura_sdpa"
+ENGINE_ATTENTION = "caesura_sdpa"
 
 
 @dataclass
@@ -110,8 +111,8 @@ def _grouped_query_sdpa(query, key, value, mask, scaling) -> torch.Tensor:
     return out.reshape(batch, heads, rows, dim).transpose(1, 2).contiguous()
 
 
-AttentionInterface.register(LIVE_ATTENTION, _engine_sdpa)
-AttentionMaskInterface.register(LIVE_ATTENTION, sdpa_mask)  # same masks as sdpa
+AttentionInterface.register(ENGINE_ATTENTION, _engine_sdpa)
+AttentionMaskInterface.register(ENGINE_ATTENTION, sdpa_mask)  # same masks as sdpa
 
 
 class SmallBatchLinear(nn.Linear):
@@ -302,7 +303,7 @@ class ModelRunner:
     def _use_recording_attention(self) -> bool:
         if self.config._attn_implementation != "sdpa":
             return False
-        self.model.set_attn_implementation(LIVE_ATTENTION)
+        self.model.set_attn_implementation(ENGINE_ATTENTION)
         return True
 
 
