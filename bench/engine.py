@@ -1,6 +1,7 @@
 """Benchmark the decode engine on the default model; prints one JSON object.
 
-    python bench/engine.py
+    python bench/engine.py            # the full benchmark, a few minutes
+    python bench/engine.py --quick    # tiny sizes: checks that it runs, measures nothing
 
 Measures, in one run: decode speed against model.generate(), the share of each step spent
 in signals + policies, the cost of live attention, time to the first token after resume
@@ -35,10 +36,12 @@ from inference.policies import PolicySet  # noqa: E402
 from inference.sampler import sample  # noqa: E402
 from inference.sink import Sink  # noqa: E402
 
-DECODE_TOKENS = 64
-DECODE_ROUNDS = 5  # interleaved rounds of every decode variant
-RESUME_REPEATS = 3
-CONTEXTS = (256, 1024, 2048)
+QUICK = "--quick" in sys.argv[1:]
+DECODE_TOKENS = 8 if QUICK else 64
+DECODE_ROUNDS = 1 if QUICK else 5  # interleaved rounds of every decode variant
+RESUME_REPEATS = 1 if QUICK else 3
+CONTEXTS = (32, 48, 64) if QUICK else (256, 1024, 2048)
+EDIT_CONTEXT = CONTEXTS[1]  # the tail edit and the snapshot use this context length
 GENERATED = 8  # tokens generated before the pause at each context length
 PROMPT = "Write a long, detailed story about a lighthouse keeper who finds a strange map."
 DEFAULT_POLICIES = [
@@ -262,16 +265,16 @@ def main() -> None:
     for length in CONTEXTS:
         resume[str(length)], states[length] = resume_paths(engine, length)
         log(f"resume {length}: {resume[str(length)]}")
-    snapshot = snapshot_speed(engine, states[1024])
-    edit = tail_edit(engine, states[1024], resume["1024"]["reprefill_s"])
-    r1024 = resume["1024"]
+    at = resume[str(EDIT_CONTEXT)]
+    snapshot = snapshot_speed(engine, states[EDIT_CONTEXT])
+    edit = tail_edit(engine, states[EDIT_CONTEXT], at["reprefill_s"])
     tok_s, seconds = speed["tok_s"], speed["seconds"]
     report = {
         "decode_tok_s": {"engine": tok_s["engine"], "generate": tok_s["generate"]},
         "policy_overhead_fraction": overhead,
         "live_attention_overhead_fraction": seconds["live_mean"] / seconds["engine"] - 1,
         "resume": resume,
-        "tail_edit_1024": edit,
+        f"tail_edit_{EDIT_CONTEXT}": edit,
         "snapshot": {k: v for k, v in snapshot.items() if not k.startswith("_")},
         "decode_detail": {
             "generate_same_weights_tok_s": tok_s["generate_same_weights"],
@@ -280,15 +283,16 @@ def main() -> None:
         },
         "ratios": {
             "engine_vs_generate": tok_s["engine"] / tok_s["generate"],
-            "memory_resume_speedup_1024": r1024["reprefill_s"] / r1024["memory_s"],
-            "bytes_resume_speedup_1024": r1024["reprefill_s"] / r1024["bytes_s"],
-            "rebuild_vs_reprefill_1024": r1024["reprefill_s"] / r1024["rebuild_s"],
-            "tail_edit_speedup_1024": edit["reprefill_s"] / edit["edit_resume_s"],
+            f"memory_resume_speedup_{EDIT_CONTEXT}": at["reprefill_s"] / at["memory_s"],
+            f"bytes_resume_speedup_{EDIT_CONTEXT}": at["reprefill_s"] / at["bytes_s"],
+            f"rebuild_vs_reprefill_{EDIT_CONTEXT}": at["reprefill_s"] / at["rebuild_s"],
+            f"tail_edit_speedup_{EDIT_CONTEXT}": edit["reprefill_s"] / edit["edit_resume_s"],
         },
         "setup": {
             "decode_tokens": DECODE_TOKENS,
             "threads": torch.get_num_threads(),
-            "snapshot_mb_at_1024": snapshot["_size_mb"],
+            f"snapshot_mb_at_{EDIT_CONTEXT}": snapshot["_size_mb"],
+            "quick": QUICK,
             "wall_s": time.perf_counter() - started,
         },
     }

@@ -1,0 +1,39 @@
+"""The engine benchmark keeps running: its quick mode end to end on the default model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+PATHS = {"reprefill_s", "memory_s", "bytes_s", "rebuild_s"}
+
+
+def test_it_prints_every_figure_the_benchmark_promises():
+    done = subprocess.run(
+        [sys.executable, "bench/engine.py", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert set(report["decode_tok_s"]) == {"engine", "generate"}
+    assert all(v > 0 for v in report["decode_tok_s"].values())
+    assert report["decode_detail"]["same_tokens_as_generate"] is True
+    assert 0 < report["policy_overhead_fraction"] < 1
+    assert isinstance(report["live_attention_overhead_fraction"], float)
+    assert set(report["resume"]) == {"32", "48", "64"}
+    for paths in report["resume"].values():
+        assert set(paths) == PATHS and all(v > 0 for v in paths.values())
+    assert set(report["tail_edit_48"]) == {"edit_resume_s", "reprefill_s"}
+    snapshot = report["snapshot"]
+    assert snapshot["bytes_per_token"] > 40_000  # 30 layers x 2 x 3 heads x 64 x 4 bytes
+    assert snapshot["write_mb_s"] > 0 and snapshot["read_mb_s"] > 0
+    assert report["setup"]["quick"] is True
