@@ -25,6 +25,7 @@ from prometheus_client import (  # noqa: E402
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -57,6 +58,16 @@ MANUAL_PAUSE_LATENCY = Histogram(
     "From a reviewer's pause request to the halted engine",
     buckets=(0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0),
 )
+WORKER_STATES = Gauge(
+    "caesura_worker_states",
+    "Paused sessions whose frozen state a worker keeps in memory",
+    multiprocess_mode="livesum",
+)
+WORKER_STATE_BYTES = Gauge(
+    "caesura_worker_state_bytes",
+    "Memory held by those states (KV caches, spare room included)",
+    multiprocess_mode="livesum",
+)
 
 
 # --- hooks, called by services and the worker --------------------------------------------------
@@ -77,16 +88,24 @@ def rollback(source: str) -> None:
 
 
 class StepTimer:
-    """Counts tokens and times the steps between them, for one segment of a session."""
+    """Counts tokens and times the steps between them, for one segment of a session. The
+    first token of a segment has no step before it (what precedes it is loading the
+    state, applying edits or a prefill), so only the gaps after it are observed."""
 
     def __init__(self) -> None:
-        self.last = time.perf_counter()
+        self.last: float | None = None
 
     def tick(self) -> None:
         now = time.perf_counter()
         TOKENS.inc()
-        DECODE_STEP.observe(now - self.last)
+        if self.last is not None:
+            DECODE_STEP.observe(now - self.last)
         self.last = now
+
+
+def process_ended() -> None:
+    """Drop this process's live gauges from the shared figures (a worker shutting down)."""
+    multiprocess.mark_process_dead(os.getpid())
 
 
 # --- exposition --------------------------------------------------------------------------------

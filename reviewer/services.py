@@ -487,15 +487,20 @@ def _finish(session: ReviewSession, status: str) -> None:
     session.finished_at = timezone.now()
     session.save(update_fields=["finished_at"])
     _set_status(session, status)
-    session_id = session.pk
-    transaction.on_commit(lambda: _release_state(session_id))
+    session_id, holder = session.pk, session.worker
+    transaction.on_commit(lambda: _release_state(session_id, holder))
 
 
-def _release_state(session_id: int) -> None:
-    from reviewer.worker import vault
+def _release_state(session_id: int, holder: str) -> None:
+    """Free what a finished session held: its control key, its vault snapshot and the
+    paused state in the memory of the worker that ran it."""
+    from reviewer import tasks
+    from reviewer.worker import alive_workers, vault
 
     control.clear(session_id)
     vault().discard(session_id)
+    if holder and holder in alive_workers():
+        tasks.dispatch_release(session_id, holder)
 
 
 def _dispatch_segment(session: ReviewSession) -> None:

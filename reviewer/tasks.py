@@ -28,6 +28,16 @@ def dispatch_segment(args: tuple[int, str], holder: str | None) -> None:
         run_segment.apply_async(args=args)
 
 
+@shared_task(name="reviewer.release_state")
+def release_state(session_id: int) -> None:
+    worker.states.drop(session_id)
+
+
+def dispatch_release(session_id: int, holder: str) -> None:
+    """Tell the worker holding a finished session's paused state to free that memory."""
+    release_state.apply_async(args=(session_id,), queue=worker_direct(holder))
+
+
 @worker_ready.connect
 def on_worker_ready(sender, **kwargs) -> None:
     worker.engine()  # load the model once, before the first session arrives
@@ -38,3 +48,4 @@ def on_worker_ready(sender, **kwargs) -> None:
 @worker_shutting_down.connect
 def on_worker_shutting_down(sender, **kwargs) -> None:
     worker.stop_heartbeat(sender)
+    metrics.process_ended()

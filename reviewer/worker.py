@@ -67,9 +67,15 @@ class StateCache:
         while len(self._states) > 1 and self.used() > self.budget:
             evicted, _ = self._states.popitem(last=False)  # already in the vault since its pause
             log.info("state of session %s spilled to the vault (memory budget)", evicted)
+        self._report()
 
     def drop(self, session_id: int) -> None:
-        self._states.pop(session_id, None)
+        if self._states.pop(session_id, None) is not None:
+            self._report()
+
+    def _report(self) -> None:
+        metrics.WORKER_STATES.set(len(self._states))
+        metrics.WORKER_STATE_BYTES.set(self.used())
 
     def used(self) -> int:
         return sum(state_bytes(state) for state in self._states.values())

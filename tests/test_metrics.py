@@ -24,6 +24,8 @@ FAMILIES = {
     "caesura_manual_pause_latency_seconds",
     "caesura_sessions_running",
     "caesura_sessions_paused",
+    "caesura_worker_states",
+    "caesura_worker_state_bytes",
 }
 
 
@@ -48,7 +50,8 @@ def test_it_serves_every_metric_in_the_text_format(client, alice):
     metrics.generation_started("open")  # so every labelled family has a sample
     metrics.pause_recorded("manual", 120.0)
     metrics.rollback("engine")
-    metrics.StepTimer().tick()
+    timer = metrics.StepTimer()
+    timer.tick(), timer.tick()
     response = client.get("/metrics")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     names = {f.name for f in text_string_to_metric_families(response.content.decode())}
@@ -96,7 +99,7 @@ def test_it_moves_the_counters_after_a_real_worker_session(
     )
     assert grew >= tokens > 0
     steps = "caesura_decode_step_seconds_count"
-    assert value(after, steps) - value(before, steps) >= tokens
+    assert value(after, steps) - value(before, steps) >= tokens - 1  # gaps between tokens
     started = "caesura_generations_total"
     label = {"task_type": session.task_type}
     assert value(after, started, **label) - value(before, started, **label) >= 1
@@ -109,6 +112,20 @@ def test_it_moves_the_counters_after_a_real_worker_session(
         assert value(after, latency) > value(before, latency)
         assert value(after, "caesura_sessions_paused") >= 1
     services.cancel(alice, sid)
+
+
+@pytest.mark.django_db
+def test_it_times_the_gaps_between_tokens_not_what_precedes_the_first():
+    before = scrape()
+    timer = metrics.StepTimer()
+    for _ in range(3):
+        timer.tick()
+    after = scrape()
+    grew = value(after, "caesura_tokens_generated_total") - value(
+        before, "caesura_tokens_generated_total"
+    )
+    steps = "caesura_decode_step_seconds_count"
+    assert grew == 3 and value(after, steps) - value(before, steps) == 2
 
 
 def test_it_documents_an_alert_rule_dividing_rollbacks_by_generations():

@@ -20,3 +20,27 @@ def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
     assert 1 in cache
     cache.drop(1)
     assert 1 not in cache
+
+
+def test_it_reports_what_it_holds_as_worker_gauges(monkeypatch):
+    from reviewer import metrics
+
+    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    cache = StateCache(budget_bytes=1000)
+    cache.put(1, {"bytes": 100})
+    cache.put(2, {"bytes": 300})
+    assert metrics.WORKER_STATES._value.get() == 2
+    assert metrics.WORKER_STATE_BYTES._value.get() == 400
+    cache.drop(1)
+    assert metrics.WORKER_STATES._value.get() == 1
+    assert metrics.WORKER_STATE_BYTES._value.get() == 300
+
+
+def test_the_release_task_frees_a_finished_sessions_state(monkeypatch):
+    from reviewer import tasks
+
+    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(worker, "states", StateCache(budget_bytes=1000))
+    worker.states.put(7, {"bytes": 100})
+    tasks.release_state(7)
+    assert 7 not in worker.states

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from prometheus_client.parser import text_string_to_metric_families
 
-from reviewer import services
+from reviewer import metrics, services
 from reviewer.models import (
     AuditRecord,
     Edit,
@@ -81,7 +82,16 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
         assert expected in actions
 
 
+def states_in_worker_memory() -> float:
+    """The workers' own figure, as /metrics shows it."""
+    text = metrics.exposition().decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    family = families.get("caesura_worker_states")
+    return sum(s.value for s in family.samples) if family else 0.0
+
+
 def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, alice, plain_domain):
+    held = states_in_worker_memory()
     PausePolicy.objects.create(
         domain=plain_domain,
         name="Any article",
@@ -99,8 +109,11 @@ def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, ali
     # Nothing was generated after the token that completed the match.
     assert pause.position == len(paused.generated_ids)
     assert len(paused.text) - end <= 2
+    wait_for(lambda: states_in_worker_memory() == held + 1, what="the state kept in memory")
     services.cancel(alice, sid)
     assert session(sid).status == "cancelled"
+    # Cancelled at a pause: the worker that held the frozen state lets it go.
+    wait_for(lambda: states_in_worker_memory() == held, what="the worker to free the state")
 
 
 def test_it_rolls_back_to_a_position_and_continues_from_there(
