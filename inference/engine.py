@@ -22,6 +22,7 @@ from inference import snapshot as snapshot_mod
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.policies import Decision, PolicySet, StepContext
+from inference.prompt import encode_prompt
 from inference.runner import ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
@@ -77,19 +78,7 @@ class Engine:
     # ---- starting -----------------------------------------------------------------------
     def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]:
         """A string (user message), chat messages, or token ids -> prompt ids."""
-        if isinstance(prompt, str):
-            prompt = [{"role": "user", "content": prompt}]
-        prompt = list(prompt)
-        if prompt and isinstance(prompt[0], int):
-            return [int(i) for i in prompt]
-        if system and not any(m["role"] == "system" for m in prompt):
-            prompt = [{"role": "system", "content": system}, *prompt]
-        if not getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.encode("\n".join(m["content"] for m in prompt))
-        encoded = self.tokenizer.apply_chat_template(
-            prompt, add_generation_prompt=True, return_dict=True
-        )
-        return list(encoded["input_ids"])
+        return encode_prompt(self.tokenizer, prompt, system)
 
     def start(
         self,

@@ -7,6 +7,8 @@ import functools
 from django.conf import settings
 from transformers import AutoConfig, AutoTokenizer
 
+from inference.prompt import encode_prompt
+
 
 @functools.cache
 def tokenizer():
@@ -20,8 +22,5 @@ def context_length() -> int:
 
 
 def prompt_length(system_prompt: str, text: str) -> int:
-    messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": text}]
-    encoded = tokenizer().apply_chat_template(
-        messages, add_generation_prompt=True, return_dict=True
-    )
-    return len(encoded["input_ids"])
+    """Tokens of the prompt exactly as the engine will build it (see inference/prompt.py)."""
+    return len(encode_prompt(tokenizer(), text, system=system_prompt or None))
