@@ -495,7 +495,8 @@ def _release_state(session_id: int, holder: str) -> None:
     """Free what a finished session held: its control key, its vault snapshot and the
     paused state in the memory of the worker that ran it."""
     from reviewer import tasks
-    from reviewer.worker import alive_workers, vault
+    from reviewer.health import alive_workers
+    from reviewer.worker import vault
 
     control.clear(session_id)
     vault().discard(session_id)
@@ -506,7 +507,7 @@ def _release_state(session_id: int, holder: str) -> None:
 def _dispatch_segment(session: ReviewSession) -> None:
     """Hand the session to a worker after commit: the one holding its state if it is alive."""
     from reviewer import tasks
-    from reviewer.worker import alive_workers
+    from reviewer.health import alive_workers
 
     session.segment = uuid.uuid4().hex
     session.save(update_fields=["segment", "updated_at"])

@@ -25,14 +25,13 @@ from inference.snapshot import SnapshotError
 from inference.state import DecodeState
 from reviewer import metrics, services
 from reviewer.control import RedisControl
-from reviewer.health import redis_client
+from reviewer.health import ALIVE_TTL_S, alive_key, alive_workers, redis_client
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from reviewer.vault import Vault, VaultError
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
-ALIVE_TTL_S = 10
 HEARTBEAT_S = 3
 
 
@@ -94,15 +93,6 @@ states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 
 
 # --- liveness ------------------------------------------------------------------------------
-
-
-def alive_key(hostname: str) -> str:
-    return f"caesura:{settings.DATABASES['default']['NAME']}:worker-alive:{hostname}"
-
-
-def alive_workers() -> set[str]:
-    prefix = alive_key("")
-    return {key.decode()[len(prefix) :] for key in redis_client().scan_iter(match=prefix + "*")}
 
 
 def start_heartbeat(hostname: str) -> threading.Thread:

@@ -1,23 +1,27 @@
 import pytest
 import redis
 
-from reviewer.health import ping_key
+from reviewer.health import ALIVE_TTL_S, alive_key, alive_workers
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def fresh_ping_state(settings):
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(ping_key())
-    yield
-    client.delete(ping_key())
+def redis_keys(settings):
+    """Redis keys a test writes, removed afterwards."""
+    client, written = redis.Redis.from_url(settings.REDIS_URL), []
+
+    def write(key: str) -> None:
+        client.set(key, 1, ex=ALIVE_TTL_S)
+        written.append(key)
+
+    yield write
+    for key in written:
+        client.delete(key)
 
 
 @pytest.mark.slow
-def test_it_reports_everything_ok_with_a_real_worker(
-    client, celery_worker_process, fresh_ping_state
-):
+def test_it_reports_everything_ok_with_a_real_worker(client, celery_worker_process):
     response = client.get("/healthz")
     body = response.json()
     assert response.status_code == 200, body
@@ -25,7 +29,7 @@ def test_it_reports_everything_ok_with_a_real_worker(
     assert body["database"]["ok"] and body["redis"]["ok"] and body["worker"]["ok"]
 
 
-def test_it_answers_503_naming_redis_when_redis_is_down(client, settings, fresh_ping_state):
+def test_it_answers_503_naming_redis_when_redis_is_down(client, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     response = client.get("/healthz")
     body = response.json()
@@ -34,8 +38,17 @@ def test_it_answers_503_naming_redis_when_redis_is_down(client, settings, fresh_
     assert body["database"]["ok"] is True
 
 
-def test_it_reports_the_worker_down_when_no_ping_is_answered(client, monkeypatch, fresh_ping_state):
-    monkeypatch.setattr("reviewer.health._ping_workers", lambda: False)
+def test_it_reports_the_worker_down_when_no_worker_beats(client, monkeypatch):
+    monkeypatch.setattr("reviewer.health.alive_workers", lambda: set())
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["worker"]["ok"] is False
+    assert "no worker of this installation" in response.json()["worker"]["detail"]
+
+
+def test_it_counts_only_the_workers_of_this_installation(redis_keys):
+    redis_keys(alive_key("ours@host"))
+    redis_keys("caesura:another_database:worker-alive:theirs@host")
+    alive = alive_workers()
+    assert "ours@host" in alive
+    assert not any("theirs" in name for name in alive)
