@@ -11,12 +11,13 @@ worker reports back through the record_* functions. A refused command changes no
 from __future__ import annotations
 
 import functools
+import hashlib
 import random
 import uuid
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from inference.config import SamplingConfigError, SamplingParams
@@ -93,6 +94,7 @@ def idempotent(command: str):
             if not command_id:
                 return func(user, *args, **kwargs)
             with transaction.atomic():
+                _lock_command_id(user.pk, command_id)
                 seen = CommandReceipt.objects.filter(user=user, command_id=command_id).first()
                 if seen is not None:
                     return {**seen.result, "repeated": True}
@@ -106,13 +108,25 @@ def idempotent(command: str):
                             result=result,
                             session_id=result.get("id"),
                         )
-                except IntegrityError:  # the same id arrived twice at once: the other one won
+                except IntegrityError:  # not expected while the id is locked: refuse, don't 500
                     raise Conflict(f"Command {command_id} is already being handled") from None
                 return result
 
         return run
 
     return wrap
+
+
+COMMAND_LOCK_SPACE = 0x0CAE_5C1D  # first key of the two-key advisory locks on command ids
+
+
+def _lock_command_id(user_id: int, command_id: str) -> None:
+    """One request per (user, command id) at a time, until its transaction ends: a repeat
+    sent while the first is still running waits, then answers with the first's result."""
+    digest = hashlib.sha256(f"{user_id}:{command_id}".encode()).digest()
+    key = int.from_bytes(digest[:4], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [COMMAND_LOCK_SPACE, key])
 
 
 def summary(session: ReviewSession) -> dict:

@@ -44,3 +44,42 @@ def test_it_does_not_redispatch_a_session_no_worker_has_claimed_yet(alice):
     alive = make_session(alice, status=ReviewSession.RUNNING, worker="alive@host")
     assert services.orphaned_sessions({"alive@host"}) == [orphan.pk]
     assert queued.pk != alive.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_command_id_sent_twice_at_once_runs_once_and_answers_both(alice, monkeypatch):
+    import threading
+    import time
+
+    from django.db import connection
+
+    from reviewer.models import AuditRecord
+
+    stub_worker(monkeypatch)
+    session = make_session(alice, status=ReviewSession.PAUSED)
+    summary = services.summary
+
+    def slow_summary(s):  # hold the first request inside its transaction for a while
+        time.sleep(0.4)
+        return summary(s)
+
+    monkeypatch.setattr(services, "summary", slow_summary)
+    answers: list = []
+
+    def send() -> None:
+        try:
+            answers.append(services.resume(alice, session.pk, command_id="twice"))
+        except Exception as exc:  # the assertion below names it
+            answers.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)  # the second arrives while the first is still running
+    for thread in threads:
+        thread.join(timeout=10)
+    assert all(isinstance(a, dict) for a in answers), answers
+    assert sorted(bool(a.get("repeated")) for a in answers) == [False, True]
+    assert AuditRecord.objects.filter(session=session, action="resume").count() == 1
