@@ -371,9 +371,11 @@ class Engine:
             self.settle(state)  # the cache must cover every kept token
         state.pending = None  # a pending token past ``keep`` is dropped with the rest
         first_stats = self._stats_before(state, keep) if tail else None
-        start = len(state.prompt_ids) + keep
-        run_ids = tail or [(state.prompt_ids + state.generated_ids)[start - 1]]
-        start -= not tail
+        if tail:
+            start, run_ids = len(state.prompt_ids) + keep, tail
+        else:  # the last kept token (or prompt token) again, for its next-token logits
+            start = len(state.prompt_ids) + keep - 1
+            run_ids = [(state.prompt_ids + state.generated_ids)[start]]
         self.runner.crop(state.cache, start)
         hidden = state.prompt_hidden is not None
         out = self.runner.forward(run_ids, state.cache, keep=len(run_ids), hidden=hidden)
