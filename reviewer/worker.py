@@ -7,6 +7,7 @@ comes from memory, else the vault, else a rebuild from the token ids in Postgres
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import threading
@@ -234,12 +235,25 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
         ids,
         session.decoding,
         session.policy_specs,
-        policy_state=meta.get("policy_state"),
+        policy_state=recovered_policy_state(session),
         attempt=meta.get("attempt", 0),
         rollbacks=meta.get("rollbacks", 0),
         conservative=meta.get("conservative"),
         histories=meta.get("histories") if same_length else None,
     )
+
+
+def recovered_policy_state(session: ReviewSession) -> dict:
+    """The checkpointed policy firings plus the flags raised since the checkpoint, so the
+    cooldowns of a rebuilt state are what they were (pauses and rollbacks checkpoint)."""
+    state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})
+    fired = state.setdefault("fired", {})
+    later = SessionEvent.objects.filter(session=session, seq__gt=session.ids_seq, type="flagged")
+    for event in later.order_by("seq"):
+        flag = event.payload
+        span = flag.get("span") or [None, None]
+        fired.setdefault(flag["policy"], []).append([flag["position"], *span])
+    return state
 
 
 def recovered_ids(session: ReviewSession) -> list[int]:
