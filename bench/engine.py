@@ -14,8 +14,10 @@ The generate() baseline is the model as transformers loads it (``from_pretrained
 a user without this engine would run. The engine lays its weights out for its decode step
 (see inference/runner.py); ``generate_same_weights`` shows generate() on those weights too.
 
-Timings are repeated and interleaved: the engine's figure is the median of its runs, a
-baseline's the best of its runs, so noise on this small machine counts against the engine.
+Timings are repeated and interleaved. Decode speeds are the median of DECODE_ROUNDS
+rounds, each running every variant once, so a slow spell of this small machine hits them
+all alike. For resume and edits the engine's figure is the median of its runs and the
+re-prefill baseline's the best of its runs: there noise counts against the engine.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from inference.sink import Sink  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
 DECODE_TOKENS = 8 if QUICK else 64
-DECODE_ROUNDS = 1 if QUICK else 5  # interleaved rounds of every decode variant
+DECODE_ROUNDS = 1 if QUICK else 7  # interleaved rounds of every decode variant
 RESUME_REPEATS = 1 if QUICK else 3
 CONTEXTS = (32, 48, 64) if QUICK else (256, 1024, 2048)
 EDIT_CONTEXT = CONTEXTS[1]  # the tail edit and the snapshot use this context length
@@ -121,13 +123,12 @@ def decode_speed(engine) -> dict:
     for _ in range(DECODE_ROUNDS):
         for name, fn in variants.items():
             times[name].append(timed(fn)[0])
-    seconds = {
-        name: (min(t) if name.startswith("generate") else median(t)) for name, t in times.items()
-    }
+    seconds = {name: median(t) for name, t in times.items()}
     return {
         "tok_s": {name: DECODE_TOKENS / t for name, t in seconds.items()},
         "seconds": seconds,
         "same_tokens_as_generate": same_tokens,
+        "spread": {name: [min(t), max(t)] for name, t in times.items()},
     }
 
 
@@ -280,6 +281,8 @@ def main() -> None:
             "generate_same_weights_tok_s": tok_s["generate_same_weights"],
             "live_one_layer_overhead_fraction": seconds["live_one_layer"] / seconds["engine"] - 1,
             "same_tokens_as_generate": speed["same_tokens_as_generate"],
+            "rounds": DECODE_ROUNDS,
+            "seconds_min_max": speed["spread"],
         },
         "ratios": {
             "engine_vs_generate": tok_s["engine"] / tok_s["generate"],
