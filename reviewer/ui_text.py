@@ -3,8 +3,9 @@ session page's JavaScript needs, and audit records told as timeline entries."""
 
 from __future__ import annotations
 
+from django.utils import translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from reviewer.models import AuditRecord
 
@@ -61,6 +62,31 @@ def js_labels() -> dict[str, str]:
         "nextToken": _("Next token"),
         "pausedAt": _("Paused before token"),
         "noAlternatives": _("No alternatives recorded."),
+    }
+
+
+def reason_templates() -> dict[str, str]:
+    """Why a policy fired, per policy kind, in the reader's language; the session page's
+    script fills in %(name)s from the decision's evidence (and %(value)s of a tool call from
+    its object). English pages show the engine's own wording, so they need none."""
+    if (translation.get_language() or "en").startswith("en"):
+        return {}
+    return {
+        "keyword": _('Keyword "%(keyword)s" appeared'),
+        "regex": _('Pattern /%(pattern)s/ matched "%(matched)s"'),
+        "low_confidence": _("Top-1 probability %(top1_prob)s is below %(threshold)s"),
+        "high_entropy": _("Entropy %(entropy)s nats is above %(threshold)s"),
+        "overconfidence": _(
+            'Top-1 probability %(top1_prob)s above %(threshold)s right after "%(matched)s"'
+        ),
+        "sentence_count": ngettext(
+            "%(n)d complete sentence", "%(n)d complete sentences", 2
+        ).replace("%(n)d", "%(sentences)s"),
+        "tool_call": _('Tool call with "%(key)s": %(value)s'),
+        "drift": _(
+            "Drift over tokens %(start)s-%(end)s: mean entropy %(mean_entropy)s, "
+            "similarity to prompt %(mean_similarity)s"
+        ),
     }
 
 

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 from reviewer import services
 from reviewer.health import check_database, check_redis, check_worker
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
-from reviewer.ui_text import audit_entry, js_labels, status_labels
+from reviewer.ui_text import audit_entry, js_labels, reason_templates, status_labels
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -147,6 +147,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "glossary": glossary_of(session.domain),
             "labels": js_labels(),
             "statusLabels": status_labels(),
+            "reasonTemplates": reason_templates(),
             "auditUrl": reverse("session-audit", args=[session.pk]),
         },
     }

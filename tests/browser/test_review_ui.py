@@ -186,6 +186,14 @@ def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(
     assert "blood pressure" in highlighted
     assert "chest pain" not in highlighted
 
+    # In Chinese the reason is told in Chinese, from the decision's evidence.
+    page.click('button.lang[value="zh-hans"]')
+    page.wait_for_selector('html[lang="zh-hans"]')
+    wait_until_paused(page)
+    assert "出现关键词“blood pressure”" in page.locator("#pause-reason").inner_text()
+    page.click('button.lang[value="en"]')
+    page.wait_for_selector('html[lang="en"]')
+
 
 def test_it_rolls_back_to_a_clicked_token_and_continues_from_the_chosen_alternative(
     page, server_url, celery_worker_process, alice

@@ -127,7 +127,7 @@
     rolled_back: applyRollback,
     status: (event) => setStatus(event.status),
     finished: () => notify(L.finished),
-    flagged: (event) => notify(`${L.flagged}: ${event.reason || event.policy || ""}`),
+    flagged: (event) => notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
     error: (event) => notify(`${L.error}: ${event.message}`, true),
   };
 
@@ -194,7 +194,7 @@
     const keep = event.removed_from ?? state.tokens.length;
     state.tokens.length = Math.min(state.tokens.length, keep);
     state.liveRows.length = Math.min(state.liveRows.length, keep);
-    notify(`${L.rolledBack}: ${(event.decision && event.decision.reason) || ""}`);
+    notify(`${L.rolledBack}: ${event.decision ? reasonText(event.decision) : ""}`);
     scheduleRender("full");
     scheduleLiveHeatmap();
   }
@@ -492,6 +492,23 @@
     if (pause.attention && pause.attention.layers && !pause.edited) renderPauseAttention(pause.attention);
   }
 
+  // Why a policy fired, in the page's language: the template for its kind filled from the
+  // decision's evidence; the engine's own (English) reason when there is none or a value is missing.
+  function reasonText(decision) {
+    const template = (data.reasonTemplates || {})[decision.kind];
+    if (!template) return decision.reason || "";
+    const values = { ...(decision.evidence || {}) };
+    if (Array.isArray(values.window)) [values.start, values.end] = values.window;
+    if (values.object && values.key in values.object) values.value = JSON.stringify(values.object[values.key]);
+    let missing = false;
+    const text = template.replace(/%\((\w+)\)s/g, (_, key) => {
+      const value = values[key];
+      if (value === undefined || value === null) missing = true;
+      return typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : String(value);
+    });
+    return missing ? decision.reason || "" : text;
+  }
+
   function renderReason(pause) {
     const box = $("pause-reason");
     box.textContent = "";
@@ -500,7 +517,7 @@
     } else {
       const head = line("", "reason-main");
       head.append(`${L.policy}: `, Object.assign(document.createElement("strong"), { textContent: pause.trigger }));
-      box.append(head, line(pause.reason, "reason-text"));
+      box.append(head, line(reasonText(pause), "reason-text"));
     }
     if (pause.span) {
       const matched = line(`${L.matched}: `, "reason-match");
