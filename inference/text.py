@@ -82,6 +82,12 @@ class Detokenizer:
         last = self.starts[end] if end < len(self.ids) else len(self.text)
         return first, last
 
+    def pieces(self, start: int = 0) -> list[str]:
+        """Text of each token from ``start`` on, as a stream shows it: a token ending inside
+        a character shows nothing, the one completing it shows the character."""
+        bounds = [*self.starts[start:], len(self.text)]
+        return [self.text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
     def to_dict(self) -> dict:
         return {
             "text": self.text,

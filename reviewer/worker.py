@@ -282,11 +282,24 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             services.record_edit_refused(session, record, str(exc))
             continue
         alternatives = [alt.to_dict() for alt in engine().signals(state).alternatives]
+        tokens = edited_tokens(state, result.token_start)
         with transaction.atomic():  # readers see the new ids and the edit together
             checkpoint(session, state)
             services.record_edit_applied(
-                session, record, {**result.to_dict(), "alternatives": alternatives}
+                session,
+                record,
+                {**result.to_dict(), "alternatives": alternatives, "tokens": tokens},
             )
+
+
+def edited_tokens(state: DecodeState, start: int) -> list[dict]:
+    """Each token from the edit point on, for the page to show one by one: its text, and the
+    top-1 probability and entropy of the distribution it stands in."""
+    top1, entropy = _round_list(state.top1_history), _round_list(state.entropy_history)
+    return [
+        {"text": text, "top1": top1[i], "entropy": entropy[i]}
+        for i, text in enumerate(state.detok.pieces(start), start)
+    ]
 
 
 def apply_edit(state: DecodeState, record: Edit):

@@ -61,6 +61,12 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     edited = session(sid)
     assert edited.text.endswith(" " + term.preferred)
     assert edited.status == "paused"
+    # The page gets the new tokens one by one, with the signals of where they stand.
+    applied = edited.events.filter(type="edited").latest("seq").payload
+    pieces = applied["tokens"]
+    assert len(pieces) == len(edited.generated_ids) - applied["token_start"] > 0
+    assert edited.text.endswith("".join(p["text"] for p in pieces))
+    assert all(0 <= p["top1"] <= 1 and p["entropy"] >= 0 for p in pieces)
 
     services.resume(alice, sid)
     wait_for(status_is(sid, "generated"), what="the end of generation")

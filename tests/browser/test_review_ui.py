@@ -141,6 +141,9 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     edited = ReviewSession.objects.get(pk=sid)
     assert "high blood pressure" not in edited.text and term.preferred in edited.text
     assert page_text(page) == edited.text
+    # The edited text shows token by token, so any of its tokens can be clicked.
+    assert page.evaluate("() => caesura.state.tokens.length") == len(edited.generated_ids)
+    assert page.locator("#tokens .tok.edited").count() >= 2
 
     page.click("#toggle-run")
     wait_for_status(page, "generated")

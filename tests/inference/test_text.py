@@ -38,3 +38,13 @@ def test_it_maps_a_char_to_a_clean_cut(tokenizer):
     for char in range(len(detok.text) + 1):
         keep, cut = detok.cut_for_char(char)
         assert cut <= char and tokenizer.decode(ids[:keep]) == detok.text[:cut]
+
+
+def test_it_splits_the_text_into_the_pieces_a_stream_shows(tokenizer):
+    ids = tokenizer.encode("Hello 毫 world.")
+    detok, streamed = Detokenizer(), []
+    for i in ids:
+        streamed.append(detok.append(tokenizer, i)[1])
+    assert detok.pieces() == streamed
+    assert "".join(detok.pieces(3)) == detok.text[detok.starts[3] :]
+    assert len(detok.pieces(3)) == len(ids) - 3

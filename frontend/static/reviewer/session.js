@@ -174,14 +174,21 @@
       keep = 0;
       prefix = "";
     }
-    // The tokens the edit made have no per-token text yet: one "edited" piece holds them.
+    // The worker sends each token from the edit point on; without them (or if they do not
+    // add up to the text) one "edited" piece holds the new text.
+    const rest = event.text.slice(prefix.length);
+    const pieces = Array.isArray(event.tokens) ? event.tokens : [];
+    const exact =
+      keep === event.token_start &&
+      pieces.length === event.token_ids.length - keep &&
+      pieces.map((piece) => piece.text).join("") === rest;
     state.tokens.length = keep;
     for (let position = keep; position < event.token_ids.length; position += 1) {
-      const first = position === keep;
-      state.tokens[position] = { text: first ? event.text.slice(prefix.length) : "", edited: true };
+      const piece = exact ? pieces[position - keep] : { text: position === keep ? rest : "" };
+      state.tokens[position] = { text: piece.text, entropy: piece.entropy, edited: true };
     }
     state.liveRows.length = Math.min(state.liveRows.length, keep);
-    if (state.pause) updatePauseAfterEdit(event, keep);
+    if (state.pause) updatePauseAfterEdit(event, keep, exact ? pieces : []);
     scheduleRender("full");
     scheduleLiveHeatmap();
   }
@@ -199,7 +206,7 @@
     scheduleLiveHeatmap();
   }
 
-  function updatePauseAfterEdit(event, keep) {
+  function updatePauseAfterEdit(event, keep, pieces) {
     const pause = state.pause;
     if (event.alternatives) pause.alternatives = event.alternatives;
     // The text before the edit point is the same before and after the edit.
@@ -209,8 +216,8 @@
     }
     if (pause.history) {
       pause.history = {
-        probability: pause.history.probability.slice(0, keep),
-        entropy: pause.history.entropy.slice(0, keep),
+        probability: [...pause.history.probability.slice(0, keep), ...pieces.map((p) => p.top1 ?? null)],
+        entropy: [...pause.history.entropy.slice(0, keep), ...pieces.map((p) => p.entropy ?? null)],
       };
     }
     pause.position = event.token_ids.length;
@@ -302,6 +309,7 @@
     tip.textContent = "";
     if (token.edited) {
       tip.appendChild(line(L.edited));
+      if (typeof token.entropy === "number") tip.appendChild(line(`${L.entropy} ${token.entropy.toFixed(2)}`));
     } else {
       tip.appendChild(
         line(`${L.probability} ${percent(token.probability)} · ${L.entropy} ${token.entropy.toFixed(2)}`)
