@@ -34,6 +34,7 @@ COMMANDS: dict[str, Command] = {
     "approve": Command(services.approve, optional=("comment",)),
     "reject": Command(services.reject, required=("comment",)),
     "cancel": Command(services.cancel),
+    "attention": Command(services.attention, required=("layer",), status=202),
 }
 
 

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from reviewer.models import ReviewSession, SessionEvent
 
 EVENT_TYPES = {
+    "attention",
     "token",
     "paused",
     "resumed",

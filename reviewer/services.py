@@ -258,6 +258,27 @@ def choose(user, session_id, token_id) -> dict:
     return {**summary(session), "edit": record.pk}
 
 
+@idempotent("attention")
+def attention(user, session_id, layer) -> dict:
+    """Ask for one layer's attention per head at the pause. Reading the frozen state changes
+    nothing: a worker answers with an ``attention`` event."""
+    from reviewer import tasks
+    from reviewer.health import alive_workers
+
+    layer = _int_arg(layer, "layer")
+    with transaction.atomic():
+        session = _locked(get_session_for(user, session_id).pk)
+        _require(session, {S.PAUSED}, "show the attention of")
+        _require_applied_edits(session, "show the attention")
+        layers = len((_open_pause(session).attention or {}).get("layers") or [])
+        if layers and not 0 <= layer < layers:
+            raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
+        holder = session.worker if session.worker in alive_workers() else None
+        args = (session.pk, layer)
+        transaction.on_commit(lambda: tasks.dispatch_attention(args, holder))
+    return summary(session)
+
+
 @idempotent("rollback")
 def rollback(user, session_id, position) -> dict:
     position = _int_arg(position, "position")
@@ -460,6 +481,14 @@ def record_edit_applied(session: ReviewSession, edit_record: Edit, result: dict)
                 "token_ids": session.generated_ids,
             },
         )
+
+
+def record_attention(session: ReviewSession, view: dict) -> None:
+    events.emit(session.pk, "attention", view)
+
+
+def record_attention_failed(session_id: int, error: str) -> None:
+    events.emit(session_id, "error", {"message": error})
 
 
 def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -> None:

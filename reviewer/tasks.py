@@ -28,6 +28,23 @@ def dispatch_segment(args: tuple[int, str], holder: str | None) -> None:
         run_segment.apply_async(args=args)
 
 
+@shared_task(name="reviewer.attention_view")
+def attention_view(session_id: int, layer: int) -> None:
+    try:
+        worker.attention_view(session_id, layer)
+    except Exception as exc:
+        services.record_attention_failed(session_id, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def dispatch_attention(args: tuple[int, int], holder: str | None) -> None:
+    """To the worker holding the paused state when there is one (no restore needed)."""
+    if holder:
+        attention_view.apply_async(args=args, queue=worker_direct(holder))
+    else:
+        attention_view.apply_async(args=args)
+
+
 @shared_task(name="reviewer.release_state")
 def release_state(session_id: int) -> None:
     worker.states.drop(session_id)

@@ -52,7 +52,7 @@ def js_labels() -> dict[str, str]:
         "prompt": _("prompt"),
         "generated": _("generated"),
         "headsOfLayer": _("Heads of layer"),
-        "headsOnlyFor": _("Per-head detail was recorded for layer %(layer)s only."),
+        "loadingHeads": _("Loading the heads of layer %(layer)s…"),
         "commentRequired": _("Please say why you reject the text."),
         "finished": _("Generation finished."),
         "error": _("Error"),

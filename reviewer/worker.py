@@ -189,6 +189,23 @@ def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
     return control.requested_at
 
 
+def attention_view(session_id: int, layer: int) -> None:
+    """One layer's attention per head at the pause, sent to the page as an event."""
+    session = ReviewSession.objects.filter(pk=session_id).first()
+    if session is None or session.status != ReviewSession.PAUSED:
+        return  # resumed or ended meanwhile: there is no pause to look into
+    state = load_state(session)
+    view = engine().attention(state, layer)
+    services.record_attention(
+        session,
+        {
+            "layer": view.layer,
+            "heads": [_round_list(row) for row in view.heads],
+            "position": len(state.generated_ids),
+        },
+    )
+
+
 # --- where the state comes from --------------------------------------------------------------
 
 

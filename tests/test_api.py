@@ -236,6 +236,32 @@ def test_it_refuses_a_token_that_was_not_offered(api, alice):
     assert response.status_code == 400
 
 
+def test_it_asks_a_worker_for_another_layers_heads_without_changing_anything(
+    api, alice, monkeypatch, django_capture_on_commit_callbacks
+):
+    from reviewer import tasks
+
+    asked = []
+    monkeypatch.setattr(tasks, "dispatch_attention", lambda args, holder: asked.append(args))
+    session = make_session(alice)
+    audited = AuditRecord.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(api, f"/api/sessions/{session.pk}/attention", {"layer": 0})
+    assert response.status_code == 202
+    assert asked == [(session.pk, 0)]
+    assert AuditRecord.objects.count() == audited  # reading the state is not an action
+    session.refresh_from_db()
+    assert session.status == "paused"
+
+
+def test_it_refuses_heads_of_a_layer_that_does_not_exist_or_while_running(api, alice):
+    paused = make_session(alice)  # its pause recorded one layer
+    assert post(api, f"/api/sessions/{paused.pk}/attention", {"layer": 1}).status_code == 400
+    assert post(api, f"/api/sessions/{paused.pk}/attention", {}).status_code == 400
+    running = make_session(alice, status="running")
+    assert post(api, f"/api/sessions/{running.pk}/attention", {"layer": 0}).status_code == 409
+
+
 def test_it_rolls_back(api, alice):
     session = make_session(alice)
     response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": "2"})

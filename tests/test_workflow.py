@@ -46,6 +46,15 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     paused = session(sid)
     pause = paused.pauses.get()
     assert pause.trigger == "manual" and pause.latency_ms is not None and pause.latency_ms >= 0
+    # Another layer's heads, read from the frozen state by the worker.
+    services.attention(alice, sid, 3)
+    wait_for(lambda: paused.events.filter(type="attention").exists(), what="layer 3's heads")
+    heads = paused.events.get(type="attention").payload
+    assert heads["layer"] == 3 and heads["position"] == len(paused.generated_ids)
+    assert len(heads["heads"]) == 9  # SmolLM2: nine query heads
+    context = len(paused.prompt_ids) + len(paused.generated_ids)
+    assert all(len(row) == context and abs(sum(row) - 1) < 0.01 for row in heads["heads"])
+    assert heads["heads"] != pause.attention["heads"]  # not the last layer's again
     assert pause.position == len(paused.generated_ids)
     assert pause.alternatives and pause.attention["layers"]
     tokens = list(paused.events.filter(type="token").order_by("seq"))

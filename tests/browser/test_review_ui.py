@@ -116,6 +116,10 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     page.wait_for_selector("#pause-heatmap .main-svg")
     page.wait_for_selector("#heads-heatmap .main-svg")
     page.wait_for_selector("#live-heatmap .main-svg")
+    page.evaluate("() => caesura.showHeadsOf(4)")  # as clicking layer 4 in the heatmap does
+    page.wait_for_function(
+        "() => document.getElementById('heads-title').textContent.endsWith(' 4')", timeout=60_000
+    )
     shown = page.locator("#alternatives button.alt").count()
     assert shown == len(paused.pauses.get().alternatives) and shown >= 2
 

@@ -124,6 +124,7 @@
     token: applyToken,
     paused: applyPaused,
     edited: applyEdit,
+    attention: applyAttention,
     rolled_back: applyRollback,
     status: (event) => setStatus(event.status),
     finished: () => notify(L.finished),
@@ -616,21 +617,42 @@
       shapes: promptShade(attention.prompt_length),
     };
     Plotly.react("pause-heatmap", [layers], layout, plotConfig);
-    renderHeads(attention, attention.layer);
+    renderHeads(attention);
     const plot = $("pause-heatmap");
     if (!plot.dataset.bound) {
       plot.dataset.bound = "1";
       plot.on("plotly_click", (click) => {
-        if (state.pause && click.points.length) renderHeads(state.pause.attention, click.points[0].y);
+        if (click.points.length) showHeadsOf(click.points[0].y);
       });
     }
   }
 
-  function renderHeads(attention, layer) {
-    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
+  // The pause carries one layer's heads; another layer's come from the worker on request.
+  function showHeadsOf(layer) {
+    const attention = state.pause && state.pause.attention;
+    if (!attention || state.pause.edited) return;
+    if (layer === attention.layer) {
+      renderHeads(attention);
+      return;
+    }
     const note = $("heads-note");
-    note.hidden = layer === attention.layer;
-    note.textContent = L.headsOnlyFor.replace("%(layer)s", attention.layer);
+    note.hidden = false;
+    note.textContent = L.loadingHeads.replace("%(layer)s", layer);
+    command("attention", { layer }).catch((error) => notify(`${L.error}: ${error.message}`, true));
+  }
+
+  function applyAttention(event) {
+    const pause = state.pause;
+    if (!pause || !pause.attention || pause.edited || event.position !== pause.position) return;
+    pause.attention.heads = event.heads;
+    pause.attention.layer = event.layer;
+    renderHeads(pause.attention);
+  }
+
+  function renderHeads(attention) {
+    if (!window.Plotly) return;
+    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
+    $("heads-note").hidden = true;
     const tokens = attention.tokens;
     const heads = {
       type: "heatmap", z: attention.heads, customdata: attention.heads.map(() => tokens.map(visible)),
@@ -802,5 +824,5 @@
   refreshTimeline();
   connect();
   // For scripted checks and debugging: the page's state and a way to drop the connection.
-  window.caesura = { state, drop: () => state.socket && state.socket.close() };
+  window.caesura = { state, drop: () => state.socket && state.socket.close(), showHeadsOf };
 })();
