@@ -21,11 +21,7 @@ def run_segment(self, session_id: int, segment: str) -> str:
 
 
 def dispatch_segment(args: tuple[int, str], holder: str | None) -> None:
-    """To the worker holding the session's state when there is one, else to any worker."""
-    if holder:
-        run_segment.apply_async(args=args, queue=worker_direct(holder))
-    else:
-        run_segment.apply_async(args=args)
+    _send(run_segment, args, holder)
 
 
 @shared_task(name="reviewer.attention_view")
@@ -38,11 +34,7 @@ def attention_view(session_id: int, layer: int) -> None:
 
 
 def dispatch_attention(args: tuple[int, int], holder: str | None) -> None:
-    """To the worker holding the paused state when there is one (no restore needed)."""
-    if holder:
-        attention_view.apply_async(args=args, queue=worker_direct(holder))
-    else:
-        attention_view.apply_async(args=args)
+    _send(attention_view, args, holder)
 
 
 @shared_task(name="reviewer.release_state")
@@ -52,7 +44,15 @@ def release_state(session_id: int) -> None:
 
 def dispatch_release(session_id: int, holder: str) -> None:
     """Tell the worker holding a finished session's paused state to free that memory."""
-    release_state.apply_async(args=(session_id,), queue=worker_direct(holder))
+    _send(release_state, (session_id,), holder)
+
+
+def _send(task, args: tuple, holder: str | None) -> None:
+    """To the worker holding the session's state when there is one, else to any worker."""
+    if holder:
+        task.apply_async(args=args, queue=worker_direct(holder))
+    else:
+        task.apply_async(args=args)
 
 
 @worker_ready.connect
