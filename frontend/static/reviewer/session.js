@@ -508,7 +508,9 @@
     if (!template) return decision.reason || "";
     const values = { ...(decision.evidence || {}) };
     if (Array.isArray(values.window)) [values.start, values.end] = values.window;
-    if (values.object && values.key in values.object) values.value = JSON.stringify(values.object[values.key]);
+    if (values.object && typeof values.object === "object" && values.key in values.object) {
+      values.value = JSON.stringify(values.object[values.key]);
+    }
     let missing = false;
     const text = template.replace(/%\((\w+)\)s/g, (_, key) => {
       const value = values[key];
@@ -638,7 +640,10 @@
     const note = $("heads-note");
     note.hidden = false;
     note.textContent = L.loadingHeads.replace("%(layer)s", layer);
-    command("attention", { layer }).catch((error) => notify(`${L.error}: ${error.message}`, true));
+    command("attention", { layer }).catch((error) => {
+      note.hidden = true;
+      notify(`${L.error}: ${error.message}`, true);
+    });
   }
 
   function applyAttention(event) {
