@@ -40,8 +40,10 @@ class GrowingLayer(DynamicLayer):
         return self._length if self.is_initialized else 0
 
     def crop(self, tokens_to_remove: int) -> None:
-        """Drop the last ``tokens_to_remove`` positions (the buffer keeps its room)."""
-        self.truncate(self.get_seq_length() - abs(tokens_to_remove))
+        """As DynamicLayer.crop: a negative count drops that many positions, a positive one
+        (transformers' older form) is the length to keep. The buffer keeps its room."""
+        length = self.get_seq_length()
+        self.truncate(length + tokens_to_remove if tokens_to_remove < 0 else tokens_to_remove)
 
     def truncate(self, length: int) -> None:
         if self.is_initialized and 0 <= length < self._length:

@@ -162,3 +162,16 @@ def test_wide_weights_are_stored_column_major_with_the_same_values():
     assert model.model.layers[0].mlp.down_proj.weight.is_contiguous()
     for name, param in model.named_parameters():
         assert torch.equal(param, before[name]), name
+
+
+def test_a_layer_crops_like_transformers_own():
+    runner = ModelRunner(gqa_model())
+    cache = runner.new_cache()
+    runner.forward(list(range(1, 30)), cache)
+    layer = cache.layers[0]
+    layer.crop(-4)  # drop four positions
+    assert layer.get_seq_length() == 25
+    layer.crop(20)  # the older form: keep twenty
+    assert layer.get_seq_length() == 20
+    layer.crop(40)  # longer than the layer: nothing to drop
+    assert layer.get_seq_length() == 20
