@@ -7,14 +7,11 @@ fall right after it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
-
 from inference.policies import POLICY_KINDS, Decision, scan_text, simulated_tokens
+from reviewer.ui_text import reason_template, reason_values
 
 
 @dataclass(frozen=True)
@@ -77,25 +74,13 @@ def to_pause(number: int, decision: Decision, text: str, ends: list[int]) -> Tri
 
 
 def localized_reason(decision: Decision) -> str:
-    """The engine's reason in the page's language, for the kinds a dry run can fire."""
+    """The engine's reason in the page's language."""
     evidence = decision.evidence
+    template = reason_template(decision.kind, evidence.get("sentences", 2))
     try:
-        if decision.kind == "keyword":
-            return _('Keyword "%(keyword)s" appeared') % {"keyword": evidence["keyword"]}
-        if decision.kind == "regex":
-            return _('Pattern /%(pattern)s/ matched "%(matched)s"') % evidence
-        if decision.kind == "sentence_count":
-            n = evidence["sentences"]
-            return ngettext("%(n)d complete sentence", "%(n)d complete sentences", n) % {"n": n}
-        if decision.kind == "tool_call":
-            value = json.dumps(evidence["object"][evidence["key"]], ensure_ascii=False)
-            return _('Tool call with "%(key)s": %(value)s') % {
-                "key": evidence["key"],
-                "value": value,
-            }
-    except (KeyError, TypeError):
-        pass  # evidence shaped differently than expected: the engine's words still explain it
-    return decision.reason
+        return template % reason_values(evidence) if template else decision.reason
+    except (KeyError, TypeError, ValueError):
+        return decision.reason  # evidence shaped differently: the engine's words still explain it
 
 
 def segments_of(text: str, pauses: list[TrialPause]) -> list[Segment]:

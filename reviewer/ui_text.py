@@ -3,10 +3,13 @@ session page's JavaScript needs, and audit records told as timeline entries."""
 
 from __future__ import annotations
 
+import json
+
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from inference.policies import POLICY_KINDS
 from reviewer.models import AuditRecord
 
 
@@ -65,29 +68,49 @@ def js_labels() -> dict[str, str]:
     }
 
 
-def reason_templates() -> dict[str, str]:
-    """Why a policy fired, per policy kind, in the reader's language; the session page's
-    script fills in %(name)s from the decision's evidence (and %(value)s of a tool call from
-    its object). English pages show the engine's own wording, so they need none."""
-    if (translation.get_language() or "en").startswith("en"):
-        return {}
-    return {
-        "keyword": _('Keyword "%(keyword)s" appeared'),
-        "regex": _('Pattern /%(pattern)s/ matched "%(matched)s"'),
-        "low_confidence": _("Top-1 probability %(top1_prob)s is below %(threshold)s"),
-        "high_entropy": _("Entropy %(entropy)s nats is above %(threshold)s"),
-        "overconfidence": _(
+def reason_template(kind: str, count: int = 2) -> str | None:
+    """Why a policy of this kind fired, in the active language, with %(name)s placeholders
+    for its decision's evidence (plus %(value)s of a tool call, %(start)s/%(end)s of a
+    drift window; see ``reason_values``); ``count`` picks the sentence plural."""
+    templates = {
+        "keyword": lambda: _('Keyword "%(keyword)s" appeared'),
+        "regex": lambda: _('Pattern /%(pattern)s/ matched "%(matched)s"'),
+        "low_confidence": lambda: _("Top-1 probability %(top1_prob)s is below %(threshold)s"),
+        "high_entropy": lambda: _("Entropy %(entropy)s nats is above %(threshold)s"),
+        "overconfidence": lambda: _(
             'Top-1 probability %(top1_prob)s above %(threshold)s right after "%(matched)s"'
         ),
-        "sentence_count": ngettext(
-            "%(n)d complete sentence", "%(n)d complete sentences", 2
+        "sentence_count": lambda: ngettext(
+            "%(n)d complete sentence", "%(n)d complete sentences", count
         ).replace("%(n)d", "%(sentences)s"),
-        "tool_call": _('Tool call with "%(key)s": %(value)s'),
-        "drift": _(
+        "tool_call": lambda: _('Tool call with "%(key)s": %(value)s'),
+        "drift": lambda: _(
             "Drift over tokens %(start)s-%(end)s: mean entropy %(mean_entropy)s, "
             "similarity to prompt %(mean_similarity)s"
         ),
     }
+    make = templates.get(kind)
+    return make() if make else None
+
+
+def reason_values(evidence: dict) -> dict:
+    """A decision's evidence plus the values templates derive from it."""
+    values = dict(evidence)
+    window = values.get("window")
+    if isinstance(window, list) and len(window) == 2:
+        values["start"], values["end"] = window
+    obj, key = values.get("object"), values.get("key")
+    if isinstance(obj, dict) and key in obj:
+        values["value"] = json.dumps(obj[key], ensure_ascii=False)
+    return values
+
+
+def reason_templates() -> dict[str, str]:
+    """The templates for the session page's script, which fills them from each decision's
+    evidence. English pages show the engine's own wording, so they need none."""
+    if (translation.get_language() or "en").startswith("en"):
+        return {}
+    return {kind: reason_template(kind) for kind in POLICY_KINDS}
 
 
 AUDIT_ACTIONS = {
