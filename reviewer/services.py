@@ -580,15 +580,19 @@ def _edit_fields(record: Edit) -> dict:
     }
 
 
+def _latest_open_pause(session: ReviewSession) -> PauseEvent | None:
+    return session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+
+
 def _open_pause(session: ReviewSession) -> PauseEvent:
-    pause = session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+    pause = _latest_open_pause(session)
     if pause is None:
         raise Conflict("The session has no open pause")
     return pause
 
 
 def _close_open_pause(session: ReviewSession, outcome: str) -> None:
-    pause = session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+    pause = _latest_open_pause(session)
     if pause is not None:
         pause.resumed_at = timezone.now()
         pause.outcome = pause.outcome or outcome
