@@ -263,7 +263,6 @@ def attention(user, session_id, layer) -> dict:
     """Ask for one layer's attention per head at the pause. Reading the frozen state changes
     nothing: a worker answers with an ``attention`` event."""
     from reviewer import tasks
-    from reviewer.health import alive_workers
 
     layer = _int_arg(layer, "layer")
     with transaction.atomic():
@@ -273,7 +272,7 @@ def attention(user, session_id, layer) -> dict:
         layers = len((_open_pause(session).attention or {}).get("layers") or [])
         if layers and not 0 <= layer < layers:
             raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
-        holder = session.worker if session.worker in alive_workers() else None
+        holder = _live_holder(session.worker)
         args = (session.pk, layer)
         transaction.on_commit(lambda: tasks.dispatch_attention(args, holder))
     return summary(session)
@@ -538,23 +537,28 @@ def _release_state(session_id: int, holder: str) -> None:
     """Free what a finished session held: its control key, its vault snapshot and the
     paused state in the memory of the worker that ran it."""
     from reviewer import tasks
-    from reviewer.health import alive_workers
     from reviewer.worker import vault
 
     control.clear(session_id)
     vault().discard(session_id)
-    if holder and holder in alive_workers():
+    if _live_holder(holder):
         tasks.dispatch_release(session_id, holder)
+
+
+def _live_holder(worker: str) -> str | None:
+    """The worker that ran a session, if it is still alive (it may hold the state)."""
+    from reviewer.health import alive_workers
+
+    return worker if worker and worker in alive_workers() else None
 
 
 def _dispatch_segment(session: ReviewSession) -> None:
     """Hand the session to a worker after commit: the one holding its state if it is alive."""
     from reviewer import tasks
-    from reviewer.health import alive_workers
 
     session.segment = uuid.uuid4().hex
     session.save(update_fields=["segment", "updated_at"])
-    holder = session.worker if session.worker in alive_workers() else None
+    holder = _live_holder(session.worker)
     args = (session.pk, session.segment)
     transaction.on_commit(lambda: tasks.dispatch_segment(args, holder))
 
