@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
@@ -28,6 +29,15 @@ class SamplingParams:
     top_alternatives: int = 5  # k of the top-k alternatives reported per step
 
     def __post_init__(self) -> None:
+        # Types first: 2.5 tokens or an infinite temperature must fail here, not in torch.
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.type == "int":
+                _check(_is_int(value), f"{field.name} must be an integer, not {_shown(value)}")
+            else:
+                _check(
+                    _is_finite(value), f"{field.name} must be a finite number, not {_shown(value)}"
+                )
         _check(self.temperature >= 0, "temperature must be >= 0")
         _check(self.top_k >= 0, "top_k must be >= 0 (0 turns it off)")
         _check(0 < self.top_p <= 1, "top_p must be in (0, 1]")
@@ -67,3 +77,19 @@ class SamplingConfigError(ValueError):
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise SamplingConfigError(message)
+
+
+def _is_int(value) -> bool:
+    """An integer, as JSON writes one: not 2.5, not 3.0, not true, not "3"."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value) -> bool:
+    if _is_int(value):
+        return abs(value) < 2**1023  # converts to a float
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"

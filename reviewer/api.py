@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from reviewer import auth, commands, events, services
+from reviewer import arguments, auth, commands, events, openapi, services
 from reviewer.models import Edit, PauseEvent, ReviewSession
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -39,6 +38,7 @@ def api_view(*methods: str) -> Callable:
             except services.CommandError as exc:
                 return error(exc.status, str(exc))
 
+        run.methods = methods  # for the API description and its test
         return run
 
     return wrap
@@ -68,26 +68,10 @@ def unauthorized(message: str) -> JsonResponse:
 def body_of(request: HttpRequest) -> dict:
     if not request.body:
         return {}
-    try:
-        data = json.loads(request.body)
-    except ValueError:
-        raise services.InvalidInput("Request body is not valid JSON") from None
+    data = arguments.loads(request.body)
     if not isinstance(data, dict):
         raise services.InvalidInput("Request body must be a JSON object")
     return data
-
-
-def int_query(request: HttpRequest, name: str, default: int) -> int:
-    raw = request.GET.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise services.InvalidInput(f"{name} must be a non-negative integer") from None
-    if value < 0:
-        raise services.InvalidInput(f"{name} must be a non-negative integer")
-    return value
 
 
 # --- serializers ---------------------------------------------------------------------------
@@ -175,7 +159,9 @@ def _iso(value) -> str | None:
 def sessions(request: HttpRequest) -> JsonResponse:
     if request.method == "POST":
         return start_session(request)
-    limit = min(int_query(request, "limit", LIST_LIMIT), 1000)
+    limit = min(
+        arguments.query_integer(request.GET.get("limit"), arguments.LIMIT, LIST_LIMIT), 1000
+    )
     rows = ReviewSession.objects.visible_to(request.user).select_related("domain", "owner")
     return JsonResponse({"sessions": [session_summary(s) for s in rows[:limit]]})
 
@@ -205,7 +191,7 @@ def session(request: HttpRequest, session_id: int) -> JsonResponse:
 @api_view("GET")
 def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
     found = services.get_session_for(request.user, session_id)
-    after = int_query(request, "after", 0)
+    after = arguments.query_integer(request.GET.get("after"), arguments.AFTER, 0)
     return JsonResponse({"events": events.events_after(found.pk, after)})
 
 
@@ -225,6 +211,19 @@ def command_view(name: str) -> Callable:
 def token(request: HttpRequest) -> JsonResponse:
     key = auth.issue_token(request.user)
     return JsonResponse({"key": key, "user": request.user.username}, status=201)
+
+
+@csrf_exempt
+def schema(request: HttpRequest) -> JsonResponse:
+    """The OpenAPI description of this API; public, like the API's documentation."""
+    if request.method not in SAFE_METHODS:
+        response = error(405, f"Method {request.method} not allowed")
+        response["Allow"] = "GET"
+        return response
+    return JsonResponse(openapi.description())
+
+
+schema.methods = ("GET",)
 
 
 @csrf_exempt

@@ -1,55 +1,86 @@
-"""Reviewer commands as clients send them: one table shared by the HTTP API and the websocket."""
+"""Reviewer commands as clients send them: one table shared by the HTTP API, the websocket
+and the API description. Services read and check each argument (reviewer/arguments.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from reviewer import services
+from reviewer import arguments, services
+from reviewer.arguments import (
+    COMMENT,
+    EDIT_TEXT,
+    END,
+    GLOSSARY_TERM,
+    LAYER,
+    POSITION,
+    START,
+    TOKEN_ID,
+    InvalidInput,
+)
 
 
 @dataclass(frozen=True)
 class Command:
     func: Any
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
+    required: tuple = ()  # argument readers (reviewer/arguments.py)
+    optional: tuple = ()
     status: int = 200  # 202 where a worker applies the change after the reply
+    summary: str = ""
 
     def arguments(self, body: dict) -> dict:
-        missing = [name for name in self.required if body.get(name) is None]
+        """The arguments the body gives; other keys are ignored, null counts as absent."""
+        missing = [arg.name for arg in self.required if body.get(arg.name) is None]
         if missing:
-            raise services.InvalidInput(f"{', '.join(missing)} is required")
-        names = self.required + tuple(name for name in self.optional if name in body)
-        return {name: body[name] for name in names}
+            raise InvalidInput(f"{', '.join(missing)} is required")
+        given = (arg.name for arg in self.required + self.optional)
+        return {name: body[name] for name in given if body.get(name) is not None}
 
 
 COMMANDS: dict[str, Command] = {
-    "pause": Command(services.pause),
-    "resume": Command(services.resume),
-    "rollback": Command(services.rollback, required=("position",), status=202),
-    "edit": Command(
-        services.edit, required=("start", "end", "text"), optional=("glossary_term",), status=202
+    "pause": Command(services.pause, summary="Ask the worker to pause at the next token"),
+    "resume": Command(services.resume, summary="Continue a paused session"),
+    "rollback": Command(
+        services.rollback,
+        required=(POSITION,),
+        status=202,
+        summary="Drop the generated tokens from a position on",
     ),
-    "choose": Command(services.choose, required=("token_id",), status=202),
-    "approve": Command(services.approve, optional=("comment",)),
-    "reject": Command(services.reject, required=("comment",)),
-    "cancel": Command(services.cancel),
-    "attention": Command(services.attention, required=("layer",), status=202),
+    "edit": Command(
+        services.edit,
+        required=(START, END, EDIT_TEXT),
+        optional=(GLOSSARY_TERM,),
+        status=202,
+        summary="Replace a span of the generated text",
+    ),
+    "choose": Command(
+        services.choose,
+        required=(TOKEN_ID,),
+        status=202,
+        summary="Make an offered alternative the next token",
+    ),
+    "approve": Command(services.approve, optional=(COMMENT,), summary="Accept the text"),
+    "reject": Command(services.reject, required=(COMMENT,), summary="Refuse the text"),
+    "cancel": Command(services.cancel, summary="Stop the session for good"),
+    "attention": Command(
+        services.attention,
+        required=(LAYER,),
+        status=202,
+        summary="Ask for one layer's attention per head at the pause",
+    ),
 }
 
 
 def command_id_of(body: dict) -> str | None:
     value = body.get("command_id")
-    if value in (None, ""):
+    if value is None:
         return None
-    if not isinstance(value, str) or len(value) > 100:
-        raise services.InvalidInput("command_id must be a string of at most 100 characters")
-    return value
+    return arguments.COMMAND_ID(value) or None
 
 
 def run(user, session_id: int, name: str, body: dict) -> dict:
     """Validate a client's command body and hand it to services; raises CommandError."""
-    command = COMMANDS.get(name)
+    command = COMMANDS.get(name) if isinstance(name, str) else None
     if command is None:
-        raise services.InvalidInput(f"Unknown command {name!r}")
+        raise InvalidInput(f"Unknown command {arguments.shown(name)}; known: {', '.join(COMMANDS)}")
     return command.func(user, session_id, command_id=command_id_of(body), **command.arguments(body))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
+import logging
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from reviewer import commands, events, services
+from reviewer import arguments, commands, events, services
 from reviewer.models import ReviewSession
 
 UNAUTHENTICATED, NOT_FOUND = 4401, 4404
+log = logging.getLogger(__name__)
 
 
 @database_sync_to_async
@@ -72,27 +73,48 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if event.get("seq", 0) > self.replayed_to:
             await self.send_json(event)
 
-    @classmethod
-    async def decode_json(cls, text_data: str):
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        """Every malformed message gets an error frame; none closes the socket."""
+        if text_data is None:
+            await self.send_error(None, None, "Messages must be JSON text, not binary", 400)
+            return
         try:
-            return json.loads(text_data)
-        except ValueError:
-            return None
+            content = arguments.loads(text_data, what="Message")
+        except services.CommandError as exc:
+            await self.send_error(None, None, str(exc), exc.status)
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs) -> None:
         if not isinstance(content, dict):
             await self.send_error(None, None, "Messages must be JSON objects", 400)
         elif content.get("command") == "sync":
-            await self.replay(non_negative_int(content.get("after")))
+            await self.sync(content)
         else:
             await self.command(content)
 
-    async def command(self, message: dict) -> None:
-        name, command_id = message.get("command"), message.get("command_id")
+    async def sync(self, message: dict) -> None:
+        after = message.get("after")
         try:
-            result = await run_command(self.scope["user"], self.session_id, name, message)
+            after = arguments.AFTER(after) if after is not None else 0
+        except services.CommandError as exc:
+            await self.send_error("sync", echoed_id(message), str(exc), exc.status)
+            return
+        await self.replay(after)
+
+    async def command(self, message: dict) -> None:
+        name, command_id = message.get("command"), echoed_id(message)
+        name = name if isinstance(name, str) and name in commands.COMMANDS else None
+        try:
+            result = await run_command(
+                self.scope["user"], self.session_id, message.get("command"), message
+            )
         except services.CommandError as exc:
             await self.send_error(name, command_id, str(exc), exc.status)
+            return
+        except Exception:  # a bug must cost one command, not the reviewer's connection
+            log.exception("Session %s: command %r failed", self.session_id, name)
+            await self.send_error(name, command_id, "Internal error; see the server log", 500)
             return
         await self.send_json(
             {"type": "ack", "command": name, "command_id": command_id, "result": result}
@@ -108,3 +130,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 "status": status,
             }
         )
+
+
+def echoed_id(message: dict) -> str | None:
+    """The command id to echo in a reply: the client's own, when it is one we could take."""
+    try:
+        return commands.command_id_of(message)
+    except services.CommandError:
+        return None

@@ -21,7 +21,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from inference.config import SamplingConfigError, SamplingParams
-from reviewer import audit, control, events, metrics, task_types
+from reviewer import arguments, audit, control, events, metrics, task_types
+from reviewer.arguments import CommandError, InvalidInput  # errors live with the readers
 from reviewer.models import (
     CommandReceipt,
     Domain,
@@ -34,14 +35,6 @@ from reviewer.models import (
 S = ReviewSession
 LIVE = {S.RUNNING, S.PAUSED}
 DECIDABLE = {S.PAUSED, S.GENERATED}
-
-
-class CommandError(Exception):
-    status = 400
-
-
-class InvalidInput(CommandError):
-    status = 400
 
 
 class SegmentSuperseded(Exception):
@@ -210,9 +203,8 @@ def resume(user, session_id) -> dict:
 
 @idempotent("edit")
 def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
-    start, end = _int_arg(start, "start"), _int_arg(end, "end")
-    if not isinstance(text, str):
-        raise InvalidInput("text must be a string")
+    start, end = arguments.START(start), arguments.END(end)
+    text = arguments.EDIT_TEXT(text)
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "edit")
@@ -222,6 +214,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
                 f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
             )
         term = _glossary_term(session, glossary_term)
+        _check_edit_fits(session, session.text[:start] + text + session.text[end:])
         record = _queue_edit(
             session,
             user,
@@ -237,7 +230,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
 
 @idempotent("choose")
 def choose(user, session_id, token_id) -> dict:
-    token_id = _int_arg(token_id, "token_id")
+    token_id = arguments.TOKEN_ID(token_id)
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "choose an alternative for")
@@ -264,7 +257,7 @@ def attention(user, session_id, layer) -> dict:
     nothing: a worker answers with an ``attention`` event."""
     from reviewer import tasks
 
-    layer = _int_arg(layer, "layer")
+    layer = arguments.LAYER(layer)
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "show the attention of")
@@ -280,7 +273,7 @@ def attention(user, session_id, layer) -> dict:
 
 @idempotent("rollback")
 def rollback(user, session_id, position) -> dict:
-    position = _int_arg(position, "position")
+    position = arguments.POSITION(position)
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.PAUSED}, "roll back")
@@ -321,8 +314,7 @@ def cancel(user, session_id) -> dict:
 
 
 def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
-    if not isinstance(comment, str):
-        raise InvalidInput("comment must be a string")
+    comment = arguments.COMMENT(comment)
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, DECIDABLE, command)
@@ -604,8 +596,9 @@ def _close_open_pause(session: ReviewSession, outcome: str) -> None:
 
 
 def _domain_named(name) -> Domain:
-    if not isinstance(name, str) or not name.strip():
+    if name is None:
         raise InvalidInput("domain is required")
+    name = arguments.DOMAIN(name)
     domain = Domain.objects.filter(name=name).first() or Domain.objects.filter(slug=name).first()
     if domain is None:
         known = ", ".join(Domain.objects.values_list("name", flat=True))
@@ -614,12 +607,14 @@ def _domain_named(name) -> Domain:
 
 
 def _clean_input(text) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("input must be a non-empty string")
-    return text.strip()
+    if text is None:
+        raise InvalidInput("input is required")
+    return arguments.INPUT(text)
 
 
 def _task_type(text: str, override) -> tuple[str, str]:
+    if override not in (None, ""):
+        override = arguments.TASK_TYPE(override)
     try:
         return task_types.choose(text, override)
     except ValueError as exc:
@@ -633,10 +628,10 @@ def _sampling_params(
     if decoding is not None and not isinstance(decoding, dict):
         raise InvalidInput("decoding must be an object")
     values = {**domain.decoding, **(preset or {}), **(decoding or {})}
-    values["seed"] = _int_arg(seed, "seed") if seed is not None else random.randrange(2**31)
+    values["seed"] = arguments.SEED(seed) if seed is not None else random.randrange(2**31)
     limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
     values["max_new_tokens"] = (
-        _int_arg(limit, "max_new_tokens") if limit is not None else settings.CAESURA_MAX_NEW_TOKENS
+        arguments.MAX_NEW_TOKENS(limit) if limit is not None else settings.CAESURA_MAX_NEW_TOKENS
     )
     try:
         return SamplingParams.from_dict(values)
@@ -655,21 +650,29 @@ def _check_context_fits(domain: Domain, text: str, max_new_tokens: int) -> None:
         )
 
 
+def _check_edit_fits(session: ReviewSession, edited_text: str) -> None:
+    """The edited text is prefilled after the prompt, and generation continues up to
+    max_new_tokens in all: both must still fit the model's context."""
+    from reviewer.tokens import context_length, prompt_length, text_length
+
+    prompt = len(session.prompt_ids) or prompt_length(
+        session.domain.system_prompt, session.input_text
+    )
+    generated = text_length(edited_text)
+    limit = context_length()
+    if prompt + max(generated, session.max_new_tokens) > limit:
+        raise InvalidInput(
+            f"Edit too long: the edited text would be {generated} tokens; after the prompt"
+            f" ({prompt} tokens) the model's context ({limit}) leaves room for {limit - prompt}"
+        )
+
+
 def _glossary_term(session: ReviewSession, term_id) -> GlossaryTerm | None:
-    if term_id in (None, ""):
+    if term_id is None:
         return None
     term = GlossaryTerm.objects.filter(
-        pk=_int_arg(term_id, "glossary_term"), glossary__domain=session.domain
+        pk=arguments.GLOSSARY_TERM(term_id), glossary__domain=session.domain
     ).first()
     if term is None:
         raise InvalidInput(f"Glossary term {term_id} is not in the {session.domain} glossary")
     return term
-
-
-def _int_arg(value, name: str) -> int:
-    if isinstance(value, bool):
-        raise InvalidInput(f"{name} must be an integer")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(f"{name} must be an integer, got {value!r}") from None

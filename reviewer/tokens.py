@@ -24,3 +24,9 @@ def context_length() -> int:
 def prompt_length(system_prompt: str, text: str) -> int:
     """Tokens of the prompt exactly as the engine will build it (see inference/prompt.py)."""
     return len(encode_prompt(tokenizer(), text, system=system_prompt or None))
+
+
+def text_length(text: str) -> int:
+    """Tokens of generated text as an edit retokenizes it (see inference/edits.py): plain
+    text, so a typed special token counts as the pieces it is split into."""
+    return len(tokenizer().encode(text, add_special_tokens=False, split_special_tokens=True))

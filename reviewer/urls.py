@@ -20,5 +20,6 @@ urlpatterns = [
     path("api/sessions/<int:session_id>/events", api.session_events, name="api-events"),
     *api_commands,
     path("api/token", api.token, name="api-token"),
+    path("api/schema", api.schema, name="api-schema"),
     re_path(r"^api/", api.not_found),
 ]

@@ -64,5 +64,6 @@ def stub_worker(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(services, "_dispatch_segment", dispatch)
     monkeypatch.setattr(services, "_check_context_fits", lambda *args: None)
+    monkeypatch.setattr(services, "_check_edit_fits", lambda *args: None)
     monkeypatch.setattr(services, "_release_state", lambda *args: None)
     return calls

@@ -264,7 +264,7 @@ def test_it_refuses_heads_of_a_layer_that_does_not_exist_or_while_running(api, a
 
 def test_it_rolls_back(api, alice):
     session = make_session(alice)
-    response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": "2"})
+    response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": 2})
     assert response.status_code == 202
     edit = Edit.objects.get(pk=response.json()["edit"])
     assert (edit.kind, edit.start, edit.end) == ("truncate", 2, 5)
@@ -274,7 +274,7 @@ def test_it_refuses_a_non_numeric_position(api, alice):
     session = make_session(alice)
     response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": "three"})
     assert response.status_code == 400
-    assert "position must be an integer" in response.json()["error"]
+    assert "position must be a JSON integer" in response.json()["error"]
 
 
 def test_it_approves_a_generated_session(api, alice):

@@ -111,6 +111,9 @@ SERVE_STATIC = env_bool("CAESURA_SERVE_STATIC", True)
 # Engine and worker knobs.
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
+# Input limits (characters), checked before the tokenizer sees the text (reviewer/arguments.py).
+CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
+CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)
 # Prometheus multiprocess files, keyed by queue so a test run never mixes with a dev server.
 CAESURA_METRICS_DIR = env_path(
     "CAESURA_METRICS_DIR", DATA_DIR / "metrics" / CELERY_TASK_DEFAULT_QUEUE

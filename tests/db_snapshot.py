@@ -1,0 +1,40 @@
+"""What a request could have changed, in one comparable value: a refused one changes nothing."""
+
+from __future__ import annotations
+
+from reviewer.models import (
+    ApiToken,
+    AuditRecord,
+    CommandReceipt,
+    Edit,
+    PauseEvent,
+    ReviewSession,
+    SessionEvent,
+)
+
+
+def snapshot() -> dict:
+    return {
+        "sessions": list(
+            ReviewSession.objects.order_by("pk").values_list(
+                "pk",
+                "status",
+                "text",
+                "decision_comment",
+                "segment",
+                "last_seq",
+                "finished_at",
+                "decoding",
+                "seed",
+                "max_new_tokens",
+            )
+        ),
+        "pauses": list(
+            PauseEvent.objects.order_by("pk").values_list("pk", "outcome", "resumed_at")
+        ),
+        "edits": list(Edit.objects.order_by("pk").values_list("pk", "kind", "text_after")),
+        "audit": list(AuditRecord.objects.order_by("pk").values_list("pk", "action")),
+        "receipts": list(CommandReceipt.objects.order_by("pk").values_list("pk", "command_id")),
+        "events": list(SessionEvent.objects.order_by("pk").values_list("pk", "type")),
+        "tokens": list(ApiToken.objects.order_by("pk").values_list("pk", "key")),
+    }
