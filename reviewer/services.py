@@ -659,11 +659,12 @@ def _check_edit_fits(session: ReviewSession, edited_text: str) -> None:
         session.domain.system_prompt, session.input_text
     )
     generated = text_length(edited_text)
-    limit = context_length()
-    if prompt + max(generated, session.max_new_tokens) > limit:
+    to_come = max(session.max_new_tokens - generated, 0)
+    needed, limit = prompt + generated + to_come, context_length()
+    if needed > limit:
         raise InvalidInput(
-            f"Edit too long: the edited text would be {generated} tokens; after the prompt"
-            f" ({prompt} tokens) the model's context ({limit}) leaves room for {limit - prompt}"
+            f"Edit too long: prompt ({prompt} tokens) plus the edited text ({generated}) and the"
+            f" rest of max_new_tokens ({to_come}) is {needed} tokens, the model's context is {limit}"
         )
 
 
