@@ -1,0 +1,111 @@
+"""The OpenAPI description at /api/schema describes every API URL, method and command, with
+the limits the server enforces."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+import pytest
+from django.test import Client, override_settings
+from django.urls import URLPattern
+
+from inference.config import SamplingParams
+from reviewer import openapi, urls
+from reviewer.commands import COMMANDS
+
+pytestmark = pytest.mark.django_db
+
+
+def api_routes() -> dict[str, set[str]]:
+    """Every API URL the app routes, as an OpenAPI path, with the methods its view takes."""
+    routes = {}
+    for pattern in urls.urlpatterns:
+        route = str(pattern.pattern)
+        if not isinstance(pattern, URLPattern) or not route.startswith("api/"):
+            continue
+        if route.startswith("^"):  # the catch-all that answers JSON 404s
+            continue
+        path = "/" + re.sub(r"<\w+:(\w+)>", r"{\1}", route)
+        routes[path] = {method.lower() for method in pattern.callback.methods}
+    return routes
+
+
+def refs(value) -> list[str]:
+    if isinstance(value, dict):
+        own = [value["$ref"]] if "$ref" in value else []
+        return own + [r for v in value.values() for r in refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in refs(v)]
+    return []
+
+
+def test_it_serves_the_description_as_json_without_a_login():
+    response = Client().get("/api/schema")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["openapi"].startswith("3.")
+    assert response.json()["paths"] == openapi.description()["paths"]
+
+
+def test_it_refuses_to_take_anything_at_the_schema_url():
+    response = Client().post("/api/schema", {}, content_type="application/json")
+    assert response.status_code == 405
+    assert "error" in response.json()
+
+
+def test_it_describes_every_api_url_with_its_methods():
+    routes = api_routes()
+    assert "/api/sessions/{session_id}/edit" in routes  # the route walk found the commands
+    described = {
+        path: {m for m in item if m in ("get", "post", "put", "patch", "delete")}
+        for path, item in openapi.description()["paths"].items()
+    }
+    assert described == routes
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_it_describes_every_command_with_its_arguments(name):
+    command = COMMANDS[name]
+    operation = openapi.description()["paths"][f"/api/sessions/{{session_id}}/{name}"]["post"]
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    expected = {reader.name for reader in (*command.required, *command.optional)}
+    assert set(schema["properties"]) == expected | {"command_id"}
+    assert set(schema.get("required", [])) == {reader.name for reader in command.required}
+    assert str(command.status) in operation["responses"]
+
+
+def test_it_describes_integer_fields_as_integers_with_their_range():
+    paths = openapi.description()["paths"]
+    rollback = paths["/api/sessions/{session_id}/rollback"]["post"]["requestBody"]
+    position = rollback["content"]["application/json"]["schema"]["properties"]["position"]
+    assert (position["type"], position["minimum"], position["maximum"]) == ("integer", 0, 2**31 - 1)
+
+
+@override_settings(CAESURA_MAX_EDIT_CHARS=123, CAESURA_MAX_INPUT_CHARS=456)
+def test_it_describes_the_configured_text_limits():
+    paths = openapi.description()["paths"]
+    edit = paths["/api/sessions/{session_id}/edit"]["post"]["requestBody"]
+    start = paths["/api/sessions"]["post"]["requestBody"]
+    assert edit["content"]["application/json"]["schema"]["properties"]["text"]["maxLength"] == 123
+    assert start["content"]["application/json"]["schema"]["properties"]["input"]["maxLength"] == 456
+
+
+def test_it_describes_every_sampling_parameter_with_its_json_type():
+    decoding = openapi.description()["components"]["schemas"]["Decoding"]
+    expected = {f.name: "integer" if f.type == "int" else "number" for f in fields(SamplingParams)}
+    assert {name: p["type"] for name, p in decoding["properties"].items()} == expected
+    assert decoding["additionalProperties"] is False
+
+
+def test_it_resolves_every_reference_and_names_each_operation_once():
+    spec = openapi.description()
+    for ref in refs(spec):
+        assert ref.startswith("#/components/schemas/")
+        assert ref.rsplit("/", 1)[1] in spec["components"]["schemas"], ref
+    operations = [
+        op for item in spec["paths"].values() for m, op in item.items() if m in ("get", "post")
+    ]
+    ids = [op["operationId"] for op in operations]
+    assert len(ids) == len(set(ids))
+    assert all(op["responses"] for op in operations)
