@@ -12,6 +12,9 @@ TASK_PRESETS: dict[str, dict] = {
     "reasoning": {"temperature": 0.5, "top_p": 0.9, "top_k": 50},
 }
 
+# Bounds of temperature, top_p and repetition_penalty (see __post_init__).
+MIN_SCALE, MAX_SCALE = 0.001, 100.0
+
 # What the circuit breaker switches to after two rollbacks in one generation.
 CONSERVATIVE = {"temperature": 0.3, "top_p": 0.85}
 
@@ -38,10 +41,17 @@ class SamplingParams:
                 _check(
                     _is_finite(value), f"{field.name} must be a finite number, not {_shown(value)}"
                 )
-        _check(self.temperature >= 0, "temperature must be >= 0")
+        # Outside these ranges float32 logits overflow and the draw fails mid-generation.
+        _check(
+            self.temperature == 0 or MIN_SCALE <= self.temperature <= MAX_SCALE,
+            f"temperature must be 0 (greedy) or in [{MIN_SCALE}, {MAX_SCALE}]",
+        )
         _check(self.top_k >= 0, "top_k must be >= 0 (0 turns it off)")
-        _check(0 < self.top_p <= 1, "top_p must be in (0, 1]")
-        _check(self.repetition_penalty > 0, "repetition_penalty must be > 0")
+        _check(MIN_SCALE <= self.top_p <= 1, f"top_p must be in [{MIN_SCALE}, 1]")
+        _check(
+            MIN_SCALE <= self.repetition_penalty <= MAX_SCALE,
+            f"repetition_penalty must be in [{MIN_SCALE}, {MAX_SCALE}]",
+        )
         _check(0 <= self.seed < 2**63, "seed must be in [0, 2**63)")
         _check(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
         _check(1 <= self.top_alternatives <= 50, "top_alternatives must be in [1, 50]")

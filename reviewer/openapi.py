@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from inference.config import SamplingParams
+from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer import arguments
 from reviewer.commands import COMMANDS
 from reviewer.models import ReviewSession
@@ -76,14 +76,14 @@ ERROR = {
     "properties": {"error": {"type": "string", "description": "What was wrong, for a person"}},
 }
 
-DECODING_HINTS = {
-    "temperature": "0 is greedy",
-    "top_k": "0 turns it off",
-    "top_p": "in (0, 1]; 1 turns it off",
-    "repetition_penalty": "> 0; 1 turns it off",
-    "seed": "the top-level seed wins",
-    "max_new_tokens": "the top-level max_new_tokens wins",
-    "top_alternatives": "1 to 50: alternatives reported per token",
+DECODING_RANGES = {  # as SamplingParams checks them
+    "temperature": (0, MAX_SCALE, f"0 is greedy; otherwise at least {MIN_SCALE}"),
+    "top_k": (0, None, "0 turns it off"),
+    "top_p": (MIN_SCALE, 1, "1 turns it off"),
+    "repetition_penalty": (MIN_SCALE, MAX_SCALE, "1 turns it off"),
+    "seed": (0, arguments.MAX_BIGINT, "the top-level seed wins"),
+    "max_new_tokens": (1, arguments.MAX_INT, "the top-level max_new_tokens wins"),
+    "top_alternatives": (1, 50, "alternatives reported per token"),
 }
 
 
@@ -92,8 +92,11 @@ def decoding_schema() -> dict:
     finite numbers for its float fields, nothing else."""
     properties = {}
     for field in fields(SamplingParams):
-        kind = "integer" if field.type in ("int", int) else "number"
-        properties[field.name] = {"type": kind, "description": DECODING_HINTS.get(field.name, "")}
+        low, high, hint = DECODING_RANGES.get(field.name, (None, None, ""))
+        schema = {"type": "integer" if field.type in ("int", int) else "number"}
+        schema.update({"minimum": low} if low is not None else {})
+        schema.update({"maximum": high} if high is not None else {})
+        properties[field.name] = {**schema, "description": hint}
     return {
         "type": "object",
         "additionalProperties": False,

@@ -126,7 +126,7 @@ def valid(schema: dict, spec: dict, name: str = ""):
         low, high = schema.get("minimum", -(2**63)), schema.get("maximum", 2**63 - 1)
         return st.one_of(st.integers(low, min(high, low + 45)), st.integers(low, high))
     if kind == "number":
-        return st.floats(0.05, 2.0)
+        return st.floats(schema.get("minimum", 0.0), schema.get("maximum", 2.0))
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
     if kind == "string":

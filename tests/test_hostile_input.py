@@ -129,6 +129,18 @@ def test_it_refuses_a_decoding_integer_that_is_not_an_integer(api, paused, field
     assert snapshot() == before
 
 
+@pytest.mark.parametrize(
+    "decoding", [{"temperature": 1e-40}, {"top_p": 1e-320}, {"repetition_penalty": 1e-320}]
+)
+def test_it_refuses_decoding_values_the_sampler_cannot_draw_with(api, paused, decoding):
+    before = snapshot()
+    response = api.post(
+        "/api/sessions", {**START, "decoding": decoding}, content_type="application/json"
+    )
+    refused(response, next(iter(decoding)))
+    assert snapshot() == before
+
+
 def test_it_still_takes_an_integer_for_a_decoding_number(api, paused):
     response = api.post(
         "/api/sessions",

@@ -61,6 +61,62 @@ def test_it_rejects_out_of_range_parameters():
         SamplingParams.from_dict({"temprature": 1})
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"top_k": 2.5},
+        {"top_k": 3.0},
+        {"top_alternatives": 2.5},
+        {"top_alternatives": True},
+        {"seed": "3"},
+        {"max_new_tokens": 1e400},
+        {"temperature": float("inf")},
+        {"temperature": float("nan")},
+        {"temperature": 10**400},
+        {"temperature": True},
+        {"top_p": float("nan")},
+        {"repetition_penalty": "1.1"},
+    ],
+)
+def test_it_takes_integers_for_integer_fields_and_finite_numbers_for_the_rest(bad):
+    [name] = bad
+    with pytest.raises(SamplingConfigError, match=name):
+        SamplingParams.from_dict(bad)
+
+
+def test_it_still_takes_an_integer_where_a_number_is_expected():
+    assert SamplingParams.from_dict({"temperature": 1, "top_p": 1}).temperature == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"temperature": 1e-40},
+        {"temperature": 1e308},
+        {"top_p": 1e-320},
+        {"repetition_penalty": 1e-320},
+    ],
+)
+def test_it_refuses_values_that_would_break_the_draw_mid_generation(bad):
+    with pytest.raises(SamplingConfigError, match=next(iter(bad))):
+        SamplingParams.from_dict(bad)
+
+
+@pytest.mark.parametrize(
+    "edge",
+    [
+        {"temperature": 0.001},
+        {"temperature": 100.0},
+        {"top_p": 0.001},
+        {"repetition_penalty": 100.0},
+    ],
+)
+def test_it_draws_a_token_at_the_edges_of_every_range(edge):
+    params = SamplingParams.from_dict({"temperature": 1.0, **edge})
+    context = torch.tensor([0, 1, 2])
+    assert 0 <= sample(logits(3, 1000) * 10, params, context, 5, 0) < 1000
+
+
 def test_it_round_trips_through_a_dict_and_switches_to_conservative():
     params = SamplingParams.for_task("open", seed=4)
     assert SamplingParams.from_dict(params.to_dict()) == params
