@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from csp.constants import NONCE, NONE, SELF
+from csp.constants import NONCE, NONE, SELF, UNSAFE_HASHES
 
 from webapp.env import (
     env_bool,
@@ -171,13 +173,38 @@ SILENCED_SYSTEM_CHECKS = [
 if HTTPS and not SECURE_SSL_REDIRECT:
     SILENCED_SYSTEM_CHECKS.append("security.W008")  # the proxy redirects plain HTTP
 
-# Every page: scripts and styles from this origin only (inline scripts need the page's nonce),
+# Every page: scripts and styles from this origin only (an inline one needs the page's nonce),
 # Plotly from /vendor/, the session socket to this host (ws: and wss: added per request).
+# Style attributes are refused but for the two the pinned Plotly sets on its heatmaps, allowed
+# by hash: the crisp-pixel rendering of a heatmap image and the empty reset of a colour bar.
+PLOTLY_STYLE_ATTRIBUTES = (
+    "".join(
+        f"image-rendering: {value}; "
+        for value in (
+            "optimizeSpeed",
+            "-moz-crisp-edges",
+            "-o-crisp-edges",
+            "-webkit-optimize-contrast",
+            "optimize-contrast",
+            "crisp-edges",
+            "pixelated",
+        )
+    ),
+    "",
+)
+
+
+def csp_hash(text: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+    return f"'sha256-{digest}'"
+
+
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
         "script-src": [SELF, NONCE],
-        "style-src": [SELF],
+        "style-src": [SELF, NONCE],
+        "style-src-attr": [UNSAFE_HASHES, *map(csp_hash, PLOTLY_STYLE_ATTRIBUTES)],
         "img-src": [SELF, "data:"],
         "font-src": [SELF],
         "connect-src": [SELF],
