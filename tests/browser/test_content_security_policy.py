@@ -47,8 +47,14 @@ def assert_clean(page) -> None:
     assert not violations and not page.problems, (page.url, violations, page.problems)
 
 
+def assert_policed(response) -> None:
+    """The page came with the policy: a page without one would have nothing to violate."""
+    policy = response.headers.get("content-security-policy", "")
+    assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy, policy
+
+
 def visit(page, url: str, ready: str | None = None) -> None:
-    page.goto(url)
+    assert_policed(page.goto(url))
     if ready:
         page.wait_for_selector(ready)
     page.wait_for_load_state("networkidle")
@@ -63,7 +69,9 @@ def test_the_session_page_draws_its_plotly_heatmaps_under_the_policy(
     domain = ward_domain("Ward note CSP", (policy,))
     log_in(watched, server_url, "alice", "alice-password-1")
     assert_clean(watched)
-    start_in_browser(watched, server_url, domain, max_new_tokens=30)
+    with watched.expect_response(re.compile(r"/sessions/\d+/$")) as session_page:
+        start_in_browser(watched, server_url, domain, max_new_tokens=30)
+    assert_policed(session_page.value)
     wait_until_paused(watched)
     for plot in ("#pause-heatmap", "#heads-heatmap", "#live-heatmap"):
         watched.wait_for_selector(f"{plot} .main-svg")
@@ -104,7 +112,7 @@ def test_the_dashboard_and_the_admin_pages_work_under_the_policy(
 
 
 def test_a_locked_out_login_shows_the_app_page_saying_so(watched, server_url, bob):
-    watched.goto(server_url + "/login/")
+    assert_policed(watched.goto(server_url + "/login/"))
     for _ in range(5):
         watched.fill("#id_username", "bob")
         watched.fill("#id_password", "not-his-password")
