@@ -114,3 +114,14 @@ def test_it_reads_what_a_lockout_is_keyed_on_from_the_environment(monkeypatch):
 
     with pytest.raises(ImproperlyConfigured, match="LOCK_BY"):
         env_lockout_parameters("LOCK_BY", [])
+
+
+def test_it_shows_the_attempts_to_staff_who_can_unlock_by_deleting_them(
+    client, alice, admin_user, settings
+):
+    fail(Client(), "alice", settings.AXES_FAILURE_LIMIT)
+    client.force_login(admin_user)
+    page = client.get("/admin/axes/accessattempt/").content.decode()
+    assert "alice" in page
+    AccessAttempt.objects.filter(username="alice").delete()
+    assert attempt(Client(), "alice", ALICE_PASSWORD).status_code == 302

@@ -59,9 +59,11 @@ class ApiErrorsMiddleware(MiddlewareMixin):
             return None
         try:
             request.get_host()
-        except DisallowedHost:
+        except DisallowedHost as exc:
+            logging.getLogger("django.security.DisallowedHost").warning("%s", exc)
             return json_error(400, "Invalid Host header: not in ALLOWED_HOSTS")
         if declared_length(request) > body_limit():
+            log.warning("Refused a %s-byte body for %s", declared_length(request), request.path)
             return too_large(request)
         return None
 

@@ -151,15 +151,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CAESURA_MAX_BODY_BYTES", 1024 * 1024, min
 # CAESURA_HTTPS=1: clients reach Caesura over HTTPS through a reverse proxy that terminates
 # TLS, sets X-Forwarded-Proto and redirects plain HTTP. Cookies are then sent over HTTPS only
 # and HSTS is on; redirecting plain HTTP stays the proxy's job unless SECURE_SSL_REDIRECT=1.
-HTTPS = env_bool("CAESURA_HTTPS", False)
-if HTTPS:
+CAESURA_HTTPS = env_bool("CAESURA_HTTPS", False)
+if CAESURA_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0, minimum=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if CAESURA_HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", CAESURA_HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", CAESURA_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", CAESURA_HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
@@ -170,7 +170,7 @@ SILENCED_SYSTEM_CHECKS = [
     # (SECURE_HSTS_PRELOAD=1), not a default.
     "security.W021",
 ]
-if HTTPS and not SECURE_SSL_REDIRECT:
+if CAESURA_HTTPS and not SECURE_SSL_REDIRECT:
     SILENCED_SYSTEM_CHECKS.append("security.W008")  # the proxy redirects plain HTTP
 
 # Every page: scripts and styles from this origin only (an inline one needs the page's nonce),
