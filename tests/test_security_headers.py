@@ -101,6 +101,7 @@ def compose_web_env(tmp_path: Path) -> dict[str, str]:
     """The web service's environment from docker-compose.yml, with /data made local."""
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     env = {k: str(v) for k, v in compose["services"]["web"]["environment"].items()}
+    env = {k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", v) for k, v in env.items()}  # ${X:-default}
     data = tmp_path / "data"
     data.mkdir()
     (data / "secret_key").write_text(os.urandom(48).hex())
