@@ -7,4 +7,11 @@ class ReviewerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from reviewer import roi_admin  # noqa: F401 - registers the ROI and task-decoding admins
+        from axes.signals import user_locked_out
+
+        from reviewer import (
+            lockout,
+            roi_admin,  # noqa: F401 - registers the ROI and task-decoding admins
+        )
+
+        user_locked_out.connect(lockout.on_locked_out, dispatch_uid="caesura-lockout")

@@ -9,6 +9,7 @@ answers. A worker may also serve the same page itself on ``CAESURA_WORKER_METRIC
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 import time
@@ -139,7 +140,27 @@ def exposition() -> bytes:
 def metrics_view(request):
     from django.http import HttpResponse
 
+    if not scrape_allowed(request):
+        response = HttpResponse(
+            "Unauthorized: send 'Authorization: Bearer <token>'\n",
+            status=401,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+def scrape_allowed(request) -> bool:
+    """Open by default, like any scrape target; with CAESURA_METRICS_TOKEN set, only for
+    `Authorization: Bearer <that token>`."""
+    token = settings.CAESURA_METRICS_TOKEN
+    if not token:
+        return True
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 def serve_worker_metrics(worker_number: int = 0) -> int | None:

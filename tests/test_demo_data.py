@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import get_user
 
 from reviewer.demo import load_demo_data
 from reviewer.demo_data import ADMIN_USERNAME, REVIEWERS
@@ -27,13 +27,16 @@ def test_it_is_idempotent_and_keeps_passwords(tmp_path):
     assert (Domain.objects.count(), GlossaryTerm.objects.count()) == counts
 
 
-def test_it_creates_logins_that_work_and_one_admin(tmp_path):
+def test_it_creates_logins_that_work_and_one_admin(tmp_path, client):
     logins = load_demo_data(tmp_path / "creds.json")
     assert set(logins) == {ADMIN_USERNAME, *REVIEWERS.values()}
     for username, password in logins.items():
-        user = authenticate(username=username, password=password)
-        assert user is not None, username
+        answer = client.post("/login/", {"username": username, "password": password})
+        assert answer.status_code == 302, username  # through the login page and its throttling
+        user = get_user(client)
+        assert user.username == username
         assert user.is_staff == (username == ADMIN_USERNAME)
+        client.post("/logout/")
     assert json.loads((tmp_path / "creds.json").read_text()) == logins
 
 

@@ -52,6 +52,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+LOCKOUT_FIELDS = {"username", "ip_address", "user_agent"}
+
+
+def env_lockout_parameters(name: str, default: list) -> list:
+    """What a login lockout is keyed on: "username,ip_address" locks an account and, apart, an
+    address; "username+ip_address" locks only that account from that address."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    groups = []
+    for item in raw.split(","):
+        fields = [field.strip() for field in item.split("+") if field.strip()]
+        unknown = set(fields) - LOCKOUT_FIELDS
+        if not fields or unknown:
+            raise ImproperlyConfigured(
+                f"{name}={raw!r}: use {', '.join(sorted(LOCKOUT_FIELDS))}, joined by ',' or '+'"
+            )
+        groups.append(fields[0] if len(fields) == 1 else fields)
+    return groups
+
+
 def env_path(name: str, default: Path) -> Path:
     raw = os.environ.get(name)
     return Path(raw).expanduser().resolve() if raw else default

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF, UNSAFE_HASHES
 
-from webapp.env import env_bool, env_int, env_list, env_path, env_secret, env_str
+from webapp.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_lockout_parameters,
+    env_path,
+    env_secret,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -17,7 +29,8 @@ VAULT_DIR = DATA_DIR / "vault"
 
 SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
 VAULT_KEY = env_secret("CAESURA_VAULT_KEY", DATA_DIR / "vault_key")
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: a debug page shows tracebacks, settings and the URL list to anyone.
+DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -30,11 +43,16 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
+    "csp",
     "reviewer",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.security.ContentSecurityPolicyMiddleware",
+    # Before CommonMiddleware, which would answer a bad Host with an HTML page.
+    "webapp.errors.ApiErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -42,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into the login page's answer
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -58,6 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
             ],
         },
     },
@@ -89,12 +109,28 @@ CELERY_WORKER_DIRECT = (
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses a locked-out login before the password
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "session-list"
 LOGOUT_REDIRECT_URL = "login"
+
+# Login throttling (django-axes) on /login/ and /admin/login/: after CAESURA_LOGIN_FAILURE_LIMIT
+# failed logins, the account and the address they came from are locked out for the cool-off.
+AXES_FAILURE_LIMIT = env_int("CAESURA_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CAESURA_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = env_lockout_parameters(
+    "CAESURA_LOGIN_LOCKOUT_BY", ["username", "ip_address"]
+)
+AXES_RESET_ON_SUCCESS = True  # a reviewer who mistypes once and then logs in starts afresh
+AXES_LOCKOUT_CALLABLE = "reviewer.lockout.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # its start-up banner would print on every manage.py command
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
@@ -107,6 +143,80 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 SERVE_STATIC = env_bool("CAESURA_SERVE_STATIC", True)
+
+# Request bodies above this answer 413 (JSON under /api/). File uploads are not counted.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CAESURA_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+
+# --- HTTP security ---------------------------------------------------------------------------
+# CAESURA_HTTPS=1: clients reach Caesura over HTTPS through a reverse proxy that terminates
+# TLS, sets X-Forwarded-Proto and redirects plain HTTP. Cookies are then sent over HTTPS only
+# and HSTS is on; redirecting plain HTTP stays the proxy's job unless SECURE_SSL_REDIRECT=1.
+CAESURA_HTTPS = env_bool("CAESURA_HTTPS", False)
+if CAESURA_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if CAESURA_HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", CAESURA_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", CAESURA_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", CAESURA_HTTPS)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CSRF_FAILURE_VIEW = "webapp.errors.csrf_failure"
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS preloading is a promise about the whole domain, for its owner to make
+    # (SECURE_HSTS_PRELOAD=1), not a default.
+    "security.W021",
+]
+if CAESURA_HTTPS and not SECURE_SSL_REDIRECT:
+    SILENCED_SYSTEM_CHECKS.append("security.W008")  # the proxy redirects plain HTTP
+
+# Every page: scripts and styles from this origin only (an inline one needs the page's nonce),
+# Plotly from /vendor/, the session socket to this host (ws: and wss: added per request).
+# Style attributes are refused but for the two the pinned Plotly sets on its heatmaps, allowed
+# by hash: the crisp-pixel rendering of a heatmap image and the empty reset of a colour bar.
+PLOTLY_STYLE_ATTRIBUTES = (
+    "".join(
+        f"image-rendering: {value}; "
+        for value in (
+            "optimizeSpeed",
+            "-moz-crisp-edges",
+            "-o-crisp-edges",
+            "-webkit-optimize-contrast",
+            "optimize-contrast",
+            "crisp-edges",
+            "pixelated",
+        )
+    ),
+    "",
+)
+
+
+def csp_hash(text: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+    return f"'sha256-{digest}'"
+
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "style-src-attr": [UNSAFE_HASHES, *map(csp_hash, PLOTLY_STYLE_ATTRIBUTES)],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# /metrics is open for scraping unless this is set; then it asks `Authorization: Bearer <token>`.
+CAESURA_METRICS_TOKEN = env_str("CAESURA_METRICS_TOKEN", "")
 
 # Engine and worker knobs.
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)

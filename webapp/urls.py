@@ -2,6 +2,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+# Error answers: JSON under /api/, the app's own translated pages elsewhere.
+handler400 = "webapp.errors.bad_request"
+handler403 = "webapp.errors.permission_denied"
+handler404 = "webapp.errors.page_not_found"
+handler500 = "webapp.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
