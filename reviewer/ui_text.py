@@ -65,6 +65,22 @@ def js_labels() -> dict[str, str]:
         "nextToken": _("Next token"),
         "pausedAt": _("Paused before token"),
         "noAlternatives": _("No alternatives recorded."),
+        "commandQueued": _("%(command)s: waiting for the connection…"),
+        "commandSent": _("%(command)s: sent, waiting for the server…"),
+    }
+
+
+def command_labels() -> dict[str, str]:
+    """What the session page calls each command it sends, while it waits for the answer."""
+    return {
+        "pause": _("Pause"),
+        "resume": _("Resume"),
+        "edit": _("Replace"),
+        "choose": _("Choose an alternative"),
+        "rollback": _("Roll back to here"),
+        "attention": _("Heads of layer"),
+        "approve": _("Approve"),
+        "reject": _("Reject"),
     }
 
 
