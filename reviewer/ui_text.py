@@ -26,6 +26,13 @@ def status_labels() -> dict[str, str]:
     }
 
 
+def decided_text(status_label: str, note: str) -> str:
+    """How a session ended: its status, and the reviewer's comment or the error, if any."""
+    if not note:
+        return status_label
+    return _("%(status)s: %(note)s") % {"status": status_label, "note": note}
+
+
 def js_labels() -> dict[str, str]:
     """Translated strings for the session page's script; keys are what the script asks for."""
     return {
@@ -67,6 +74,7 @@ def js_labels() -> dict[str, str]:
         "noAlternatives": _("No alternatives recorded."),
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
+        "decided": _("%(status)s: %(note)s"),
     }
 
 

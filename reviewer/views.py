@@ -22,6 +22,7 @@ from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
 from reviewer.ui_text import (
     audit_entry,
     command_labels,
+    decided_text,
     js_labels,
     reason_templates,
     status_labels,
@@ -145,7 +146,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "session": session,
         "status_label": status_label,
-        "decided_text": decided_text(session, status_label),
+        "decided_text": decided_text(status_label, decision_note(session)),
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
@@ -168,10 +169,10 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "reviewer/session_detail.html", context)
 
 
-def decided_text(session: ReviewSession, status_label: str) -> str:
-    """How a session ended, with the reviewer's comment (the error, for a failed one)."""
-    note = session.error if session.status == ReviewSession.FAILED else session.decision_comment
-    return f"{status_label}: {note}" if note else status_label
+def decision_note(session: ReviewSession) -> str:
+    """What the decision panel adds to a finished session's status: the reviewer's comment,
+    or why a failed session failed."""
+    return session.error if session.status == ReviewSession.FAILED else session.decision_comment
 
 
 def glossary_of(domain: Domain) -> list[dict]:

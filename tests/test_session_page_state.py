@@ -62,6 +62,7 @@ def test_it_renders_a_finished_session_as_it_ended_with_nothing_to_resume(
 
     badge = element(html, "status")
     assert f'data-status="{status}"' in badge
+    assert is_hidden(element(html, "run-controls"))
     toggle = element(html, "toggle-run")
     assert " disabled" in toggle and "Resume" not in toggle
     assert element(html, "tokens").endswith(TEXT)
@@ -85,7 +86,9 @@ def test_it_renders_a_generated_session_awaiting_the_decision(client, alice):
 def test_it_renders_a_paused_session_with_resume_offered(client, alice):
     session = make_session(alice)
     client.force_login(alice)
-    toggle = element(rendered(client, session), "toggle-run")
+    html = rendered(client, session)
+    assert not is_hidden(element(html, "run-controls"))
+    toggle = element(html, "toggle-run")
     assert " disabled" not in toggle and toggle.endswith("Resume")
 
 
@@ -99,3 +102,10 @@ def test_it_names_the_commands_the_page_may_show_as_pending(client, alice):
     chinese = page_data(client.get(f"/sessions/{session.pk}/"))
     assert chinese["commandLabels"]["resume"] == "继续"
     assert chinese["labels"]["commandQueued"] == "%(command)s：等待连接恢复…"
+
+
+def test_it_tells_a_chinese_reader_how_the_session_ended(client, alice):
+    session = make_session(alice, status=S.COMPLETED, decision_comment="与病历一致。")
+    client.force_login(alice)
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    assert element(rendered(client, session), "decided-text").endswith("已批准：与病历一致。")

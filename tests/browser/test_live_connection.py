@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from reviewer import events
+from reviewer import audit, events
 from reviewer.models import AuditRecord, ReviewSession, SessionEvent
 from tests.browser.conftest import log_in, screenshot
 from tests.browser.test_review_ui import start_in_browser, wait_for_status, ward_domain
@@ -91,10 +91,25 @@ def finished_with_history(owner, status: str, **fields) -> ReviewSession:
             },
         )
     emit(session.pk, "finished", {"reason": "eos", "text": TEXT})
+    for action, payload in [
+        ("start", {"domain": session.domain.name}),
+        ("paused", {"trigger": "manual", "reason": "Reviewer asked", "position": 2}),
+        ("resume", {}),
+        ("generated", {"reason": "eos", "tokens": 5}),
+    ]:
+        audit.append(action, "alice" if action == "resume" else "engine", session, payload)
+    if status in (S.COMPLETED, S.REJECTED):
+        action = "approve" if status == S.COMPLETED else "reject"
+        audit.append(action, "alice", session, {"comment": session.decision_comment})
     emit(session.pk, "status", {"status": "generated"})
     if status != S.GENERATED:
         emit(session.pk, "status", {"status": status})
     return session
+
+
+def at_phone_width(page) -> None:
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(500)  # Plotly redraws its figures for the narrower window
 
 
 def open_and_check_final_state(page, url: str, status: str, decided: str) -> None:
@@ -107,8 +122,10 @@ def open_and_check_final_state(page, url: str, status: str, decided: str) -> Non
     page.wait_for_selector("#tokens .tok >> nth=4")
     assert page.locator("#tokens").inner_text() == TEXT
     assert page.locator("#status").get_attribute("data-status") == status
-    assert page.locator("#toggle-run").is_disabled()
+    assert page.locator("#run-controls").is_hidden() and page.locator("#toggle-run").is_disabled()
     assert page.locator("#notice").is_hidden()  # the replay told nothing old as news
+    page.wait_for_selector("#live-heatmap .main-svg")
+    page.wait_for_selector("#timeline li")
     if decided:
         assert page.locator("#decided-text").inner_text() == decided
     assert page.evaluate("() => window.__offered") == []
@@ -137,15 +154,15 @@ def test_it_shows_a_finished_session_as_it_ended_and_never_offers_resume(
     if status != S.COMPLETED:
         return
     screenshot(page, "session-finished-en")
-    page.set_viewport_size(PHONE)
+    at_phone_width(page)
     screenshot(page, "session-finished-en-phone", full_page=True)
     page.click('button.lang[value="zh-hans"]')
     page.wait_for_selector('html[lang="zh-hans"]')
     page.set_viewport_size({"width": 1280, "height": 800})
     open_and_check_final_state(page, url, status, "")
-    assert page.locator("#decided-text").inner_text() == "已批准: Matches the chart."
+    assert page.locator("#decided-text").inner_text() == "已批准：Matches the chart."
     screenshot(page, "session-finished-zh-hans")
-    page.set_viewport_size(PHONE)
+    at_phone_width(page)
     screenshot(page, "session-finished-zh-hans-phone", full_page=True)
 
 
@@ -224,7 +241,7 @@ def resume_while_the_server_is_down(page, server, shot: str) -> None:
     assert pending.get_attribute("data-state") == "queued"
     page.mouse.move(0, 0)
     screenshot(page, shot)
-    page.set_viewport_size(PHONE)
+    at_phone_width(page)
     screenshot(page, f"{shot}-phone")
     page.set_viewport_size({"width": 1280, "height": 800})
     server.start()

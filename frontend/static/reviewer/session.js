@@ -821,8 +821,10 @@
   function renderControls() {
     const button = $("toggle-run");
     const running = state.status === "running";
+    const live = running || state.status === "paused";
+    $("run-controls").hidden = !live; // nothing to pause or resume any more
     // A pause or resume still waiting for its answer: a second press would only be refused.
-    button.disabled = !(running || state.status === "paused") || waitingFor("pause", "resume");
+    button.disabled = !live || waitingFor("pause", "resume");
     button.textContent = running ? L.pause : L.resume;
     button.classList.toggle("paused", state.status === "paused");
     $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
@@ -833,7 +835,7 @@
       const note = state.status === "failed" ? data.error : state.decisionComment;
       const label = data.statusLabels[state.status] || state.status;
       $("decided-panel").hidden = false;
-      $("decided-text").textContent = note ? `${label}: ${note}` : label;
+      $("decided-text").textContent = note ? L.decided.replace("%(status)s", label).replace("%(note)s", note) : label;
     }
   }
 
