@@ -229,7 +229,7 @@ def pause_when_a_few_tokens_are_in(page) -> None:
     page.wait_for_selector("#toggle-run:not([disabled])")
 
 
-def resume_while_the_server_is_down(page, server, shot: str) -> None:
+def resume_while_the_server_is_down(page, server, session_id: int, shot: str) -> None:
     server.stop()
     page.wait_for_selector('#connection[data-state="reconnecting"]')
     page.click("#toggle-run")
@@ -244,6 +244,8 @@ def resume_while_the_server_is_down(page, server, shot: str) -> None:
     at_phone_width(page)
     screenshot(page, f"{shot}-phone")
     page.set_viewport_size({"width": 1280, "height": 800})
+    assert ReviewSession.objects.get(pk=session_id).status == S.PAUSED  # nothing reached it
+    assert not AuditRecord.objects.filter(session_id=session_id, action="resume").exists()
     server.start()
 
 
@@ -263,8 +265,7 @@ def test_it_keeps_a_resume_given_while_the_server_is_down_and_resumes_exactly_on
     sid = start_in_browser(page, server.url, domain, max_new_tokens=60)
     pause_when_a_few_tokens_are_in(page)
 
-    resume_while_the_server_is_down(page, server, "session-pending-en")
-    assert ReviewSession.objects.get(pk=sid).status == S.PAUSED  # nothing reached the server
+    resume_while_the_server_is_down(page, server, sid, "session-pending-en")
     page.wait_for_selector('#connection[data-state="connected"]', timeout=30_000)
     page.wait_for_selector("#pending", state="hidden", timeout=30_000)
     wait_for_status(page, "generated", timeout=180_000)
@@ -293,7 +294,7 @@ def test_it_keeps_a_resume_given_while_the_server_is_down_and_resumes_exactly_on
     page.wait_for_selector('html[lang="zh-hans"]')
     second = start_in_browser(page, server.url, domain, max_new_tokens=60)
     pause_when_a_few_tokens_are_in(page)
-    resume_while_the_server_is_down(page, server, "session-pending-zh-hans")
+    resume_while_the_server_is_down(page, server, second, "session-pending-zh-hans")
     wait_for(
         lambda: AuditRecord.objects.filter(session_id=second, action="resume").exists(),
         timeout=60,

@@ -351,6 +351,7 @@
   const textOf = (tokens) => tokens.map((t) => (t ? t.text : "")).join("");
   let renderMode = null;
   let renderedCount = 0;
+  let renderedOnce = false;
 
   function scheduleRender(mode) {
     // The server-rendered text stays until the replay is complete and has drawn tokens: no
@@ -364,7 +365,9 @@
 
   function renderTokens() {
     const box = $("tokens");
-    const full = renderMode === "full" || renderedCount > state.tokens.length;
+    // The first drawing replaces the server-rendered text.
+    const full = renderMode === "full" || renderedCount > state.tokens.length || !renderedOnce;
+    renderedOnce = true;
     renderMode = null;
     if (full) {
       box.textContent = "";
