@@ -26,6 +26,13 @@ def status_labels() -> dict[str, str]:
     }
 
 
+def decided_text(status_label: str, note: str) -> str:
+    """How a session ended: its status, and the reviewer's comment or the error, if any."""
+    if not note:
+        return status_label
+    return _("%(status)s: %(note)s") % {"status": status_label, "note": note}
+
+
 def js_labels() -> dict[str, str]:
     """Translated strings for the session page's script; keys are what the script asks for."""
     return {
@@ -65,6 +72,23 @@ def js_labels() -> dict[str, str]:
         "nextToken": _("Next token"),
         "pausedAt": _("Paused before token"),
         "noAlternatives": _("No alternatives recorded."),
+        "commandQueued": _("%(command)s: waiting for the connection…"),
+        "commandSent": _("%(command)s: sent, waiting for the server…"),
+        "decided": _("%(status)s: %(note)s"),
+    }
+
+
+def command_labels() -> dict[str, str]:
+    """What the session page calls each command it sends, while it waits for the answer."""
+    return {
+        "pause": _("Pause"),
+        "resume": _("Resume"),
+        "edit": _("Replace"),
+        "choose": _("Choose an alternative"),
+        "rollback": _("Roll back to here"),
+        "attention": _("Heads of layer"),
+        "approve": _("Approve"),
+        "reject": _("Reject"),
     }
 
 

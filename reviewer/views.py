@@ -19,7 +19,14 @@ from django.views.decorators.http import require_GET
 from reviewer import services
 from reviewer.health import check_database, check_redis, check_worker
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
-from reviewer.ui_text import audit_entry, js_labels, reason_templates, status_labels
+from reviewer.ui_text import (
+    audit_entry,
+    command_labels,
+    decided_text,
+    js_labels,
+    reason_templates,
+    status_labels,
+)
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -135,15 +142,23 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         session = services.get_session_for(request.user, session_id)
     except services.NotFound:
         return render(request, "reviewer/not_found.html", status=404)
+    status_label = status_labels().get(session.status, session.status)
     context = {
         "session": session,
-        "status_label": status_labels().get(session.status, session.status),
+        "status_label": status_label,
+        "decided_text": decided_text(status_label, decision_note(session)),
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
         "page_data": {
             "session": session.pk,
+            # The page shows this state at once; the events up to last_seq only fill in the
+            # tokens and heatmaps, they never replay an old status or pause over it.
             "status": session.status,
+            "lastSeq": session.last_seq,
+            "decisionComment": session.decision_comment,
+            "error": session.error if session.status == ReviewSession.FAILED else "",
+            "commandLabels": command_labels(),
             "glossary": glossary_of(session.domain),
             "labels": js_labels(),
             "statusLabels": status_labels(),
@@ -152,6 +167,12 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         },
     }
     return render(request, "reviewer/session_detail.html", context)
+
+
+def decision_note(session: ReviewSession) -> str:
+    """What the decision panel adds to a finished session's status: the reviewer's comment,
+    or why a failed session failed."""
+    return session.error if session.status == ReviewSession.FAILED else session.decision_comment
 
 
 def glossary_of(domain: Domain) -> list[dict]:

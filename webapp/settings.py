@@ -88,10 +88,20 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# A consumer waits for its next message with BZPOPMIN, which Redis answers after
+# channels_redis's 5 s `brpop_timeout` when nothing came. redis-py 8 gives every connection a
+# 5 s socket timeout by default, so on a quiet socket (a paused or finished session) the read
+# gave up just before that answer, the consumer died and the page's socket dropped every 5 s.
+# Reads must outlast the blocking pop, but stay bounded so a dead connection is still noticed
+# (redis-py's TCP keepalive probes cover the time between reads).
+CHANNEL_LAYER_BLOCKING_POP_S = 5  # channels_redis.core.RedisChannelLayer.brpop_timeout
+CHANNEL_LAYER_SOCKET_TIMEOUT_S = CHANNEL_LAYER_BLOCKING_POP_S + 5
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S}]
+        },
     }
 }
 

@@ -1,7 +1,13 @@
 // The session page: a live view of one review session over its websocket.
+// The server renders the session's current state (status, text, decision); the events up to
+// `data.lastSeq` happened before that, so replaying them only rebuilds the tokens, heatmaps
+// and open pause, never an old status. Later events are live.
 // Events are applied in sequence order; tokens are keyed by position, so a replay after a
 // reconnect never duplicates them, and `edited` / `rolled_back` events re-render from the
 // full text they carry.
+// Commands wait in an outbox until their ack or error: one that could not be sent, or whose
+// answer was lost with the connection, is sent again with the same command_id on reconnect,
+// and the server runs a repeated command_id only once.
 (function () {
   "use strict";
 
@@ -12,7 +18,10 @@
 
   const state = {
     status: data.status,
+    decisionComment: data.decisionComment || "",
     lastSeq: 0,
+    live: !(data.lastSeq > 0), // false while replaying what happened before the page was rendered
+    drawn: false, // tokens came from events; until then #tokens holds the server-rendered text
     tokens: [], // tokens[position] = {text, probability, entropy, alternatives, edited}
     liveRows: [], // liveRows[position] = attention of that token over its context
     promptLength: null,
@@ -21,7 +30,7 @@
     retries: 0,
     syncing: false,
     gone: false, // the server refused the socket for good (logged out, not found)
-    pending: new Map(), // command_id -> {resolve, reject}
+    outbox: new Map(), // command_id -> {message, resolve, reject, sent, since}
     selection: null, // {start, end} of a text selection being edited
     menuPosition: null,
   };
@@ -38,6 +47,8 @@
       state.retries = 0;
       state.syncing = false;
       setConnection("connected");
+      if (!state.live) watchReplay();
+      flushOutbox();
     };
     socket.onmessage = (message) => receive(JSON.parse(message.data));
     socket.onclose = (event) => closed(socket, event);
@@ -45,10 +56,12 @@
 
   function closed(socket, event) {
     if (socket !== state.socket) return;
-    failPending(L.reconnecting);
+    for (const entry of state.outbox.values()) entry.sent = false; // its answer may be lost
+    renderOutbox();
     if (event.code === 4401 || event.code === 4404) {
       state.gone = true;
       setConnection("closed");
+      failOutbox(L.closed);
       return;
     }
     state.retries += 1;
@@ -72,18 +85,68 @@
   function command(name, args) {
     const commandId = `ui-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     return new Promise((resolve, reject) => {
-      if (!send({ command: name, command_id: commandId, ...(args || {}) })) {
-        reject(new Error(L.reconnecting));
+      if (state.gone) {
+        reject(new Error(L.closed));
         return;
       }
-      state.pending.set(commandId, { resolve, reject });
+      const message = { command: name, command_id: commandId, ...(args || {}) };
+      const entry = { message, resolve, reject, sent: false, since: Date.now() };
+      state.outbox.set(commandId, entry);
+      entry.sent = send(message); // or later, when the socket is back
+      renderOutbox();
     });
   }
 
-  function failPending(reason) {
-    for (const { reject } of state.pending.values()) reject(new Error(reason));
-    state.pending.clear();
+  function flushOutbox() {
+    // Whatever is still unanswered goes again, oldest first, under its first command_id: one
+    // that reached the server before the drop is answered from the server's receipt, not rerun.
+    for (const entry of state.outbox.values()) {
+      if (!entry.sent) {
+        entry.sent = send(entry.message);
+        entry.since = Date.now();
+      }
+    }
+    renderOutbox();
   }
+
+  function failOutbox(reason) {
+    for (const { reject } of state.outbox.values()) reject(new Error(reason));
+    state.outbox.clear();
+    renderOutbox();
+  }
+
+  const SHOW_SENT_AFTER_MS = 400; // an answer usually comes sooner: no flicker for every click
+  let outboxTimer = null;
+
+  function renderOutbox() {
+    const list = $("pending");
+    list.textContent = "";
+    const now = Date.now();
+    let later = null;
+    for (const [commandId, entry] of state.outbox) {
+      const waited = now - entry.since;
+      if (entry.sent && waited < SHOW_SENT_AFTER_MS) {
+        later = Math.min(later ?? Infinity, SHOW_SENT_AFTER_MS - waited);
+        continue;
+      }
+      const name = entry.message.command;
+      const item = document.createElement("li");
+      item.dataset.commandId = commandId;
+      item.dataset.command = name;
+      item.dataset.state = entry.sent ? "sent" : "queued";
+      item.textContent = (entry.sent ? L.commandSent : L.commandQueued).replace(
+        "%(command)s",
+        (data.commandLabels || {})[name] || name
+      );
+      list.appendChild(item);
+    }
+    list.hidden = !list.childElementCount;
+    clearTimeout(outboxTimer);
+    if (later !== null) outboxTimer = setTimeout(renderOutbox, later + 10);
+  }
+
+  const waitingFor = (...names) =>
+    [...state.outbox.values()].some((entry) => names.includes(entry.message.command));
 
   function receive(message) {
     if (typeof message.seq !== "number") {
@@ -98,17 +161,51 @@
     state.lastSeq = message.seq;
     state.syncing = false;
     apply(message);
+    if (!state.live) {
+      if (state.lastSeq >= data.lastSeq) caughtUp();
+      else watchReplay();
+    }
   }
 
   function reply(message) {
-    const waiting = state.pending.get(message.command_id);
+    const waiting = state.outbox.get(message.command_id);
     if (!waiting) {
       if (message.type === "error") notify(message.message, true);
       return;
     }
-    state.pending.delete(message.command_id);
+    state.outbox.delete(message.command_id);
+    renderOutbox();
     if (message.type === "ack") waiting.resolve(message.result);
     else waiting.reject(new Error(message.message));
+  }
+
+  // The replay of what came before the page is drawn once, when it has all arrived.
+  function caughtUp() {
+    state.live = true;
+    clearTimeout(replayTimer);
+    setStatus(state.status); // the rendered status, now with the open pause and the tokens
+    scheduleLiveHeatmap();
+  }
+
+  let replayTimer = null;
+  let replayStalls = 0;
+
+  function watchReplay() {
+    // A replay sends at most 5000 events: ask for the rest if it stops short. If nothing more
+    // ever comes, the page keeps the state the server rendered and goes live.
+    const seen = state.lastSeq;
+    clearTimeout(replayTimer);
+    replayTimer = setTimeout(() => {
+      if (state.live) return;
+      replayStalls = state.lastSeq === seen ? replayStalls + 1 : 0;
+      if (replayStalls >= 3) {
+        caughtUp();
+        return;
+      }
+      state.syncing = false;
+      requestSync();
+      watchReplay();
+    }, 2000);
   }
 
   function requestSync() {
@@ -126,19 +223,23 @@
     edited: applyEdit,
     attention: applyAttention,
     rolled_back: applyRollback,
-    status: (event) => setStatus(event.status),
-    finished: () => notify(L.finished),
-    flagged: (event) => notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
-    error: (event) => notify(`${L.error}: ${event.message}`, true),
+    status: (event) => {
+      if (state.live) setStatus(event.status);
+      else if (event.status !== "paused") state.pause = null; // an old pause, since closed
+    },
+    finished: () => state.live && notify(L.finished),
+    flagged: (event) => state.live && notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
+    error: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
   };
 
   function apply(event) {
     const handler = handlers[event.type];
     if (handler) handler(event);
-    if (event.type !== "token") refreshTimelineSoon();
+    if (event.type !== "token" && state.live) refreshTimelineSoon();
   }
 
   function applyToken(event) {
+    state.drawn = true;
     const position = event.position;
     const appended = position === state.tokens.length;
     state.tokens.length = Math.min(state.tokens.length, position);
@@ -165,6 +266,7 @@
   }
 
   function applyEdit(event) {
+    state.drawn = true;
     if (!Array.isArray(event.token_ids) || typeof event.text !== "string") {
       applyRollback(event);
       return;
@@ -195,6 +297,7 @@
   }
 
   function applyRollback(event) {
+    state.drawn = true;
     if (Array.isArray(event.token_ids)) {
       applyEdit(event);
       return;
@@ -202,7 +305,7 @@
     const keep = event.removed_from ?? state.tokens.length;
     state.tokens.length = Math.min(state.tokens.length, keep);
     state.liveRows.length = Math.min(state.liveRows.length, keep);
-    notify(`${L.rolledBack}: ${event.decision ? reasonText(event.decision) : ""}`);
+    if (state.live) notify(`${L.rolledBack}: ${event.decision ? reasonText(event.decision) : ""}`);
     scheduleRender("full");
     scheduleLiveHeatmap();
   }
@@ -248,8 +351,12 @@
   const textOf = (tokens) => tokens.map((t) => (t ? t.text : "")).join("");
   let renderMode = null;
   let renderedCount = 0;
+  let renderedOnce = false;
 
   function scheduleRender(mode) {
+    // The server-rendered text stays until the replay is complete and has drawn tokens: no
+    // half-built text shows on the way.
+    if (!state.live || !state.drawn) return;
     if (renderMode === "full") return;
     const first = renderMode === null;
     renderMode = mode;
@@ -258,7 +365,9 @@
 
   function renderTokens() {
     const box = $("tokens");
-    const full = renderMode === "full" || renderedCount > state.tokens.length;
+    // The first drawing replaces the server-rendered text.
+    const full = renderMode === "full" || renderedCount > state.tokens.length || !renderedOnce;
+    renderedOnce = true;
     renderMode = null;
     if (full) {
       box.textContent = "";
@@ -490,7 +599,7 @@
   // --- the pause panel ---------------------------------------------------------------------
 
   function renderPause() {
-    const pause = state.status === "paused" ? state.pause : null;
+    const pause = state.status === "paused" && state.live ? state.pause : null;
     $("pause-panel").hidden = !pause;
     $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.edited);
     if (!pause) return;
@@ -651,7 +760,7 @@
     if (!pause || !pause.attention || pause.edited || event.position !== pause.position) return;
     pause.attention.heads = event.heads;
     pause.attention.layer = event.layer;
-    renderHeads(pause.attention);
+    if (state.live) renderHeads(pause.attention);
   }
 
   function renderHeads(attention) {
@@ -715,23 +824,38 @@
   function renderControls() {
     const button = $("toggle-run");
     const running = state.status === "running";
-    button.disabled = !(running || state.status === "paused");
+    const live = running || state.status === "paused";
+    $("run-controls").hidden = !live; // nothing to pause or resume any more
+    // A pause or resume still waiting for its answer: a second press would only be refused.
+    button.disabled = !live || waitingFor("pause", "resume");
     button.textContent = running ? L.pause : L.resume;
     button.classList.toggle("paused", state.status === "paused");
     $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
+    const deciding = waitingFor("approve", "reject");
+    $("approve").disabled = deciding;
+    $("reject").disabled = deciding;
     if (FINAL.has(state.status)) {
+      const note = state.status === "failed" ? data.error : state.decisionComment;
+      const label = data.statusLabels[state.status] || state.status;
       $("decided-panel").hidden = false;
-      $("decided-text").textContent = data.statusLabels[state.status] || state.status;
+      $("decided-text").textContent = note ? L.decided.replace("%(status)s", label).replace("%(note)s", note) : label;
     }
   }
 
   function toggleRun() {
     const name = { running: "pause", paused: "resume" }[state.status];
-    if (!name) return;
-    // Until the status event arrives, a second press would only be refused.
-    $("toggle-run").disabled = true;
-    command(name)
-      .then(() => setTimeout(renderControls, 3000)) // never leave it disabled for good
+    if (!name || waitingFor("pause", "resume")) return;
+    const from = state.status;
+    const sent = command(name);
+    renderControls();
+    sent
+      .then(() => {
+        renderControls();
+        if (state.status !== from) return;
+        // Its status event is still on the way; until then a press would only be refused.
+        $("toggle-run").disabled = true;
+        setTimeout(renderControls, 3000); // never leave it disabled for good
+      })
       .catch((error) => {
         notify(error.message, true);
         renderControls();
@@ -745,12 +869,17 @@
       $("decision-comment").focus();
       return;
     }
-    command(name, { comment })
+    const sent = command(name, { comment });
+    renderControls();
+    sent
       .then(() => {
-        $("decided-text").textContent = `${data.statusLabels[name === "approve" ? "completed" : "rejected"]}${comment ? `: ${comment}` : ""}`;
-        $("decided-panel").hidden = false;
+        state.decisionComment = comment;
+        setStatus(name === "approve" ? "completed" : "rejected"); // its status event may lag
       })
-      .catch((error) => notify(error.message, true));
+      .catch((error) => {
+        notify(error.message, true);
+        renderControls();
+      });
   }
 
   let timelineTimer = null;
