@@ -57,9 +57,10 @@ def _send(task, args: tuple, holder: str | None) -> None:
 
 @worker_ready.connect
 def on_worker_ready(sender, **kwargs) -> None:
+    # Alive first: a previous incarnation's sessions go back to work while the model loads.
+    worker.start_heartbeat(sender.hostname)
     worker.engine()  # load the model once, before the first session arrives
     metrics.serve_worker_metrics()
-    worker.start_heartbeat(sender.hostname)
 
 
 @worker_shutting_down.connect

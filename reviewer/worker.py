@@ -24,16 +24,16 @@ from inference.loader import load_engine
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import DecodeState
-from reviewer import metrics, services
+from reviewer import liveness, metrics, services
 from reviewer.control import RedisControl
-from reviewer.health import ALIVE_TTL_S, alive_key, alive_workers, redis_client
+from reviewer.health import ALIVE_TTL_S, alive_key, redis_client
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from reviewer.vault import Vault, VaultError
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
-HEARTBEAT_S = 3
+SWEEP_S = 1  # seconds between two looks for sessions whose worker died
 
 
 @functools.cache
@@ -97,22 +97,36 @@ states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 
 
 def start_heartbeat(hostname: str) -> threading.Thread:
-    """Announce this worker alive, and restart the segments of workers that died."""
+    """Hold this process's liveness lock, announce it in Redis for /healthz, and every second
+    take back the sessions of workers that died (this one's previous incarnation included)."""
+    liveness.hold(hostname)
+    _guarded("orphan sweep", recover_orphans)  # a previous incarnation's sessions, at once
+    _guarded("heartbeat", lambda: announce(hostname))
 
     def beat() -> None:
         while True:
-            try:
-                redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
-                recover_orphans()
-            except Exception:  # a missed beat must not kill the thread
-                log.exception("heartbeat failed")
-            finally:
-                close_old_connections()
-            time.sleep(HEARTBEAT_S)
+            time.sleep(SWEEP_S)
+            _guarded("liveness lock", lambda: liveness.hold(hostname))
+            _guarded("orphan sweep", recover_orphans)
+            _guarded("heartbeat", lambda: announce(hostname))
+            close_old_connections()
 
     thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)
     thread.start()
     return thread
+
+
+def announce(hostname: str) -> None:
+    redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
+
+
+def _guarded(what: str, step) -> None:
+    """One failing step (Redis or Postgres out of reach) must neither kill the thread nor
+    keep the others from running."""
+    try:
+        step()
+    except Exception as exc:
+        log.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
 
 
 def stop_heartbeat(hostname: str) -> None:
@@ -120,18 +134,18 @@ def stop_heartbeat(hostname: str) -> None:
 
 
 def recover_orphans() -> list[int]:
-    orphans = services.orphaned_sessions(alive_workers())
-    for session_id in orphans:
-        log.warning("session %s lost its worker; restarting its segment", session_id)
-        services.redispatch(session_id)
-    return orphans
+    orphans = services.orphaned_sessions(liveness.alive())
+    for session_id, lost in orphans:
+        log.warning("session %s lost its worker %s; restarting its segment", session_id, lost)
+        services.redispatch(session_id, lost)
+    return [session_id for session_id, _ in orphans]
 
 
 # --- a segment -----------------------------------------------------------------------------
 
 
 def run_segment(session_id: int, segment: str, hostname: str) -> str:
-    session = services.begin_segment(session_id, segment, hostname)
+    session = services.begin_segment(session_id, segment, liveness.identity(hostname))
     if session is None:
         return "stale"
     state = load_state(session)

@@ -111,6 +111,8 @@ SERVE_STATIC = env_bool("CAESURA_SERVE_STATIC", True)
 # Engine and worker knobs.
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
+# A Redis outage (broker, channel layer, pause flags) shorter than this does not fail a session.
+CAESURA_REDIS_GRACE_S = env_int("CAESURA_REDIS_GRACE_S", 30, minimum=0)
 # Prometheus multiprocess files, keyed by queue so a test run never mixes with a dev server.
 CAESURA_METRICS_DIR = env_path(
     "CAESURA_METRICS_DIR", DATA_DIR / "metrics" / CELERY_TASK_DEFAULT_QUEUE
