@@ -57,6 +57,7 @@ def hold(hostname: str) -> None:
         log.warning("the connection holding this worker's liveness lock was lost; taking it again")
         _close(_holder)
     holder = connections.create_connection(DEFAULT_DB_ALIAS)
+    holder.inc_thread_sharing()  # taken at start-up, checked from the heartbeat thread
     with holder.cursor() as cursor:
         for name, value in KEEPALIVE.items():
             cursor.execute(f"SET {name} = {int(value)}")

@@ -517,7 +517,7 @@ def orphaned_sessions(alive_workers) -> list[tuple[int, str]]:
     unapplied = Edit.objects.filter(session=OuterRef("pk"), applied=False, error="")
     held = S.objects.alias(has_unapplied=Exists(unapplied)).exclude(worker="")
     held = held.filter(Q(status=S.RUNNING) | Q(status=S.PAUSED, has_unapplied=True))
-    rows = held.values_list("pk", "worker")
+    rows = held.order_by("pk").values_list("pk", "worker")
     return [(pk, worker) for pk, worker in rows if worker not in alive_workers]
 
 
