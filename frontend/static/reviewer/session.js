@@ -715,18 +715,22 @@
   function renderControls() {
     const button = $("toggle-run");
     const running = state.status === "running";
-    button.disabled = !(running || state.status === "paused");
+    // A failed session resumes too, from its stored tokens (e.g. after an outage).
+    const resumable = state.status === "paused" || state.status === "failed";
+    button.disabled = !(running || resumable);
     button.textContent = running ? L.pause : L.resume;
-    button.classList.toggle("paused", state.status === "paused");
+    button.classList.toggle("paused", resumable);
     $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
     if (FINAL.has(state.status)) {
       $("decided-panel").hidden = false;
       $("decided-text").textContent = data.statusLabels[state.status] || state.status;
+    } else if (state.status === "running") {
+      $("decided-panel").hidden = true; // a failed session resumed
     }
   }
 
   function toggleRun() {
-    const name = { running: "pause", paused: "resume" }[state.status];
+    const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
     if (!name) return;
     // Until the status event arrives, a second press would only be refused.
     $("toggle-run").disabled = true;
