@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 INCARNATION = uuid.uuid4().hex[:12]
 SEPARATOR = "#"
 LOCK_SPACE = 0x0CAE_5A1E  # first key of the two-key advisory locks on worker incarnations
+HOST_SPACE = 0x0CAE_5A1F  # ... and on worker names, held by whichever incarnation runs now
 # A host gone without closing its connection: Postgres drops it after about 5 + 3 x 2 s.
 KEEPALIVE = {"tcp_keepalives_idle": 5, "tcp_keepalives_interval": 2, "tcp_keepalives_count": 3}
 
@@ -62,7 +63,8 @@ def hold(hostname: str) -> None:
         for name, value in KEEPALIVE.items():
             cursor.execute(f"SET {name} = {int(value)}")
         cursor.execute(
-            "SELECT pg_advisory_lock_shared(%s, %s)", [LOCK_SPACE, lock_key(identity(hostname))]
+            "SELECT pg_advisory_lock_shared(%s, %s), pg_advisory_lock_shared(%s, %s)",
+            [LOCK_SPACE, lock_key(identity(hostname)), HOST_SPACE, lock_key(hostname)],
         )
     _holder = holder
 
@@ -84,22 +86,29 @@ def _close(holder) -> None:
 class AliveWorkers:
     """A snapshot of the incarnations alive now; ``identity in alive`` asks about one."""
 
-    def __init__(self, keys: set[int]) -> None:
-        self.keys = keys
+    def __init__(self, keys: set[int], hosts: set[int] = frozenset()) -> None:
+        self.keys, self.hosts = keys, hosts
 
     def __contains__(self, worker: object) -> bool:
         return isinstance(worker, str) and bool(worker) and lock_key(worker) in self.keys
+
+    def runs_under(self, hostname: str) -> bool:
+        """Whether some incarnation runs under this name (it serves the name's own queue)."""
+        return lock_key(hostname) in self.hosts
 
 
 def alive() -> AliveWorkers:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND objsubid = 2 AND classid::bigint = %s"
+            "SELECT classid::bigint, objid::bigint FROM pg_locks"
+            " WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+            " AND classid::bigint IN (%s, %s)"
             " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            [LOCK_SPACE],
+            [LOCK_SPACE, HOST_SPACE],
         )
-        return AliveWorkers({int(row[0]) for row in cursor.fetchall()})
+        rows = cursor.fetchall()
+    keys = {key for space, key in rows if space == LOCK_SPACE}
+    return AliveWorkers(keys, {key for space, key in rows if space == HOST_SPACE})
 
 
 def is_alive(worker: str) -> bool:

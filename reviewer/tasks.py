@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from celery.utils import worker_direct
+from django.conf import settings
 
 from reviewer import metrics, services, worker
 
@@ -48,11 +49,31 @@ def dispatch_release(session_id: int, holder: str) -> None:
 
 
 def _send(task, args: tuple, holder: str | None) -> None:
-    """To the worker holding the session's state when there is one, else to any worker."""
+    """To the worker holding the session's state when there is one, else to any worker.
+    A broker blip shorter than the Redis grace is retried through, not lost."""
+    policy = {"max_retries": max(3, settings.CAESURA_REDIS_GRACE_S), "interval_start": 0}
+    policy |= {"interval_step": 0.5, "interval_max": 1}
     if holder:
-        task.apply_async(args=args, queue=worker_direct(holder))
+        task.apply_async(args=args, queue=worker_direct(holder), retry_policy=policy)
     else:
-        task.apply_async(args=args)
+        task.apply_async(args=args, retry_policy=policy)
+
+
+def hand_over_queues(hostnames: list[str]) -> dict[str, int]:
+    """Send again, to the shared queue, every task waiting in these dead workers' own
+    queues; how many were moved, by name."""
+    moved: dict[str, int] = {}
+    if not hostnames:
+        return moved
+    with current_app.connection_for_write() as connection:
+        for hostname in hostnames:
+            queue = worker_direct(hostname)(connection.default_channel)
+            while (message := queue.get(no_ack=False)) is not None:
+                args, kwargs, _ = message.decode()
+                current_app.send_task(message.headers["task"], args=args, kwargs=kwargs)
+                message.ack()
+                moved[hostname] = moved.get(hostname, 0) + 1
+    return moved
 
 
 @worker_ready.connect

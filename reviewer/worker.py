@@ -134,11 +134,40 @@ def stop_heartbeat(hostname: str) -> None:
 
 
 def recover_orphans() -> list[int]:
-    orphans = services.orphaned_sessions(liveness.alive())
+    alive = liveness.alive()
+    orphans = services.orphaned_sessions(alive)
     for session_id, lost in orphans:
         log.warning("session %s lost its worker %s; restarting its segment", session_id, lost)
         services.redispatch(session_id, lost)
+    hand_over_dead_queues(alive, {lost for _, lost in orphans})
     return [session_id for session_id, _ in orphans]
+
+
+def hand_over_dead_queues(alive: liveness.AliveWorkers, lost: set[str]) -> None:
+    """Commands left in the own queue of a worker that died and did not come back under its
+    name (an attention request, an edit or a resume sent as it died) go to the shared queue.
+    A segment redispatched meanwhile makes a handed-over segment stale: it is skipped.
+
+    Senders look at the lock before they pick a queue, so only what was sent around the
+    moment of death lands there: each dead name's queue is watched for a minute."""
+    from reviewer import tasks
+
+    workers = ReviewSession.objects.exclude(status__in=ReviewSession.FINAL).exclude(worker="")
+    workers = lost | set(workers.values_list("worker", flat=True).distinct())
+    hosts = {liveness.hostname_of(w) for w in workers}
+    now = time.monotonic()
+    for hostname in hosts:
+        if alive.runs_under(hostname):
+            _dead_since.pop(hostname, None)
+        else:
+            _dead_since.setdefault(hostname, now)
+    watched = sorted(h for h, since in _dead_since.items() if now - since < DEAD_QUEUE_WATCH_S)
+    for hostname, moved in tasks.hand_over_queues(watched).items():
+        log.warning("%d command(s) left for dead worker %s handed over", moved, hostname)
+
+
+DEAD_QUEUE_WATCH_S = 60
+_dead_since: dict[str, float] = {}  # dead worker names, by when this process first saw them
 
 
 # --- a segment -----------------------------------------------------------------------------

@@ -114,6 +114,44 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
     assert stall < FAILOVER_LIMIT_S, f"the session stalled {stall:.1f} s"
 
 
+def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_domain, monkeypatch):
+    victim, victim_name = start_worker("victim")
+    survivor, _ = start_worker("survivor")
+    try:
+        dispatch = tasks.dispatch_segment
+        monkeypatch.setattr(
+            tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name)
+        )
+        sid = start(alice)
+        wait_for(tokens_streamed(sid, 3), timeout=120, what="three tokens")
+        services.pause(alice, sid)
+        wait_for(status_is(sid, "paused"), what="the pause")
+        kill(victim)
+        # Sent to the victim's own queue as it died, when it still looked alive.
+        attention = tasks.dispatch_attention
+        monkeypatch.setattr(
+            tasks, "dispatch_attention", lambda args, holder: attention(args, victim_name)
+        )
+        services.attention(alice, sid, 2)
+        end = len(session(sid).text)
+        services.edit(alice, sid, end, end, " (checked)")
+        wait_for(
+            lambda: session(sid).events.filter(type="attention").exists(),
+            timeout=30,
+            what="the attention the dead worker was asked for",
+        )
+        wait_for(
+            lambda: session(sid).events.filter(type="edited").exists(),
+            timeout=30,
+            what="the edit the dead worker was sent",
+        )
+    finally:
+        stop_process(victim)
+        stop_process(survivor)
+    assert session(sid).events.get(type="attention").payload["layer"] == 2
+    assert " (checked)" in session(sid).text
+
+
 def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
     alice, plain_domain, monkeypatch, record_property
 ):

@@ -88,6 +88,10 @@ CELERY_WORKER_DIRECT = (
     True  # a queue per worker, so a resume can reach the worker holding the state
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker reconnects to the broker for as long as Redis is away, and a segment that was
+# running when the connection dropped goes on (it cannot be interrupted in a solo pool).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
