@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
-from reviewer import events, services, tasks
+from reviewer import control, events, services, tasks
 from reviewer.models import ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
@@ -28,6 +28,15 @@ RESTART_LIMIT_S = 20  # a new process: Python, Django, Celery and the model to l
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_stale_control_keys():
+    """Session ids start again with each test database: a pause or cancel flag an earlier
+    run left in Redis under the same id must not stop this run's session."""
+    client = control.redis_client()
+    for key in client.scan_iter(match=control.control_key("*")):
+        client.delete(key)
 
 
 def start(alice, max_new_tokens: int = 48) -> int:
@@ -94,8 +103,8 @@ def assert_every_event_stored_once(final: ReviewSession) -> None:
 def test_it_fails_over_to_the_other_worker_within_five_seconds(
     alice, plain_domain, monkeypatch, record_property
 ):
-    victim, victim_name = start_worker("victim")
-    survivor, _ = start_worker("survivor")
+    victim, victim_name = start_worker("failover-victim")
+    survivor, _ = start_worker("failover-survivor")
     dispatch = tasks.dispatch_segment
     monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name))
     try:
@@ -115,8 +124,8 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
 
 
 def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_domain, monkeypatch):
-    victim, victim_name = start_worker("victim")
-    survivor, _ = start_worker("survivor")
+    victim, victim_name = start_worker("queue-victim")
+    survivor, _ = start_worker("queue-survivor")
     try:
         dispatch = tasks.dispatch_segment
         monkeypatch.setattr(
