@@ -49,11 +49,12 @@ def lock_key(worker: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFF_FFFF
 
 
-def hold(hostname: str) -> None:
-    """Take (or, after the connection was lost, take again) this process's lock."""
+def hold(hostname: str) -> bool:
+    """Take (or, after the connection was lost, take again) this process's lock; whether it
+    had to be taken now."""
     global _holder
     if _holder is not None and _holds(_holder):
-        return
+        return False
     if _holder is not None:
         log.warning("the connection holding this worker's liveness lock was lost; taking it again")
         _close(_holder)
@@ -67,6 +68,7 @@ def hold(hostname: str) -> None:
             [LOCK_SPACE, lock_key(identity(hostname)), HOST_SPACE, lock_key(hostname)],
         )
     _holder = holder
+    return True
 
 
 def _holds(holder) -> bool:

@@ -442,10 +442,14 @@ def record_cancelled(session: ReviewSession) -> None:
         _finish(_locked(session.pk), S.CANCELLED)
 
 
-def record_failure(session_id: int, error: str) -> None:
+def record_failure(session_id: int, error: str, segment: str | None = None) -> None:
+    """The session failed; unless ``segment`` names a segment already superseded (a worker
+    cut off from Postgres, whose session another worker took over meanwhile)."""
     with transaction.atomic():
         session = S.objects.select_for_update().filter(pk=session_id).first()
         if session is None or session.is_final:
+            return
+        if segment is not None and session.segment != segment:
             return
         session.error = error
         session.save(update_fields=["error"])

@@ -17,7 +17,7 @@ def run_segment(self, session_id: int, segment: str) -> str:
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
-        services.record_failure(session_id, f"{type(exc).__name__}: {exc}")
+        services.record_failure(session_id, f"{type(exc).__name__}: {exc}", segment)
         raise
 
 

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
 SWEEP_S = 1  # seconds between two looks for sessions whose worker died
+RETAKE_QUIET_S = 5  # no sweep for this long after this worker had to take its lock again
 
 
 @functools.cache
@@ -104,10 +105,15 @@ def start_heartbeat(hostname: str) -> threading.Thread:
     _guarded("heartbeat", lambda: announce(hostname))
 
     def beat() -> None:
+        quiet_until = 0.0
         while True:
             time.sleep(SWEEP_S)
-            _guarded("liveness lock", lambda: liveness.hold(hostname))
-            _guarded("orphan sweep", recover_orphans)
+            if _guarded("liveness lock", lambda: liveness.hold(hostname)):
+                # Lost with the connection: Postgres restarted, or was out of reach. The
+                # other workers are taking their locks again too; give them time to.
+                quiet_until = time.monotonic() + RETAKE_QUIET_S
+            if time.monotonic() >= quiet_until:
+                _guarded("orphan sweep", recover_orphans)
             _guarded("heartbeat", lambda: announce(hostname))
             close_old_connections()
 
@@ -120,13 +126,14 @@ def announce(hostname: str) -> None:
     redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
 
 
-def _guarded(what: str, step) -> None:
+def _guarded(what: str, step):
     """One failing step (Redis or Postgres out of reach) must neither kill the thread nor
-    keep the others from running."""
+    keep the others from running. The step's result, None if it failed."""
     try:
-        step()
+        return step()
     except Exception as exc:
         log.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
+        return None
 
 
 def stop_heartbeat(hostname: str) -> None:

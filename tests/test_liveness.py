@@ -98,6 +98,16 @@ def test_it_leaves_the_cancel_of_a_live_worker_s_session_to_its_engine(
     control.clear(session.pk)
 
 
+def test_a_superseded_segment_failing_does_not_fail_the_session(alice):
+    session = make_session(alice, status=S.RUNNING, segment="taken-over")
+    services.record_failure(session.pk, "OperationalError: server closed the connection", "old")
+    session.refresh_from_db()
+    assert session.status == S.RUNNING
+    services.record_failure(session.pk, "RuntimeError: boom", "taken-over")
+    session.refresh_from_db()
+    assert (session.status, session.error) == (S.FAILED, "RuntimeError: boom")
+
+
 # --- a failed session resumes ----------------------------------------------------------------
 
 
