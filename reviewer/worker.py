@@ -163,8 +163,9 @@ def hand_over_dead_queues(alive: liveness.AliveWorkers, lost: set[str]) -> None:
     workers = lost | set(workers.values_list("worker", flat=True).distinct())
     hosts = {liveness.hostname_of(w) for w in workers}
     now = time.monotonic()
-    for hostname in set(_dead_since) - hosts:  # no session names it any more
-        del _dead_since[hostname]
+    for hostname, since in list(_dead_since.items()):
+        if hostname not in hosts and now - since >= DEAD_QUEUE_WATCH_S:
+            del _dead_since[hostname]  # watched long enough, and no session names it
     for hostname in hosts:
         if alive.runs_under(hostname):
             _dead_since.pop(hostname, None)
