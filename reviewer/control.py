@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
+import redis
 from django.conf import settings
 
 from inference.control import CANCEL, PAUSE, ControlHandle
 from reviewer.health import redis_client
+
+log = logging.getLogger(__name__)
+
+# What a Redis restart, a failover or a network blip raises; anything else is a real error.
+OUTAGE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+class RedisUnavailable(Exception):
+    """Redis stayed out of reach longer than the grace: the segment gives up, clearly."""
 
 
 def control_key(session_id: int) -> str:
@@ -35,7 +46,11 @@ def clear(session_id: int) -> None:
 
 
 class RedisControl(ControlHandle):
-    """The engine's control handle for one session, backed by the Redis key above."""
+    """The engine's control handle for one session, backed by the Redis key above.
+
+    A Redis outage shorter than ``CAESURA_REDIS_GRACE_S`` does not stop the generation: a poll
+    that cannot reach Redis reads as "no request" (a pause or cancel asked meanwhile is seen
+    once Redis answers again); past the grace the poll raises ``RedisUnavailable``."""
 
     def __init__(self, session_id: int) -> None:
         super().__init__()
@@ -43,9 +58,16 @@ class RedisControl(ControlHandle):
         self.key = control_key(session_id)
         self.client = redis_client()
         self.requested_at: float | None = None
+        self.grace_s = settings.CAESURA_REDIS_GRACE_S
+        self.down_since: float | None = None
 
     def poll(self) -> str | None:
-        raw = self.client.get(self.key)
+        try:
+            raw = self.client.get(self.key)
+        except OUTAGE as exc:
+            self._unreachable(exc)
+            return None
+        self._reachable()
         if raw is None:
             return None
         message = json.loads(raw)
@@ -53,10 +75,38 @@ class RedisControl(ControlHandle):
         return message["command"]
 
     def clear(self) -> None:
-        self.client.delete(self.key)
+        try:
+            self.client.delete(self.key)
+        except OUTAGE as exc:
+            self._unreachable(exc)
 
     def request_pause(self, reason: str = "manual") -> None:
         request_pause(self.session_id)
 
     def request_cancel(self) -> None:
         request_cancel(self.session_id)
+
+    def _unreachable(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if self.down_since is None:
+            self.down_since = now
+            log.warning(
+                "session %s: Redis out of reach (%s); generating on for up to %d s",
+                self.session_id,
+                exc,
+                self.grace_s,
+            )
+        elif now - self.down_since > self.grace_s:
+            raise RedisUnavailable(
+                f"Redis was out of reach for more than {self.grace_s} s"
+                f" (CAESURA_REDIS_GRACE_S): {exc}"
+            )
+
+    def _reachable(self) -> None:
+        if self.down_since is not None:
+            log.info(
+                "session %s: Redis answers again after %.1f s",
+                self.session_id,
+                time.monotonic() - self.down_since,
+            )
+            self.down_since = None

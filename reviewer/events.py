@@ -6,12 +6,16 @@ finished, status, error. The consumer forwards them as they are.
 
 from __future__ import annotations
 
+import logging
+
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
 from reviewer.models import ReviewSession, SessionEvent
+
+log = logging.getLogger(__name__)
 
 EVENT_TYPES = {
     "attention",
@@ -56,10 +60,26 @@ def emit(session_id: int, type: str, payload: dict | None = None) -> SessionEven
 
 
 def broadcast(event: SessionEvent) -> None:
+    """Best effort: the event is stored already, and a page that missed it (Redis out of
+    reach, a dropped socket) fetches it by sequence number. A failed broadcast never fails
+    the segment or the command that caused it."""
+    global _broadcast_failing
     layer = get_channel_layer()
-    async_to_sync(layer.group_send)(
-        group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
-    )
+    try:
+        async_to_sync(layer.group_send)(
+            group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
+        )
+    except Exception as exc:
+        if not _broadcast_failing:
+            log.warning("events are stored but not broadcast (%s: %s)", type(exc).__name__, exc)
+        _broadcast_failing = True
+        return
+    if _broadcast_failing:
+        log.info("events are broadcast again")
+    _broadcast_failing = False
+
+
+_broadcast_failing = False
 
 
 def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict]:

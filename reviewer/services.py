@@ -1,7 +1,7 @@
 """Every transition of a review session, in one place.
 
     draft -> running -> paused -> running ... -> generated -> completed | rejected
-                  any live state -> cancelled | failed
+                  any live state -> cancelled | failed;  failed -> running (resume)
 
 Reviewer commands (start, pause, resume, edit, choose, rollback, approve, reject, cancel)
 validate, write, audit, then hand work to a worker after the transaction commits. The
@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import random
 import uuid
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from inference.config import SamplingConfigError, SamplingParams
@@ -32,9 +34,12 @@ from reviewer.models import (
     ReviewSession,
 )
 
+log = logging.getLogger(__name__)
+
 S = ReviewSession
 LIVE = {S.RUNNING, S.PAUSED}
 DECIDABLE = {S.PAUSED, S.GENERATED}
+RESUMABLE = {S.PAUSED, S.FAILED}  # a failed session resumes from its stored token ids
 
 
 class SegmentSuperseded(Exception):
@@ -188,11 +193,18 @@ def pause(user, session_id) -> dict:
 
 @idempotent("resume")
 def resume(user, session_id) -> dict:
+    """Continue a paused session; or a failed one, from the token ids stored for it (a worker
+    rebuilds its state from them), e.g. after an outage longer than the grace."""
     with transaction.atomic():
         session = _locked(get_session_for(user, session_id).pk)
-        _require(session, {S.PAUSED}, "resume")
+        _require(session, RESUMABLE, "resume")
         _close_open_pause(session, outcome="resumed")
-        audit.append("resume", user.username, session)
+        if session.status == S.FAILED:
+            audit.append("resume", user.username, session, {"failed_with": session.error})
+            session.error, session.finished_at = "", None
+            session.save(update_fields=["error", "finished_at"])
+        else:
+            audit.append("resume", user.username, session)
         # A pause request that a policy pause overtook must not stop the resumed run at once.
         transaction.on_commit(lambda: control.clear(session.pk))
         _set_status(session, S.RUNNING)
@@ -304,7 +316,7 @@ def cancel(user, session_id) -> dict:
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.DRAFT, *LIVE, S.GENERATED}, "cancel")
         audit.append("cancel", user.username, session)
-        if session.status == S.RUNNING:
+        if session.status == S.RUNNING and _live_holder(session.worker):
             # The engine stops at the next token and reports the cancel itself.
             transaction.on_commit(lambda: control.request_cancel(session.pk))
         else:
@@ -423,10 +435,14 @@ def record_cancelled(session: ReviewSession) -> None:
         _finish(_locked(session.pk), S.CANCELLED)
 
 
-def record_failure(session_id: int, error: str) -> None:
+def record_failure(session_id: int, error: str, segment: str | None = None) -> None:
+    """The session failed; unless ``segment`` names a segment already superseded (a worker
+    cut off from Postgres, whose session another worker took over meanwhile)."""
     with transaction.atomic():
         session = S.objects.select_for_update().filter(pk=session_id).first()
         if session is None or session.is_final:
+            return
+        if segment is not None and session.segment != segment:
             return
         session.error = error
         session.save(update_fields=["error"])
@@ -490,22 +506,36 @@ def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -
         events.emit(session.pk, "error", {"message": error, "edit": edit_record.pk})
 
 
-def orphaned_sessions(alive_workers: set[str]) -> list[int]:
-    """Running sessions whose worker is gone: their segment must be started again elsewhere."""
-    # worker "" means queued and not yet claimed: nothing is lost, so it is left alone.
-    running = S.objects.running().exclude(worker="").exclude(worker__in=alive_workers)
-    return list(running.values_list("pk", flat=True))
+def orphaned_sessions(alive_workers) -> list[tuple[int, str]]:
+    """Sessions whose worker is gone with work unfinished, each with the worker it lost: running
+    ones, and paused ones with an edit not yet applied (the edit went to the dead worker's own
+    queue). Their segment must be started again elsewhere. ``alive_workers`` answers ``in``."""
+    # worker "" means queued on the shared queue and not yet claimed: nothing is lost.
+    unapplied = Edit.objects.filter(session=OuterRef("pk"), applied=False, error="")
+    held = S.objects.alias(has_unapplied=Exists(unapplied)).exclude(worker="")
+    held = held.filter(Q(status=S.RUNNING) | Q(status=S.PAUSED, has_unapplied=True))
+    rows = held.order_by("pk").values_list("pk", "worker")
+    return [(pk, worker) for pk, worker in rows if worker not in alive_workers]
 
 
-def redispatch(session_id: int) -> None:
+def redispatch(session_id: int, lost_worker: str | None = None) -> None:
+    """Start the session's segment again on any worker. With ``lost_worker``, only if the
+    session is still with it: of two workers that saw the same death, one redispatches."""
     with transaction.atomic():
         session = _locked(session_id)
         if session.status not in LIVE:
             return
+        if lost_worker is not None and session.worker != lost_worker:
+            return
+        from reviewer import tasks
+
         audit.append("redispatched", "engine", session, {"lost_worker": session.worker})
-        session.worker = ""
-        session.save(update_fields=["worker"])
-        _dispatch_segment(session)
+        session.worker, session.segment = "", uuid.uuid4().hex
+        session.save(update_fields=["worker", "segment", "updated_at"])
+        # Sent before the commit, unlike other dispatches: the row lock held here keeps a
+        # worker from claiming the segment until then, and a send that fails (broker out of
+        # reach) rolls the redispatch back, so the next sweep tries again.
+        tasks.dispatch_segment((session.pk, session.segment), None)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -531,17 +561,21 @@ def _release_state(session_id: int, holder: str) -> None:
     from reviewer import tasks
     from reviewer.worker import vault
 
-    control.clear(session_id)
     vault().discard(session_id)
-    if _live_holder(holder):
-        tasks.dispatch_release(session_id, holder)
+    try:
+        control.clear(session_id)
+        if queue := _live_holder(holder):
+            tasks.dispatch_release(session_id, queue)
+    except Exception as exc:  # Redis out of reach: the key expires, the memory is freed later
+        log.warning("session %s: could not release its state: %s", session_id, exc)
 
 
 def _live_holder(worker: str) -> str | None:
-    """The worker that ran a session, if it is still alive (it may hold the state)."""
-    from reviewer.health import alive_workers
+    """The Celery hostname (own queue) of the worker that ran a session, if that process is
+    still alive (it may hold the state); None for a dead or a previous incarnation."""
+    from reviewer import liveness
 
-    return worker if worker and worker in alive_workers() else None
+    return liveness.hostname_of(worker) if worker and liveness.is_alive(worker) else None
 
 
 def _dispatch_segment(session: ReviewSession) -> None:

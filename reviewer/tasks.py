@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from celery.utils import worker_direct
+from django.conf import settings
 
 from reviewer import metrics, services, worker
 
@@ -16,7 +17,7 @@ def run_segment(self, session_id: int, segment: str) -> str:
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
-        services.record_failure(session_id, f"{type(exc).__name__}: {exc}")
+        services.record_failure(session_id, f"{type(exc).__name__}: {exc}", segment)
         raise
 
 
@@ -48,18 +49,39 @@ def dispatch_release(session_id: int, holder: str) -> None:
 
 
 def _send(task, args: tuple, holder: str | None) -> None:
-    """To the worker holding the session's state when there is one, else to any worker."""
+    """To the worker holding the session's state when there is one, else to any worker.
+    A broker blip shorter than the Redis grace is retried through, not lost."""
+    policy = {"max_retries": max(3, settings.CAESURA_REDIS_GRACE_S), "interval_start": 0}
+    policy |= {"interval_step": 0.5, "interval_max": 1}
     if holder:
-        task.apply_async(args=args, queue=worker_direct(holder))
+        task.apply_async(args=args, queue=worker_direct(holder), retry_policy=policy)
     else:
-        task.apply_async(args=args)
+        task.apply_async(args=args, retry_policy=policy)
+
+
+def hand_over_queues(hostnames: list[str]) -> dict[str, int]:
+    """Send again, to the shared queue, every task waiting in these dead workers' own
+    queues; how many were moved, by name."""
+    moved: dict[str, int] = {}
+    if not hostnames:
+        return moved
+    with current_app.connection_for_write() as connection:
+        for hostname in hostnames:
+            queue = worker_direct(hostname)(connection.default_channel)
+            while (message := queue.get(no_ack=False)) is not None:
+                args, kwargs, _ = message.decode()
+                current_app.send_task(message.headers["task"], args=args, kwargs=kwargs)
+                message.ack()
+                moved[hostname] = moved.get(hostname, 0) + 1
+    return moved
 
 
 @worker_ready.connect
 def on_worker_ready(sender, **kwargs) -> None:
+    # Alive first: a previous incarnation's sessions go back to work while the model loads.
+    worker.start_heartbeat(sender.hostname)
     worker.engine()  # load the model once, before the first session arrives
     metrics.serve_worker_metrics()
-    worker.start_heartbeat(sender.hostname)
 
 
 @worker_shutting_down.connect

@@ -146,6 +146,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "session": session,
         "status_label": status_label,
+        "can_pause": session.status == ReviewSession.RUNNING,
+        "can_resume": session.status in services.RESUMABLE,
         "decided_text": decided_text(status_label, decision_note(session)),
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),

@@ -32,20 +32,26 @@ def worker_env(db_name: str) -> dict[str, str]:
     return env
 
 
-def start_worker(tag: str) -> tuple[subprocess.Popen, str]:
-    """Start a real `celery worker` process on the test database; returns it and its name."""
+def start_worker(
+    tag: str, name: str | None = None, env: dict[str, str] | None = None, wait: bool = True
+) -> tuple[subprocess.Popen, str]:
+    """Start a real `celery worker` process on the test database; returns it and its name.
+    ``name`` restarts a worker under a name used before; ``env`` adds to its environment;
+    ``wait=False`` returns at once (a busy solo worker answers no ping)."""
     from django.conf import settings
 
-    name = f"{tag}-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+    name = name or f"{tag}-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     log = open(REPO / "var" / f"{tag}-worker.log", "w")  # noqa: SIM115 - the process owns it
     command = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--pool=solo"]
     process = subprocess.Popen(
         [*command, "--loglevel=INFO", f"--hostname={name}"],
         cwd=REPO,
-        env=worker_env(settings.DATABASES["default"]["NAME"]),
+        env={**worker_env(settings.DATABASES["default"]["NAME"]), **(env or {})},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    if not wait:
+        return process, name
     try:
         wait_for_worker(process, name)
     except RuntimeError:

@@ -48,7 +48,6 @@ def with_history(session: ReviewSession) -> ReviewSession:
         (S.COMPLETED, "Matches the chart.", "", "approved: Matches the chart."),
         (S.REJECTED, "Wrong dose.", "", "rejected: Wrong dose."),
         (S.CANCELLED, "", "", "cancelled"),
-        (S.FAILED, "", "The model ran out of memory", "failed: The model ran out of memory"),
     ],
 )
 def test_it_renders_a_finished_session_as_it_ended_with_nothing_to_resume(
@@ -72,6 +71,22 @@ def test_it_renders_a_finished_session_as_it_ended_with_nothing_to_resume(
     assert is_hidden(element(html, "decision-panel"))
     data = page_data(client.get(f"/sessions/{session.pk}/"))
     assert data["status"] == status and data["lastSeq"] == session.last_seq > 0
+
+
+def test_it_renders_a_failed_session_with_its_error_and_resume_from_the_stored_tokens(
+    client, alice
+):
+    session = with_history(
+        make_session(alice, status=S.FAILED, error="The model ran out of memory")
+    )
+    client.force_login(alice)
+    html = rendered(client, session)
+    assert 'data-status="failed"' in element(html, "status")
+    assert element(html, "decided-text").endswith("failed: The model ran out of memory")
+    assert not is_hidden(element(html, "run-controls"))
+    toggle = element(html, "toggle-run")
+    assert " disabled" not in toggle and toggle.endswith("Resume")
+    assert is_hidden(element(html, "decision-panel"))
 
 
 def test_it_renders_a_generated_session_awaiting_the_decision(client, alice):

@@ -42,7 +42,7 @@ def test_it_does_not_redispatch_a_session_no_worker_has_claimed_yet(alice):
     queued = make_session(alice, status=ReviewSession.RUNNING, worker="")
     orphan = make_session(alice, status=ReviewSession.RUNNING, worker="gone@host")
     alive = make_session(alice, status=ReviewSession.RUNNING, worker="alive@host")
-    assert services.orphaned_sessions({"alive@host"}) == [orphan.pk]
+    assert services.orphaned_sessions({"alive@host"}) == [(orphan.pk, "gone@host")]
     assert queued.pk != alive.pk
 
 

@@ -118,6 +118,10 @@ CELERY_WORKER_DIRECT = (
     True  # a queue per worker, so a resume can reach the worker holding the state
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker reconnects to the broker for as long as Redis is away, and a segment that was
+# running when the connection dropped goes on (it cannot be interrupted in a solo pool).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # refuses a locked-out login before the password
@@ -234,6 +238,8 @@ CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, 
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
 CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)
+# A Redis outage (broker, channel layer, pause flags) shorter than this does not fail a session.
+CAESURA_REDIS_GRACE_S = env_int("CAESURA_REDIS_GRACE_S", 30, minimum=0)
 # Prometheus multiprocess files, keyed by queue so a test run never mixes with a dev server.
 CAESURA_METRICS_DIR = env_path(
     "CAESURA_METRICS_DIR", DATA_DIR / "metrics" / CELERY_TASK_DEFAULT_QUEUE

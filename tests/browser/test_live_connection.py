@@ -137,7 +137,6 @@ def open_and_check_final_state(page, url: str, status: str, decided: str) -> Non
         (S.COMPLETED, {"decision_comment": "Matches the chart."}, "approved: Matches the chart."),
         (S.REJECTED, {"decision_comment": "Wrong dose."}, "rejected: Wrong dose."),
         (S.CANCELLED, {}, "cancelled"),
-        (S.FAILED, {"error": "The worker lost the session"}, "failed: The worker lost the session"),
         (S.GENERATED, {}, ""),
     ],
 )

@@ -824,12 +824,14 @@
   function renderControls() {
     const button = $("toggle-run");
     const running = state.status === "running";
-    const live = running || state.status === "paused";
+    // A failed session resumes too, from its stored tokens (e.g. after an outage).
+    const resumable = state.status === "paused" || state.status === "failed";
+    const live = running || resumable;
     $("run-controls").hidden = !live; // nothing to pause or resume any more
     // A pause or resume still waiting for its answer: a second press would only be refused.
     button.disabled = !live || waitingFor("pause", "resume");
     button.textContent = running ? L.pause : L.resume;
-    button.classList.toggle("paused", state.status === "paused");
+    button.classList.toggle("paused", resumable);
     $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
     const deciding = waitingFor("approve", "reject");
     $("approve").disabled = deciding;
@@ -839,11 +841,13 @@
       const label = data.statusLabels[state.status] || state.status;
       $("decided-panel").hidden = false;
       $("decided-text").textContent = note ? L.decided.replace("%(status)s", label).replace("%(note)s", note) : label;
+    } else if (state.status === "running") {
+      $("decided-panel").hidden = true; // a failed session resumed
     }
   }
 
   function toggleRun() {
-    const name = { running: "pause", paused: "resume" }[state.status];
+    const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
     if (!name || waitingFor("pause", "resume")) return;
     const from = state.status;
     const sent = command(name);
