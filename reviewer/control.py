@@ -27,22 +27,37 @@ def control_key(session_id: int) -> str:
     return f"caesura:{settings.DATABASES['default']['NAME']}:control:{session_id}"
 
 
+# A reviewer's pause, cancel or resume waits this long for Redis before it is refused; the
+# worker rides out a longer outage (CAESURA_REDIS_GRACE_S), but a person should not wait.
+REQUEST_WAIT_S = 5
+
+
 def request_pause(session_id: int) -> None:
     payload = json.dumps({"command": PAUSE, "requested_at": time.time()})
     # NX: a cancel already waiting must not be overwritten by a pause.
-    redis_client().set(control_key(session_id), payload, nx=True, ex=3600)
+    _write(lambda client: client.set(control_key(session_id), payload, nx=True, ex=3600))
 
 
 def request_cancel(session_id: int) -> None:
-    redis_client().set(
-        control_key(session_id),
-        json.dumps({"command": CANCEL, "requested_at": time.time()}),
-        ex=3600,
-    )
+    payload = json.dumps({"command": CANCEL, "requested_at": time.time()})
+    _write(lambda client: client.set(control_key(session_id), payload, ex=3600))
 
 
 def clear(session_id: int) -> None:
-    redis_client().delete(control_key(session_id))
+    _write(lambda client: client.delete(control_key(session_id)))
+
+
+def _write(action) -> None:
+    """Write a flag through a Redis blip of a few seconds; past that, RedisUnavailable."""
+    deadline = time.monotonic() + min(settings.CAESURA_REDIS_GRACE_S, REQUEST_WAIT_S)
+    while True:
+        try:
+            action(redis_client())
+            return
+        except OUTAGE as exc:
+            if time.monotonic() >= deadline:
+                raise RedisUnavailable(f"Redis is out of reach ({exc})") from None
+            time.sleep(0.25)
 
 
 class RedisControl(ControlHandle):

@@ -56,6 +56,12 @@ class Conflict(CommandError):
     status = 409
 
 
+class Unavailable(CommandError):
+    """Redis is out of reach: the command was refused and changed nothing; it may be retried."""
+
+    status = 503
+
+
 # --- lookups -----------------------------------------------------------------------------
 
 
@@ -187,7 +193,8 @@ def pause(user, session_id) -> dict:
         session = _locked(get_session_for(user, session_id).pk)
         _require(session, {S.RUNNING}, "pause")
         audit.append("pause_requested", user.username, session)
-        transaction.on_commit(lambda: control.request_pause(session.pk))
+        # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
+        _set_flag(control.request_pause, session.pk)
     return summary(session)
 
 
@@ -206,7 +213,7 @@ def resume(user, session_id) -> dict:
         else:
             audit.append("resume", user.username, session)
         # A pause request that a policy pause overtook must not stop the resumed run at once.
-        transaction.on_commit(lambda: control.clear(session.pk))
+        _set_flag(control.clear, session.pk)
         _set_status(session, S.RUNNING)
         events.emit(session.pk, "resumed", {"position": len(session.generated_ids)})
         _dispatch_segment(session)
@@ -279,7 +286,12 @@ def attention(user, session_id, layer) -> dict:
             raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
         holder = _live_holder(session.worker)
         args = (session.pk, layer)
-        transaction.on_commit(lambda: tasks.dispatch_attention(args, holder))
+        transaction.on_commit(
+            lambda: _send_after_commit(
+                lambda: tasks.dispatch_attention(args, holder),
+                lambda: record_attention_failed(args[0], QUEUE_UNREACHABLE),
+            )
+        )
     return summary(session)
 
 
@@ -318,7 +330,7 @@ def cancel(user, session_id) -> dict:
         audit.append("cancel", user.username, session)
         if session.status == S.RUNNING and _live_holder(session.worker):
             # The engine stops at the next token and reports the cancel itself.
-            transaction.on_commit(lambda: control.request_cancel(session.pk))
+            _set_flag(control.request_cancel, session.pk)
         else:
             _close_open_pause(session, outcome="cancelled")
             _finish(session, S.CANCELLED)
@@ -586,7 +598,33 @@ def _dispatch_segment(session: ReviewSession) -> None:
     session.save(update_fields=["segment", "updated_at"])
     holder = _live_holder(session.worker)
     args = (session.pk, session.segment)
-    transaction.on_commit(lambda: tasks.dispatch_segment(args, holder))
+    transaction.on_commit(
+        lambda: _send_after_commit(
+            lambda: tasks.dispatch_segment(args, holder),
+            lambda: record_failure(args[0], QUEUE_UNREACHABLE, args[1]),
+        )
+    )
+
+
+QUEUE_UNREACHABLE = "The task queue (Redis) stayed out of reach, so no worker got the session; resume it to try again"
+
+
+def _send_after_commit(send, on_failure) -> None:
+    """Hand work to the broker once the command is committed. The send retries through a
+    blip (tasks._send); should the broker stay away longer, the session says so instead of
+    waiting for a task that was never queued."""
+    try:
+        send()
+    except Exception:
+        log.exception("could not send a task to the broker")
+        on_failure()
+
+
+def _set_flag(action, session_id: int) -> None:
+    try:
+        action(session_id)
+    except control.RedisUnavailable as exc:
+        raise Unavailable(f"{exc}: nothing was changed; try again in a moment") from None
 
 
 def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:

@@ -70,6 +70,17 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.kill()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_stale_control_flags(django_db_setup):
+    """Session ids start again at 1 in each new test database: a pause or cancel flag that an
+    earlier run left in Redis under the same id must not stop this run's session."""
+    from reviewer import control
+
+    client = control.redis_client()
+    for key in client.scan_iter(match=control.control_key("*")):
+        client.delete(key)
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real worker process on the test database, stopped after the session."""

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
-from reviewer import control, events, services, tasks
+from reviewer import events, services, tasks
 from reviewer.models import ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
@@ -28,15 +28,6 @@ RESTART_LIMIT_S = 20  # a new process: Python, Django, Celery and the model to l
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def no_stale_control_keys():
-    """Session ids start again with each test database: a pause or cancel flag an earlier
-    run left in Redis under the same id must not stop this run's session."""
-    client = control.redis_client()
-    for key in client.scan_iter(match=control.control_key("*")):
-        client.delete(key)
 
 
 def start(alice, max_new_tokens: int = 48) -> int:

@@ -109,6 +109,20 @@
     renderOutbox();
   }
 
+  const RETRY_UNAVAILABLE_MS = 2000;
+
+  function retryLater(entry) {
+    entry.sent = false; // shown as waiting, and sent again on a reconnect in the meantime
+    entry.since = Date.now();
+    renderOutbox();
+    setTimeout(() => {
+      if (entry.sent || state.outbox.get(entry.message.command_id) !== entry) return;
+      entry.sent = send(entry.message);
+      entry.since = Date.now();
+      renderOutbox();
+    }, RETRY_UNAVAILABLE_MS);
+  }
+
   function failOutbox(reason) {
     for (const { reject } of state.outbox.values()) reject(new Error(reason));
     state.outbox.clear();
@@ -171,6 +185,10 @@
     const waiting = state.outbox.get(message.command_id);
     if (!waiting) {
       if (message.type === "error") notify(message.message, true);
+      return;
+    }
+    if (message.type === "error" && message.status === 503) {
+      retryLater(waiting); // refused while Redis was out of reach: nothing changed, so again
       return;
     }
     state.outbox.delete(message.command_id);
