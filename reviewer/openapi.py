@@ -145,6 +145,7 @@ def refusals(*statuses: int) -> dict:
         405: "Method not allowed",
         409: "The session's state does not allow the command; nothing was changed",
         413: "Request body too large",
+        503: "Redis out of reach: the command was refused and changed nothing; retry it",
     }
     return {str(s): answer(reasons[s], ref("Error")) for s in (401, 405, 413, *statuses)}
 
@@ -174,7 +175,7 @@ def command_path(name: str) -> dict:
                     "Done" if command.status == 200 else "Queued for the worker",
                     ref("CommandResult"),
                 ),
-                **refusals(400, 403, 404, 409),
+                **refusals(400, 403, 404, 409, 503),
             },
         },
     }
