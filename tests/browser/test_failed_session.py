@@ -20,7 +20,9 @@ def test_it_offers_resume_on_a_failed_session_and_resumes_it(page, server_url, a
     log_in(page, server_url, "alice", "alice-password-1")
     page.goto(f"{server_url}/sessions/{session.pk}/")
     button = page.locator("#toggle-run")
-    page.wait_for_function("document.getElementById('connection').dataset.state === 'connected'")
+    page.wait_for_function(
+        "() => document.getElementById('connection').dataset.state === 'connected'"
+    )
     assert button.inner_text() == "Resume" and button.is_enabled()
     # Offered from the first paint as what it is: a failed session, never a replayed pause.
     assert page.evaluate("() => window.__atReady.status") == "failed"
@@ -29,7 +31,7 @@ def test_it_offers_resume_on_a_failed_session_and_resumes_it(page, server_url, a
     assert seen and all(entry.endswith("enabled Resume") for entry in seen), seen
 
     button.click()
-    page.wait_for_function("document.getElementById('status').dataset.status === 'running'")
+    page.wait_for_function("() => document.getElementById('status').dataset.status === 'running'")
     assert page.locator("#decided-panel").is_hidden()
     session.refresh_from_db()
     assert (session.status, session.error) == (ReviewSession.RUNNING, "")
