@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
-from reviewer import events, services, tasks
+from reviewer import events, liveness, services, tasks
 from reviewer.models import ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
@@ -212,6 +212,10 @@ def test_it_cancels_a_session_whose_worker_was_killed(alice, plain_domain):
         sid = start(alice, max_new_tokens=150)
         wait_for(tokens_streamed(sid, 4), timeout=120, what="four tokens")
         kill(first)
+        # Postgres ends the killed process's connection, and with it its liveness lock, a moment
+        # after the process is gone; from then on the death is known.
+        dead = session(sid).worker
+        wait_for(lambda: not liveness.is_alive(dead), timeout=10, what="the lock to be released")
         services.cancel(alice, sid)
         assert session(sid).status == "cancelled"  # at once: no engine is left to report it
         cancelled_seq = session(sid).last_seq
