@@ -27,7 +27,7 @@ from inference.runner import ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FinishEvent, FlagEvent, PauseEvent, RollbackEvent, Sink, TokenEvent
-from inference.state import DecodeState
+from inference.state import Checkpoint, DecodeState
 from inference.text import TokenTexts
 
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
@@ -94,31 +94,27 @@ class Engine:
         prompt_ids = self.encode_prompt(prompt, system)
         if not prompt_ids:
             raise ValueError("the prompt is empty")
-        return self.rebuild(prompt_ids, [], params, policies)
-
-    def rebuild(
-        self,
-        prompt_ids: Sequence[int],
-        generated_ids: Sequence[int],
-        params: SamplingParams | dict | None = None,
-        policies: PolicySet | list[dict] | None = None,
-        policy_state: dict | None = None,
-        attempt: int = 0,
-        rollbacks: int = 0,
-        conservative: bool | None = None,
-        histories: dict | None = None,
-    ) -> DecodeState:
-        """A state from token ids alone: one prefill over prompt + generated ids."""
-        params = _params(params)
         policy_set = _policy_set(policies)
-        if policy_state:
-            policy_set.load_state_dict(policy_state)
-        prompt_ids, generated_ids = [int(i) for i in prompt_ids], [int(i) for i in generated_ids]
-        state = self._prefill(prompt_ids, generated_ids, params, policy_set, histories)
-        state.attempt, state.rollbacks = attempt, rollbacks
-        state.conservative = (
-            rollbacks >= CIRCUIT_BREAKER_ROLLBACKS if conservative is None else conservative
+        record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
+        return self._rebuild(record, policy_set)
+
+    def rebuild(self, record: Checkpoint) -> DecodeState:
+        """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
+        return self._rebuild(record, PolicySet.from_specs(record.policy_specs))
+
+    def _rebuild(self, record: Checkpoint, policy_set: PolicySet) -> DecodeState:
+        if record.policy_state:
+            policy_set.load_state_dict(record.policy_state)
+        state = self._prefill(
+            record.prompt_ids, record.generated_ids, record.sampling, policy_set, record.histories
         )
+        state.attempt, state.rollbacks = record.attempt, record.rollbacks
+        state.conservative = (
+            record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
+            if record.conservative is None
+            else record.conservative
+        )
+        state.skip_before_at = record.skip_before_at
         return state
 
     def _prefill(self, prompt_ids, generated_ids, params, policy_set, histories) -> DecodeState:
@@ -168,11 +164,9 @@ class Engine:
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
         self.settle(state)
         run = _Run(sink or Sink(), control, limit, pause_at, self._live_layers(live_attention))
-        state.pause = state.stop_reason = None
         with self._recording(run):
             while (stop := self._boundary(state, run)) is None:
                 self._step(state, run)
-        state.stop_reason = stop.reason
         if stop.reason != "pause":
             finish = FinishEvent(stop.reason, len(state.generated_ids), state.text)
             run.sink.on_finish(finish)
@@ -344,7 +338,6 @@ class Engine:
         if phase != "after_token":
             state.skip_before_at = position  # resuming must not re-fire before_token policies
         event = PauseEvent(position, phase, decisions[0].reason, tuple(decisions), run.signals)
-        state.pause = event.to_dict()
         run.sink.on_pause(event)
         return StopInfo("pause", decisions[0], tuple(decisions), position)
 
