@@ -26,7 +26,7 @@ from inference.prompt import encode_prompt
 from inference.runner import ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
-from inference.sink import FinishEvent, FlagEvent, PauseEvent, RollbackEvent, Sink, TokenEvent
+from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
 from inference.state import Checkpoint, DecodeState
 from inference.text import TokenTexts
 
@@ -337,7 +337,7 @@ class Engine:
         run.after = []
         if phase != "after_token":
             state.skip_before_at = position  # resuming must not re-fire before_token policies
-        event = PauseEvent(position, phase, decisions[0].reason, tuple(decisions), run.signals)
+        event = PauseNotice(position, phase, decisions[0].reason, tuple(decisions), run.signals)
         run.sink.on_pause(event)
         return StopInfo("pause", decisions[0], tuple(decisions), position)
 
