@@ -37,6 +37,7 @@ from inference.loader import default_model_dir, load_engine  # noqa: E402
 from inference.policies import PolicySet  # noqa: E402
 from inference.sampler import sample  # noqa: E402
 from inference.sink import Sink  # noqa: E402
+from inference.state import Checkpoint  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
 DECODE_TOKENS = 8 if QUICK else 64
@@ -218,7 +219,7 @@ def resume_paths(engine, length: int) -> tuple[dict, object]:
     def rebuild():
         started = time.perf_counter()
         rebuilt = engine.rebuild(
-            state.prompt_ids, state.generated_ids, state.params, DEFAULT_POLICIES
+            Checkpoint(state.prompt_ids, state.generated_ids, state.params, DEFAULT_POLICIES)
         )
         return first_token(engine, rebuilt, started)
 

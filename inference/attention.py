@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 
@@ -17,15 +18,15 @@ class AttentionView:
         return asdict(self)
 
 
-def view(engine, state, layer: int = -1) -> AttentionView:
-    runner = engine.runner
+def view(state, runner, token_text: Callable[[int], str], layer: int = -1) -> AttentionView:
+    """Where the last context position of ``state`` attends; ``layer`` picks the per-head row."""
     layers = runner.num_layers
     if not isinstance(layer, int) or not -layers <= layer < layers:
         raise ValueError(f"layer must be in [{-layers}, {layers}), not {layer!r}")
     ids = state.prompt_ids + state.generated_ids
     weights = runner.last_token_attention(state.cache, ids[-1])  # [L, H, S]
     return AttentionView(
-        tokens=[engine.token_text(i) for i in ids],
+        tokens=[token_text(i) for i in ids],
         prompt_length=len(state.prompt_ids),
         layers=weights.mean(1).tolist(),
         layer=layer % layers,

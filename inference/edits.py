@@ -7,7 +7,9 @@ tokenized and prefilled, so only the KV from the edit point on is recomputed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 class EditError(ValueError):
@@ -71,16 +73,39 @@ def from_dict(d: dict):
         raise EditError(f"bad {cls.kind} edit: {exc}") from None
 
 
-def apply(engine, state, edits: list) -> list[EditResult]:
+@dataclass(frozen=True)
+class Vocabulary:
+    """What planning an edit needs to know about the model's tokens."""
+
+    tokenizer: Any
+    token_text: Callable[[int], str]  # one token id -> its text
+    vocab_size: int
+    eos_ids: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An edit, validated and turned into token ids: keep generated ids[:keep], then ``tail``."""
+
+    keep: int
+    tail: list[int]
+    descriptions: list[dict]  # per edit: kind, char span, text before and after
+
+    def results(self, old_length: int) -> list[EditResult]:
+        """What each edit did, once the splice has been applied to ``old_length`` tokens."""
+        done = dict(token_start=self.keep, token_end=old_length)
+        done["new_token_end"] = self.keep + len(self.tail)
+        return [EditResult(**{**d, **done}) for d in self.descriptions]
+
+
+def plan(vocab: Vocabulary, state, edits: list) -> Plan:
+    """Validate edits (Edit objects or dicts) against a paused state; EditError if any is
+    invalid. Reads the state, never changes it."""
     edits = [from_dict(e) if isinstance(e, dict) else e for e in edits]
-    keep, tail, results = plan(engine, state, edits)
-    old_len = len(state.generated_ids)
-    engine.splice(state, keep, tail)
-    done = dict(token_start=keep, token_end=old_len, new_token_end=keep + len(tail))
-    return [EditResult(**{**r, **done}) for r in results]
+    return Plan(*_plan(vocab, state, edits))
 
 
-def plan(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
+def _plan(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
     """(tokens to keep, new tail ids, per-edit descriptions) or EditError."""
     if not edits:
         raise EditError("no edit given")
@@ -90,18 +115,18 @@ def plan(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
     if kinds == {"truncate"}:
         return _truncate(state, edits[0])
     if kinds == {"choose"}:
-        return _choose(engine, state, edits[0])
+        return _choose(vocab, state, edits[0])
     units = {e.unit for e in edits if e.kind == "replace"}
     if not units <= {"char", "token"}:
         raise EditError('edit unit must be "char" or "token"')
     if "token" in units:
         if units != {"token"} or "append" in kinds:
             raise EditError("token-range replacements cannot be mixed with other edits")
-        return _replace_tokens(engine, state, edits)
-    return _rewrite(engine, state, edits)
+        return _replace_tokens(vocab, state, edits)
+    return _rewrite(vocab, state, edits)
 
 
-def _replace_tokens(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
+def _replace_tokens(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
     """Token ranges swapped for the tokens of new text; the tokens after them are kept."""
     ids, n = state.generated_ids, len(state.generated_ids)
     for e in edits:
@@ -112,8 +137,8 @@ def _replace_tokens(engine, state, edits: list) -> tuple[int, list[int], list[di
             raise EditError(f"edits overlap: tokens [{a.start}, {a.end}) and [{b.start}, {b.end})")
     new_ids, cursor, results = [], 0, []
     for e in edits:
-        new_ids += ids[cursor : e.start] + _encode_plain(engine, e.text)
-        before = engine.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
+        new_ids += ids[cursor : e.start] + _encode_plain(vocab, e.text)
+        before = vocab.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
         chars = state.detok.token_span_chars(e.start, e.end)
         results.append(_result("replace", *chars, before, e.text))
         cursor = e.end
@@ -130,17 +155,17 @@ def _truncate(state, edit: Truncate) -> tuple[int, list[int], list[dict]]:
     return edit.position, [], [_result("truncate", start, len(state.text), removed, "")]
 
 
-def _choose(engine, state, edit: Choose) -> tuple[int, list[int], list[dict]]:
+def _choose(vocab: Vocabulary, state, edit: Choose) -> tuple[int, list[int], list[dict]]:
     n = len(state.generated_ids)
     position = n if edit.position is None else edit.position
     _check_int(position, 0, n, "choose position")
-    _check_int(edit.token_id, 0, engine.runner.vocab_size - 1, "token id")
+    _check_int(edit.token_id, 0, vocab.vocab_size - 1, "token id")
     start, end = state.detok.token_span_chars(position, n)
-    text = engine.token_text(edit.token_id)
+    text = vocab.token_text(edit.token_id)
     return position, [edit.token_id], [_result("choose", start, end, state.text[start:end], text)]
 
 
-def _rewrite(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
+def _rewrite(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
     """Replaces (char or token ranges) and appends, composed into one new text."""
     text = state.text
     spans = sorted((_char_span(state, e), i) for i, e in enumerate(edits) if e.kind == "replace")
@@ -159,8 +184,8 @@ def _rewrite(engine, state, edits: list) -> tuple[int, list[int], list[dict]]:
     if appended:
         results.append(_result("append", len(text), len(text), "", appended))
     first_char = spans[0][0][0] if spans else len(text)
-    keep, cut_char = _cut(state, first_char, engine.eos_ids)
-    tail = _encode_plain(engine, new_text[cut_char:])
+    keep, cut_char = _cut(state, first_char, vocab.eos_ids)
+    tail = _encode_plain(vocab, new_text[cut_char:])
     return keep, list(tail), results
 
 
@@ -196,6 +221,6 @@ def _result(kind, char_start, char_end, before, after) -> dict:
     )
 
 
-def _encode_plain(engine, text: str) -> list[int]:
+def _encode_plain(vocab: Vocabulary, text: str) -> list[int]:
     """A reviewer's text as plain text: typing "<|im_end|>" must not end the generation."""
-    return engine.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+    return vocab.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)

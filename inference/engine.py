@@ -26,8 +26,8 @@ from inference.prompt import encode_prompt
 from inference.runner import ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
-from inference.sink import FinishEvent, FlagEvent, PauseEvent, RollbackEvent, Sink, TokenEvent
-from inference.state import DecodeState
+from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
+from inference.state import Checkpoint, DecodeState
 from inference.text import TokenTexts
 
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
@@ -74,6 +74,9 @@ class Engine:
         self.tokenizer = tokenizer
         self.token_text = TokenTexts(tokenizer)
         self.eos_ids = _eos_ids(tokenizer, runner.model)
+        self.vocab = edits_mod.Vocabulary(
+            tokenizer, self.token_text, runner.vocab_size, self.eos_ids
+        )
 
     # ---- starting -----------------------------------------------------------------------
     def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]:
@@ -91,31 +94,27 @@ class Engine:
         prompt_ids = self.encode_prompt(prompt, system)
         if not prompt_ids:
             raise ValueError("the prompt is empty")
-        return self.rebuild(prompt_ids, [], params, policies)
-
-    def rebuild(
-        self,
-        prompt_ids: Sequence[int],
-        generated_ids: Sequence[int],
-        params: SamplingParams | dict | None = None,
-        policies: PolicySet | list[dict] | None = None,
-        policy_state: dict | None = None,
-        attempt: int = 0,
-        rollbacks: int = 0,
-        conservative: bool | None = None,
-        histories: dict | None = None,
-    ) -> DecodeState:
-        """A state from token ids alone: one prefill over prompt + generated ids."""
-        params = _params(params)
         policy_set = _policy_set(policies)
-        if policy_state:
-            policy_set.load_state_dict(policy_state)
-        prompt_ids, generated_ids = [int(i) for i in prompt_ids], [int(i) for i in generated_ids]
-        state = self._prefill(prompt_ids, generated_ids, params, policy_set, histories)
-        state.attempt, state.rollbacks = attempt, rollbacks
-        state.conservative = (
-            rollbacks >= CIRCUIT_BREAKER_ROLLBACKS if conservative is None else conservative
+        record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
+        return self._rebuild(record, policy_set)
+
+    def rebuild(self, record: Checkpoint) -> DecodeState:
+        """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
+        return self._rebuild(record, PolicySet.from_specs(record.policy_specs))
+
+    def _rebuild(self, record: Checkpoint, policy_set: PolicySet) -> DecodeState:
+        if record.policy_state:
+            policy_set.load_state_dict(record.policy_state)
+        state = self._prefill(
+            record.prompt_ids, record.generated_ids, record.sampling, policy_set, record.histories
         )
+        state.attempt, state.rollbacks = record.attempt, record.rollbacks
+        state.conservative = (
+            record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
+            if record.conservative is None
+            else record.conservative
+        )
+        state.skip_before_at = record.skip_before_at
         return state
 
     def _prefill(self, prompt_ids, generated_ids, params, policy_set, histories) -> DecodeState:
@@ -165,20 +164,35 @@ class Engine:
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
         self.settle(state)
         run = _Run(sink or Sink(), control, limit, pause_at, self._live_layers(live_attention))
-        state.pause = state.stop_reason = None
         with self._recording(run):
             while (stop := self._boundary(state, run)) is None:
                 self._step(state, run)
-        state.stop_reason = stop.reason
         if stop.reason != "pause":
             finish = FinishEvent(stop.reason, len(state.generated_ids), state.text)
             run.sink.on_finish(finish)
         return stop
 
     def _boundary(self, state: DecodeState, run: _Run) -> StopInfo | None:
-        """Between two tokens: every reason to stop, in priority order, in one place."""
-        command = run.control.poll() if run.control is not None else None
-        position = len(state.generated_ids)
+        """Between two tokens: every reason to stop, in priority order, in one place. The
+        checks only decide; a before_token rollback they return is applied here, and a
+        rollback that shortened the text sends the boundary back to the start."""
+        while True:
+            command = run.control.poll() if run.control is not None else None
+            position = len(state.generated_ids)
+            if (stop := self._hard_stop(state, run, command, position)) is not None:
+                return stop
+            verdict = self._before_token(state, run, position)
+            if isinstance(verdict, StopInfo):
+                return verdict
+            if verdict is not None:
+                self._rollback(state, run, verdict, position)
+                if len(state.generated_ids) != position:
+                    continue
+            state.skip_before_at = None
+            return self._requested_pause(state, run, command, position)
+
+    def _hard_stop(self, state, run: _Run, command, position: int) -> StopInfo | None:
+        """A cancel, a pending after_token pause, EOS or the token limit."""
         if command == CANCEL:
             return StopInfo("cancel", position=position)
         if run.after:
@@ -187,16 +201,24 @@ class Engine:
             return StopInfo("eos", position=position)
         if position >= run.limit:
             return StopInfo("max_tokens", position=position)
+        return None
+
+    def _before_token(self, state, run: _Run, position: int) -> StopInfo | Decision | None:
+        """The next token's signals, then before_token policies: a pause, a rollback for the
+        caller to apply, or nothing. Skipped once right after a resume."""
         run.signals, run.logprobs = summarize(
             state.next_logits, state.params.top_alternatives, self.token_text
         )
-        if state.skip_before_at != position:
-            before = self._evaluate(state, run, "before_token", run.signals, len(state.text))
-            if pauses := self._route(state, run, before, position):
-                return self._pause(state, run, "before_token", pauses)
-            if len(state.generated_ids) != position:  # rolled back: decide afresh
-                return self._boundary(state, run)
-        state.skip_before_at = None
+        if state.skip_before_at == position:
+            return None
+        before = self._evaluate(state, run, "before_token", run.signals, len(state.text))
+        pauses, rollback = self._route(state, run, before, position)
+        if pauses:
+            return self._pause(state, run, "before_token", pauses)
+        return rollback
+
+    def _requested_pause(self, state, run: _Run, command, position: int) -> StopInfo | None:
+        """A pause asked for from outside: through the control handle or ``pause_at``."""
         if command == PAUSE or run.pause_at == position:
             reason = run.control.reason if command == PAUSE else f"pause at token {position}"
             if command == PAUSE:
@@ -227,7 +249,9 @@ class Engine:
         if live:  # the token's attention row comes from its own forward
             run.sink.on_token(dataclasses.replace(event, attention=self._row(run)))
         decisions = self._evaluate(state, run, "after_token", signals, start)
-        run.after = self._route(state, run, decisions, position)
+        run.after, rollback = self._route(state, run, decisions, position)
+        if rollback is not None:
+            self._rollback(state, run, rollback, position)
         if run.after:
             self.settle(state)  # a pause shows the next token's alternatives
 
@@ -265,8 +289,10 @@ class Engine:
         )
         return state.policies.evaluate(ctx)
 
-    def _route(self, state, run, decisions: list[Decision], position: int) -> list[Decision]:
-        """Report flags and apply a rollback; returns the decisions that pause.
+    def _route(
+        self, state, run, decisions: list[Decision], position: int
+    ) -> tuple[list[Decision], Decision | None]:
+        """Report flags; returns the decisions that pause and a rollback to apply.
 
         A pause outranks a rollback (the reviewer sees the rollback decision with it); a
         rollback the circuit breaker refuses is reported as a flag.
@@ -278,13 +304,11 @@ class Engine:
             if decision.action == "flag" or (refused and decision is not rollback):
                 run.sink.on_flag(FlagEvent(position, decision))
         if pauses:
-            return pauses + [d for d in decisions if d.action == "rollback"]
-        if rollback is not None:
-            if self._may_roll_back(state, rollback):
-                self._rollback(state, run, rollback, position)
-            else:
-                run.sink.on_flag(FlagEvent(position, rollback))
-        return []
+            return pauses + [d for d in decisions if d.action == "rollback"], None
+        if rollback is not None and not self._may_roll_back(state, rollback):
+            run.sink.on_flag(FlagEvent(position, rollback))
+            rollback = None
+        return [], rollback
 
     def _may_roll_back(self, state: DecodeState, decision: Decision) -> bool:
         """A rollback needs generated tokens to remove and a closed circuit breaker."""
@@ -313,8 +337,7 @@ class Engine:
         run.after = []
         if phase != "after_token":
             state.skip_before_at = position  # resuming must not re-fire before_token policies
-        event = PauseEvent(position, phase, decisions[0].reason, tuple(decisions), run.signals)
-        state.pause = event.to_dict()
+        event = PauseNotice(position, phase, decisions[0].reason, tuple(decisions), run.signals)
         run.sink.on_pause(event)
         return StopInfo("pause", decisions[0], tuple(decisions), position)
 
@@ -411,7 +434,10 @@ class Engine:
     def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
         """Apply edits (Edit objects or dicts) at a pause; all or nothing. A pending last
         token is only run when the edit keeps it (see ``splice``)."""
-        return edits_mod.apply(self, state, list(edits))
+        plan = edits_mod.plan(self.vocab, state, list(edits))
+        old_length = len(state.generated_ids)
+        self.splice(state, plan.keep, plan.tail)
+        return plan.results(old_length)
 
     def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
         return self.edit(state, edits_mod.Replace(start, end, text))[0]
@@ -430,7 +456,7 @@ class Engine:
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
         self.settle(state)
-        return attention_mod.view(self, state, layer)
+        return attention_mod.view(state, self.runner, self.token_text, layer)
 
     def signals(self, state: DecodeState) -> Signals:
         """The next token's distribution (what a reviewer sees at a pause)."""

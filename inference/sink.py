@@ -37,7 +37,10 @@ class TokenEvent:
 
 
 @dataclass(frozen=True)
-class PauseEvent:
+class PauseNotice:
+    """The loop stopped between two tokens for a reviewer. (The web side's record of a pause
+    is the ``PauseEvent`` model; this is what the engine tells its sink.)"""
+
     position: int  # generated tokens so far; the next token would have this index
     phase: str  # "before_token" | "after_token" | "external"
     reason: str
@@ -109,7 +112,7 @@ class Sink:
 
     def on_token(self, event: TokenEvent) -> None: ...
 
-    def on_pause(self, event: PauseEvent) -> None: ...
+    def on_pause(self, event: PauseNotice) -> None: ...
 
     def on_rollback(self, event: RollbackEvent) -> None: ...
 
@@ -127,7 +130,7 @@ class CollectingSink(Sink):
     def on_token(self, event: TokenEvent) -> None:
         self.events.append(event)
 
-    def on_pause(self, event: PauseEvent) -> None:
+    def on_pause(self, event: PauseNotice) -> None:
         self.events.append(event)
 
     def on_rollback(self, event: RollbackEvent) -> None:

@@ -19,9 +19,8 @@ import warnings
 
 import torch
 
-from inference.config import SamplingParams
 from inference.policies import PolicySet
-from inference.state import DecodeState
+from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer
 
 MAGIC = b"CAESURA\x00"
@@ -162,28 +161,27 @@ def _read_tensors(data: bytes, specs: list[dict], offset: int) -> dict[str, torc
 
 
 def _state(header: dict, tensors: dict[str, torch.Tensor], runner) -> DecodeState:
-    s = header["state"]
+    record = Checkpoint.from_dict(header["state"])  # older headers' extra keys are ignored
     layers = runner.num_layers
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
-    policies = PolicySet.from_specs(s["policy_specs"])
-    policies.load_state_dict(s["policy_state"])
+    policies = PolicySet.from_specs(record.policy_specs)
+    policies.load_state_dict(record.policy_state)
+    histories = record.histories or {}
     state = DecodeState(
-        prompt_ids=list(s["prompt_ids"]),
-        params=SamplingParams.from_dict(s["params"]),
+        prompt_ids=record.prompt_ids,
+        params=record.sampling,
         policies=policies,
         cache=cache,
         next_logits=tensors["next_logits"],
-        detok=Detokenizer.from_dict(s["generated_ids"], header["detok"]),
-        attempt=s["attempt"],
-        rollbacks=s["rollbacks"],
-        conservative=s["conservative"],
-        top1_history=list(s["histories"]["top1"]),
-        entropy_history=list(s["histories"]["entropy"]),
-        similarity_history=list(s["histories"]["similarity"]),
+        detok=Detokenizer.from_dict(record.generated_ids, header["detok"]),
+        attempt=record.attempt,
+        rollbacks=record.rollbacks,
+        conservative=bool(record.conservative),
+        top1_history=list(histories["top1"]),
+        entropy_history=list(histories["entropy"]),
+        similarity_history=list(histories["similarity"]),
         prompt_hidden=tensors.get("prompt_hidden"),
-        skip_before_at=s["skip_before_at"],
-        pause=s["pause"],
-        stop_reason=s["stop_reason"],
+        skip_before_at=record.skip_before_at,
     )
     if runner.cache_length(cache) != state.position:
         raise SnapshotFormatError(

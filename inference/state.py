@@ -7,7 +7,7 @@ its token limit leaves its last token ``pending``; ``Engine.settle`` runs it whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import torch
@@ -33,8 +33,6 @@ class DecodeState:
     prompt_hidden: torch.Tensor | None = None  # [H] mean last-layer hidden state of the prompt
     pending: int | None = None  # last token not yet run (a run that ended left it); see settle
     skip_before_at: int | None = None  # resume here without re-firing before_token policies
-    pause: dict | None = None  # the last pause (PauseEvent.to_dict()), None while running
-    stop_reason: str | None = None  # why the last run stopped
 
     @property
     def generated_ids(self) -> list[int]:
@@ -63,20 +61,73 @@ class DecodeState:
             "similarity": list(self.similarity_history),
         }
 
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(
+            prompt_ids=list(self.prompt_ids),
+            generated_ids=list(self.generated_ids),
+            params=self.params,
+            policy_specs=self.policies.to_specs(),
+            policy_state=self.policies.state_dict(),
+            attempt=self.attempt,
+            rollbacks=self.rollbacks,
+            conservative=self.conservative,
+            histories=self.histories(),
+            skip_before_at=self.skip_before_at,
+        )
+
     def summary(self) -> dict:
-        """JSON-able description without tensors (for storage next to the token ids)."""
-        return {
-            "prompt_ids": list(self.prompt_ids),
-            "generated_ids": list(self.generated_ids),
-            "text": self.text,
-            "params": self.params.to_dict(),
-            "attempt": self.attempt,
-            "rollbacks": self.rollbacks,
-            "conservative": self.conservative,
-            "policy_specs": self.policies.to_specs(),
-            "policy_state": self.policies.state_dict(),
-            "histories": self.histories(),
-            "skip_before_at": self.skip_before_at,
-            "pause": self.pause,
-            "stop_reason": self.stop_reason,
-        }
+        """JSON-able description without tensors: the checkpoint record and the text."""
+        return {**self.checkpoint().to_dict(), "text": self.text}
+
+
+@dataclass
+class Checkpoint:
+    """A paused state without tensors: everything a rebuild (one prefill over the ids) or a
+    snapshot needs besides the KV cache. The one place that lists a paused state's fields;
+    ``to_dict``/``from_dict`` are its JSON form, read back leniently (missing optional
+    fields take their defaults, unknown ones are ignored) so older records stay readable."""
+
+    prompt_ids: list[int]
+    generated_ids: list[int]
+    params: SamplingParams | dict | None = None  # a dict or None is read as SamplingParams
+    policy_specs: list[dict] = field(default_factory=list)
+    policy_state: dict | None = None  # PolicySet.state_dict(): firings and cooldowns
+    attempt: int = 0
+    rollbacks: int = 0
+    conservative: bool | None = None  # None: derived from ``rollbacks`` (the circuit breaker)
+    histories: dict | None = None  # top1/entropy/similarity per token; None: recomputed
+    skip_before_at: int | None = None
+
+    # Left out of a session's checkpoint meta: what the session row keeps in its own
+    # columns, and skip_before_at (a state rebuilt for a session decides its first boundary
+    # afresh; the policies' firing memory keeps them from firing twice).
+    NOT_IN_META = ("prompt_ids", "generated_ids", "params", "policy_specs", "skip_before_at")
+
+    def __post_init__(self) -> None:
+        self.prompt_ids = [int(i) for i in self.prompt_ids]
+        self.generated_ids = [int(i) for i in self.generated_ids]
+        if not isinstance(self.params, SamplingParams):
+            self.params = SamplingParams.from_dict(self.params)
+        self.policy_specs = list(self.policy_specs or [])
+
+    @property
+    def sampling(self) -> SamplingParams:
+        assert isinstance(self.params, SamplingParams)  # see __post_init__
+        return self.params
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["params"] = self.sampling.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict, **overrides: Any) -> Checkpoint:
+        known = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, **overrides})
+
+    def meta(self) -> dict:
+        """The JSON a session stores next to its own columns."""
+        out = self.to_dict()
+        for name in self.NOT_IN_META:
+            del out[name]
+        return out

@@ -23,7 +23,7 @@ from inference.engine import Engine, StopInfo
 from inference.loader import load_engine
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
-from inference.state import DecodeState
+from inference.state import Checkpoint, DecodeState
 from reviewer import liveness, metrics, services
 from reviewer.control import RedisControl
 from reviewer.health import ALIVE_TTL_S, alive_key, redis_client
@@ -298,19 +298,20 @@ def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
 
 
 def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
-    meta = session.engine_meta
-    same_length = len((meta.get("histories") or {}).get("top1", [])) == len(ids)
-    return engine().rebuild(
-        session.prompt_ids,
-        ids,
-        session.decoding,
-        session.policy_specs,
+    """The session's checkpoint record (its meta over its own columns) rebuilt over ``ids``;
+    histories are kept only when they still match the ids."""
+    record = Checkpoint.from_dict(
+        session.engine_meta,
+        prompt_ids=session.prompt_ids,
+        generated_ids=ids,
+        params=session.decoding,
+        policy_specs=session.policy_specs,
         policy_state=recovered_policy_state(session),
-        attempt=meta.get("attempt", 0),
-        rollbacks=meta.get("rollbacks", 0),
-        conservative=meta.get("conservative"),
-        histories=meta.get("histories") if same_length else None,
+        skip_before_at=None,
     )
+    if len((record.histories or {}).get("top1", [])) != len(ids):
+        record.histories = None
+    return engine().rebuild(record)
 
 
 def recovered_policy_state(session: ReviewSession) -> dict:
@@ -391,13 +392,9 @@ def apply_edit(state: DecodeState, record: Edit):
 
 
 def checkpoint(session: ReviewSession, state: DecodeState) -> None:
-    meta = {
-        "attempt": state.attempt,
-        "rollbacks": state.rollbacks,
-        "conservative": state.conservative,
-        "policy_state": state.policies.state_dict(),
-        "histories": _complete_histories(state),
-    }
+    record = state.checkpoint()
+    record.histories = _complete_histories(state)
+    meta = record.meta()
     services.checkpoint(session, list(state.generated_ids), state.text, meta)
 
 

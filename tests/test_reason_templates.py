@@ -8,7 +8,7 @@ from inference.policies import POLICY_KINDS
 from reviewer.ui_text import reason_templates
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-# Evidence keys each kind's decisions carry (inference/policies.py), plus what the page's
+# Evidence keys each kind's decisions carry (inference/policies/), plus what the page's
 # script derives: the window's start and end for drift, a tool call's value.
 EVIDENCE = {
     "keyword": {"keyword", "matched"},

@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
+from inference.state import Checkpoint
 from reviewer import services, tasks
 from reviewer.models import Edit, ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
@@ -63,6 +64,8 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
 def reference_run(final: ReviewSession, edited_ids: list[int]) -> list[int]:
     """The same generation without the kill: from the edited ids, uninterrupted."""
     engine = load_engine(settings.MODEL_DIR)
-    state = engine.rebuild(final.prompt_ids, edited_ids, final.decoding, final.policy_specs)
+    state = engine.rebuild(
+        Checkpoint(final.prompt_ids, edited_ids, final.decoding, final.policy_specs)
+    )
     engine.run(state, max_new_tokens=final.max_new_tokens)
     return list(state.generated_ids)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from inference.edits import EditError
+from inference.state import Checkpoint
 
 PROMPT = "Hello world, hello model."
 PARAMS = {"temperature": 0.8, "seed": 9, "max_new_tokens": 24}
@@ -20,7 +21,7 @@ def paused(engine, at: int = 12):
 def assert_continues_like_a_fresh_run(engine, state):
     edited = list(state.generated_ids)
     engine.run(state)
-    fresh = engine.rebuild(state.prompt_ids, edited, PARAMS)
+    fresh = engine.rebuild(Checkpoint(state.prompt_ids, edited, PARAMS))
     engine.run(fresh)
     assert state.generated_ids == fresh.generated_ids
     assert state.generated_ids[: len(edited)] == edited
@@ -107,7 +108,7 @@ def test_it_applies_several_replacements_at_once(engine):
 def test_it_keeps_the_per_token_signals_of_an_edited_generation(engine, edit):
     state = paused(engine)
     engine.edit(state, edit)
-    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, PARAMS)
+    fresh = engine.rebuild(Checkpoint(state.prompt_ids, state.generated_ids, PARAMS))
     assert len(state.top1_history) == len(state.generated_ids)
     assert state.top1_history == pytest.approx(fresh.top1_history, abs=1e-4)
     assert state.entropy_history == pytest.approx(fresh.entropy_history, abs=1e-4)
@@ -132,7 +133,7 @@ def test_it_edits_a_generation_that_ended_on_its_token_limit(engine, edit):
     engine.edit(state, edit)
     assert state.pending is None
     assert engine.runner.cache_length(state.cache) == state.position
-    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, PARAMS)
+    fresh = engine.rebuild(Checkpoint(state.prompt_ids, state.generated_ids, PARAMS))
     assert torch.allclose(state.next_logits, fresh.next_logits, atol=1e-4)
     assert_continues_like_a_fresh_run(engine, state)
 

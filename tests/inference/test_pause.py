@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from inference.sink import CollectingSink, FlagEvent, PauseEvent, TokenEvent
+from inference.sink import CollectingSink, FlagEvent, PauseNotice, TokenEvent
 
 PROMPT = "We recommend a follow-up visit."
 PARAMS = {"temperature": 0.8, "seed": 5, "max_new_tokens": 40}
@@ -93,7 +93,7 @@ def test_each_policy_kind_pauses_where_it_flags(engine, reference, kind):
     assert stop.reason == "pause" and stop.decision.kind == kind
     assert len(paused.generated_ids) == generated == stop.position
     assert engine.runner.forward_calls - calls == generated
-    assert sink.of(PauseEvent)[0].phase == ("after_token" if kind in AFTER else "before_token")
+    assert sink.of(PauseNotice)[0].phase == ("after_token" if kind in AFTER else "before_token")
     assert paused.generated_ids == state0.generated_ids[:generated]
 
     while engine.run(paused).reason == "pause":  # resume: no re-fire at the same token
@@ -107,7 +107,7 @@ def test_a_before_token_pause_shows_the_next_token_alternatives(engine, referenc
     state = engine.start(PROMPT, PARAMS, [spec("low_confidence", params)])
     sink = CollectingSink()
     engine.run(state, sink)
-    pause = sink.of(PauseEvent)[0]
+    pause = sink.of(PauseNotice)[0]
     assert pause.signals.top1_prob < params["threshold"]
     assert len(pause.signals.alternatives) == 5
     assert pause.to_dict()["signals"]["alternatives"][0]["prob"] == pause.signals.top1_prob

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from inference.sink import CollectingSink, FlagEvent
+from inference.state import Checkpoint
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -16,11 +17,17 @@ GREEDY = {"temperature": 0.0, "max_new_tokens": 40}
 
 
 @pytest.fixture(scope="module")
-def reference(real_engine):
+def reference_run(real_engine):
+    """The plain greedy generation and why it stopped."""
     state = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
-    real_engine.run(state)
+    stop = real_engine.run(state)
     assert len(state.generated_ids) >= 20, state.text
-    return state
+    return state, stop
+
+
+@pytest.fixture(scope="module")
+def reference(reference_run):
+    return reference_run[0]
 
 
 def test_it_matches_model_generate_greedily(real_engine, reference):
@@ -69,19 +76,20 @@ def test_an_edit_continues_like_a_fresh_generation(real_engine, reference):
     assert "paracetamol" in state.text
     edited = list(state.generated_ids)
     real_engine.run(state)
-    fresh = real_engine.rebuild(state.prompt_ids, edited, state.params)
+    fresh = real_engine.rebuild(Checkpoint(state.prompt_ids, edited, state.params))
     real_engine.run(fresh)
     assert fresh.text == state.text
 
 
-def test_default_policies_flag_without_stopping(real_engine, reference):
+def test_default_policies_flag_without_stopping(real_engine, reference_run):
+    reference, reference_stop = reference_run
     policies = [
         {"name": "kw", "kind": "keyword", "action": "flag", "params": {"keywords": ["headache"]}},
         {"name": "lc", "kind": "low_confidence", "action": "flag", "params": {"threshold": 0.5}},
     ]
     state = real_engine.start(PROMPT, GREEDY, policies, system=SYSTEM)
     sink = CollectingSink()
-    assert real_engine.run(state, sink).reason == reference.stop_reason
+    assert real_engine.run(state, sink).reason == reference_stop.reason
     assert state.generated_ids == reference.generated_ids
     assert sink.of(FlagEvent)
 

@@ -6,6 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inference.state import Checkpoint
+
 PROMPT = "Hello world, hello model."
 N = 24
 SETTINGS = settings(
@@ -31,7 +33,7 @@ def resume(engine, state, how: str):
     if how == "bytes":
         return engine.restore(engine.snapshot(state))
     if how == "rebuild":
-        return engine.rebuild(
+        record = Checkpoint(
             state.prompt_ids,
             state.generated_ids,
             state.params,
@@ -39,6 +41,7 @@ def resume(engine, state, how: str):
             policy_state=state.policies.state_dict(),
             attempt=state.attempt,
         )
+        return engine.rebuild(record)
     return state
 
 
@@ -124,7 +127,7 @@ def test_it_leaves_no_forward_unused_when_a_run_ends_on_its_limit(engine):
     assert state.pending == state.generated_ids[-1]
     alternatives = engine.signals(state).alternatives  # needs the fifth token's forward
     assert state.pending is None and engine.runner.forward_calls - before == 5
-    fresh = engine.rebuild(state.prompt_ids, state.generated_ids, state.params)
+    fresh = engine.rebuild(Checkpoint(state.prompt_ids, state.generated_ids, state.params))
     assert [a.token_id for a in engine.signals(fresh).alternatives] == [
         a.token_id for a in alternatives
     ]

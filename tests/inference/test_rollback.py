@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from inference.sink import CollectingSink, FlagEvent, RollbackEvent, TokenEvent
+from inference.state import Checkpoint
 
 PROMPT = "The patient should take aspirin."
 PARAMS = {"temperature": 0.9, "seed": 21, "max_new_tokens": 12}
@@ -45,7 +46,9 @@ def test_it_rolls_back_twice_then_decodes_conservatively(engine):
 def test_the_resampled_tokens_depend_only_on_seed_position_and_attempt(engine):
     state = engine.start(PROMPT, PARAMS, [DRIFT])
     engine.run(state)
-    again = engine.rebuild(state.prompt_ids, [], PARAMS, [DRIFT], attempt=2, rollbacks=2)
+    again = engine.rebuild(
+        Checkpoint(state.prompt_ids, [], PARAMS, [DRIFT], attempt=2, rollbacks=2)
+    )
     engine.run(again)
     assert again.generated_ids == state.generated_ids
 

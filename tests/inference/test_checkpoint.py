@@ -1,0 +1,72 @@
+"""The checkpoint record: one list of a paused state's fields, readable in its older forms."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+
+from inference.snapshot import MAGIC
+from inference.state import Checkpoint
+
+PROMPT = "The contract is void."
+PARAMS = {"temperature": 0.7, "seed": 3, "max_new_tokens": 20}
+POLICIES = [
+    {"name": "unsure", "kind": "low_confidence", "action": "flag", "params": {"threshold": 0.3}}
+]
+# A session's checkpoint meta as it was stored before the record existed.
+OLD_META = {
+    "attempt": 1,
+    "rollbacks": 1,
+    "conservative": False,
+    "policy_state": {"version": 1, "fired": {"unsure": [[2, None, None]]}},
+    "histories": None,
+}
+
+
+def paused(engine):
+    state = engine.start(PROMPT, PARAMS, POLICIES)
+    engine.run(state, pause_at=6)
+    return state
+
+
+def test_it_round_trips_a_paused_state_through_json(engine):
+    record = paused(engine).checkpoint()
+    again = Checkpoint.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record
+
+
+def test_it_reads_a_session_meta_stored_before_the_record_existed(engine):
+    state = paused(engine)
+    columns = dict(prompt_ids=state.prompt_ids, generated_ids=state.generated_ids)
+    record = Checkpoint.from_dict(OLD_META, **columns, params=PARAMS, policy_specs=POLICIES)
+    assert record.meta() == OLD_META
+    rebuilt = engine.rebuild(record)
+    assert (rebuilt.attempt, rebuilt.rollbacks, rebuilt.conservative) == (1, 1, False)
+    assert rebuilt.policies.state_dict()["fired"]["unsure"] == [[2, None, None]]
+    assert rebuilt.text == state.text
+
+
+def test_a_rebuild_with_two_rollbacks_and_no_word_on_it_decodes_conservatively(engine):
+    record = Checkpoint.from_dict({"rollbacks": 2}, prompt_ids=[1, 2, 3], generated_ids=[])
+    assert engine.rebuild(record).conservative
+
+
+def test_it_restores_a_snapshot_whose_header_has_the_former_pause_fields(engine):
+    state = paused(engine)
+    data = _with_header_fields(
+        engine.snapshot(state), pause={"phase": "external"}, stop_reason="pause"
+    )
+    assert engine.restore(data).summary() == state.summary()
+
+
+def _with_header_fields(data: bytes, **extra) -> bytes:
+    """The same snapshot with keys added to its state header, re-sealed."""
+    prefix = struct.Struct("<8sII")
+    _, version, length = prefix.unpack_from(data)
+    header = json.loads(data[prefix.size : prefix.size + length])
+    header["state"].update(extra)
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    payload = data[prefix.size + length : -32]
+    body = prefix.pack(MAGIC, version, len(encoded)) + encoded + payload
+    return body + hashlib.sha256(body).digest()
