@@ -1,12 +1,19 @@
-"""Session events: numbered per session, stored, then fanned out to the session's websocket group.
+"""Session events: the protocol between the worker, the web side and the page. Each event is
+numbered per session, stored, then fanned out to the session's websocket group; the consumer
+forwards it as it is, as ``{"type", "seq", "session", ...payload}``.
 
-One vocabulary of event types: token, paused, resumed, edited, rolled_back, flagged,
-finished, status, error. The consumer forwards them as they are.
+This module owns every kind: one ``TypedDict`` per kind declares its exact payload, and the
+builders below are the only places a payload is put together. The engine's own events keep
+their names on the wire (``token``, ``pause``, ``rollback``, ``flag``, ``finish``); the rest
+are the web side's: ``resumed``, ``edited``, ``truncated`` (a reviewer's rollback to a
+position, which the engine applies as an edit), ``attention``, ``status``, ``error``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -15,20 +22,310 @@ from django.db import connection, transaction
 
 from reviewer.models import ReviewSession, SessionEvent
 
+if TYPE_CHECKING:  # the web side loads no model code
+    from inference.edits import EditResult
+    from inference.engine import StopInfo
+    from inference.signals import Signals
+    from inference.sink import FlagEvent, RollbackEvent, TokenEvent
+
 log = logging.getLogger(__name__)
 
-EVENT_TYPES = {
+
+# --- the kinds -----------------------------------------------------------------------------
+
+
+class Token(TypedDict):
+    """The engine drew a token."""
+
+    position: int
+    token_id: int
+    text: str
+    probability: float
+    entropy: float
+    alternatives: list[dict]
+    attention: list[float | None]  # the new token's row over its context ([] if not live)
+
+
+class PauseReport(TypedDict):
+    """What the worker reports of a pause; the stored pause adds its id and latency."""
+
+    position: int
+    trigger: str  # the policy's name, or "manual"
+    kind: str  # the policy's kind, or "manual"
+    reason: str
+    evidence: dict
+    span: list[int] | None
+    decisions: list[dict]
+    alternatives: list[dict]
+    attention: dict
+    text: str
+    history: dict
+
+
+class Pause(PauseReport):
+    """The engine paused, for a policy or the reviewer."""
+
+    pause_id: int
+    latency_ms: float | None
+
+
+class Resumed(TypedDict):
+    position: int
+
+
+class EditReport(TypedDict):
+    """What the worker reports of an edit applied to the frozen state."""
+
+    kind: str  # replace | choose | truncate | append
+    token_start: int
+    token_end: int
+    new_token_end: int
+    char_start: int
+    char_end: int
+    text_before: str
+    text_after: str
+    alternatives: list[dict]  # at the new next token
+    tokens: list[dict]  # each token from token_start on: text, top1, entropy
+
+
+class Edited(EditReport):
+    """A reviewer's edit (replace, choose, append) is in the frozen state."""
+
+    edit: int
+    text: str
+    token_ids: list[int]
+
+
+class Truncated(Edited):
+    """A reviewer's rollback to a position (an edit of kind truncate) is in the frozen state."""
+
+
+class Rollback(TypedDict):
+    """The engine rolled back drifting tokens and resamples from ``removed_from``."""
+
+    decision: dict
+    removed_from: int
+    removed_to: int
+    removed_ids: list[int]
+    removed_text: str
+    attempt: int
+    rollbacks: int
+    conservative: bool
+
+
+class Flag(TypedDict):
+    """A policy flagged the text without stopping: the position and the policy's decision."""
+
+    position: int
+    policy: str
+    kind: str
+    action: str
+    reason: str
+    evidence: dict
+    span: list[int] | None
+    rollback_to: int | None
+
+
+class Attention(TypedDict):
+    """One layer's attention per head at the pause, read from the frozen state."""
+
+    layer: int
+    heads: list[list[float | None]]
+    position: int
+
+
+class Finish(TypedDict):
+    """Generation ended by itself (eos or the token limit)."""
+
+    reason: str
+    text: str
+
+
+class Status(TypedDict):
+    status: str
+
+
+class _Message(TypedDict):
+    message: str
+
+
+class Error(_Message, total=False):
+    edit: int  # the refused edit, if an edit was refused
+
+
+TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"
+ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR = (
+    "rollback",
+    "flag",
     "attention",
-    "token",
-    "paused",
-    "resumed",
-    "edited",
-    "rolled_back",
-    "flagged",
-    "finished",
+    "finish",
     "status",
     "error",
+)
+
+KINDS: dict[str, type] = {
+    TOKEN: Token,
+    PAUSE: Pause,
+    RESUMED: Resumed,
+    EDITED: Edited,
+    TRUNCATED: Truncated,
+    ROLLBACK: Rollback,
+    FLAG: Flag,
+    ATTENTION: Attention,
+    FINISH: Finish,
+    STATUS: Status,
+    ERROR: Error,
 }
+
+
+def mismatches(type: str, payload: dict) -> list[str]:
+    """How a payload differs from its kind's declared fields; empty when it matches."""
+    kind = KINDS.get(type)
+    if kind is None:
+        return [f"unknown kind {type!r}"]
+    required, optional = kind.__required_keys__, kind.__optional_keys__
+    missing = sorted(required - payload.keys())
+    extra = sorted(payload.keys() - required - optional)
+    return [f"{type}: missing {key!r}" for key in missing] + [
+        f"{type}: undeclared {key!r}" for key in extra
+    ]
+
+
+# --- building payloads ---------------------------------------------------------------------
+
+
+def round_list(values: Iterable[float | None], digits: int = 4) -> list[float | None]:
+    return [round(v, digits) if v is not None else None for v in values]
+
+
+def token(event: TokenEvent) -> Token:
+    signals = event.signals
+    return {
+        "position": event.position,
+        "token_id": event.token_id,
+        "text": event.text,
+        "probability": round(signals.chosen_prob, 4),
+        "entropy": round(signals.entropy, 4),
+        "alternatives": [alt.to_dict() for alt in signals.alternatives],
+        # The new token's attention over its context, for the live heatmap.
+        "attention": round_list(event.attention or [], 3),
+    }
+
+
+def pause_report(
+    stop: StopInfo,
+    signals: Signals,
+    attention: dict,
+    text: str,
+    top1_history: Sequence[float],
+    entropy_history: Sequence[float],
+) -> PauseReport:
+    """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
+    decision = stop.decision
+    manual = decision.kind == "external"
+    return {
+        "position": stop.position,
+        "trigger": "manual" if manual else decision.policy,
+        "kind": "manual" if manual else decision.kind,
+        "reason": decision.reason,
+        "evidence": {**decision.evidence, "signals": signals.to_dict()},
+        "span": list(decision.span) if decision.span else None,
+        "decisions": [d.to_dict() for d in stop.decisions],
+        "alternatives": [alt.to_dict() for alt in signals.alternatives],
+        "attention": {
+            **attention,
+            "layers": [round_list(row) for row in attention["layers"]],
+            "heads": [round_list(row) for row in attention["heads"]],
+        },
+        "text": text,
+        "history": {
+            "probability": round_list(top1_history),
+            "entropy": round_list(entropy_history),
+        },
+    }
+
+
+def pause(report: PauseReport, pause_id: int, latency_ms: float | None) -> Pause:
+    return {**report, "pause_id": pause_id, "latency_ms": latency_ms}
+
+
+def resumed(position: int) -> Resumed:
+    return {"position": position}
+
+
+def edit_report(
+    result: EditResult,
+    alternatives: Iterable[Any],
+    pieces: Sequence[str],
+    top1_history: Sequence[float],
+    entropy_history: Sequence[float],
+) -> EditReport:
+    """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
+    them one by one, each with the top-1 probability and entropy of its distribution."""
+    top1, entropy = round_list(top1_history), round_list(entropy_history)
+    tokens = [
+        {"text": text, "top1": top1[i], "entropy": entropy[i]}
+        for i, text in enumerate(pieces, result.token_start)
+    ]
+    return {
+        **result.to_dict(),
+        "alternatives": [alt.to_dict() for alt in alternatives],
+        "tokens": tokens,
+    }
+
+
+def edit_applied(report: EditReport, edit: int, text: str, token_ids: list[int]) -> Edited:
+    """The payload of an ``edited`` or ``truncated`` event (see ``edit_kind``)."""
+    return {**report, "edit": edit, "text": text, "token_ids": token_ids}
+
+
+def edit_kind(edit_kind: str) -> str:
+    """The event kind an applied edit of this kind is sent as."""
+    return TRUNCATED if edit_kind == "truncate" else EDITED
+
+
+def rollback(event: RollbackEvent) -> Rollback:
+    payload = event.to_dict()
+    del payload["type"]  # the engine's name is the event's type
+    return payload  # type: ignore[return-value]
+
+
+def flag(event: FlagEvent) -> Flag:
+    return {"position": event.position, **event.decision.to_dict()}
+
+
+def attention(layer: int, heads: Iterable[Sequence[float]], position: int) -> Attention:
+    return {"layer": layer, "heads": [round_list(row) for row in heads], "position": position}
+
+
+def finish(reason: str, text: str) -> Finish:
+    return {"reason": reason, "text": text}
+
+
+def status(value: str) -> Status:
+    return {"status": value}
+
+
+def error(message: str, edit: int | None = None) -> Error:
+    return {"message": message} if edit is None else {"message": message, "edit": edit}
+
+
+def rollback_point(type: str, payload: dict) -> int | None:
+    """Where an engine rollback cut the generated ids; None for any other event. Rows stored
+    before the engine's rollback and a reviewer's truncate had kinds of their own say
+    ``rolled_back`` for both; only the engine's carries ``removed_from``."""
+    if type == ROLLBACK or (type == LEGACY_ROLLED_BACK and "removed_from" in payload):
+        return payload["removed_from"]
+    return None
+
+
+# Kinds that rows stored by earlier versions may still carry (migration 0004 renames them).
+LEGACY_ROLLED_BACK, LEGACY_FLAGGED = "rolled_back", "flagged"
+REPLAYED = (TOKEN, ROLLBACK, LEGACY_ROLLED_BACK)  # what moves the ids after a checkpoint
+FLAGS = (FLAG, LEGACY_FLAGGED)  # what a rebuilt state's cooldowns replay
+
+
+# --- storing and sending -------------------------------------------------------------------
 
 
 def group_name(session_id: int) -> str:
@@ -50,7 +347,7 @@ def next_seq(session_id: int) -> int:
 
 def emit(session_id: int, type: str, payload: dict | None = None) -> SessionEvent:
     """Store the event; broadcast it once the surrounding transaction commits."""
-    assert type in EVENT_TYPES, type
+    assert type in KINDS, type
     with transaction.atomic():
         event = SessionEvent.objects.create(
             session_id=session_id, seq=next_seq(session_id), type=type, payload=payload or {}

@@ -215,7 +215,7 @@ def resume(user, session_id) -> dict:
         # A pause request that a policy pause overtook must not stop the resumed run at once.
         _set_flag(control.clear, session.pk)
         _set_status(session, S.RUNNING)
-        events.emit(session.pk, "resumed", {"position": len(session.generated_ids)})
+        events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
         _dispatch_segment(session)
     return summary(session)
 
@@ -370,8 +370,8 @@ def record_prompt(session: ReviewSession, prompt_ids: list[int]) -> None:
     session.save(update_fields=["prompt_ids", "updated_at"])
 
 
-def record_token(session: ReviewSession, event: dict) -> None:
-    events.emit(session.pk, "token", event)
+def record_token(session: ReviewSession, token: events.Token) -> None:
+    events.emit(session.pk, events.TOKEN, token)
 
 
 def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
@@ -391,7 +391,9 @@ def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta
         raise SegmentSuperseded(f"Session {session.pk}: segment {session.segment} was superseded")
 
 
-def record_pause(session: ReviewSession, pause: dict, requested_at: float | None) -> PauseEvent:
+def record_pause(
+    session: ReviewSession, pause: events.PauseReport, requested_at: float | None
+) -> PauseEvent:
     halted = timezone.now()
     requested = datetime.fromtimestamp(requested_at, tz=UTC) if requested_at else None
     with transaction.atomic():
@@ -416,21 +418,20 @@ def record_pause(session: ReviewSession, pause: dict, requested_at: float | None
             {"trigger": record.trigger, "reason": record.reason, "position": record.position},
         )
         _set_status(session, S.PAUSED)
-        events.emit(
-            session.pk, "paused", {**pause, "pause_id": record.pk, "latency_ms": record.latency_ms}
-        )
+        events.emit(session.pk, events.PAUSE, events.pause(pause, record.pk, record.latency_ms))
     return record
 
 
-def record_flag(session: ReviewSession, flag: dict) -> None:
+def record_flag(session: ReviewSession, flag: events.Flag) -> None:
     audit.append("flagged", "engine", session, flag)
-    events.emit(session.pk, "flagged", flag)
+    events.emit(session.pk, events.FLAG, flag)
 
 
-def record_rollback(session: ReviewSession, rollback: dict) -> None:
+def record_rollback(session: ReviewSession, rollback: events.Rollback) -> None:
     metrics.rollback("engine")
-    audit.append("rolled_back", "engine", session, rollback)
-    events.emit(session.pk, "rolled_back", {k: v for k, v in rollback.items() if k != "type"})
+    # The audit record keeps the engine event's own name in it, as it always has.
+    audit.append("rolled_back", "engine", session, {"type": "rollback", **rollback})
+    events.emit(session.pk, events.ROLLBACK, rollback)
 
 
 def record_generated(session: ReviewSession, reason: str) -> None:
@@ -439,7 +440,7 @@ def record_generated(session: ReviewSession, reason: str) -> None:
             "generated", "engine", session, {"reason": reason, "tokens": len(session.generated_ids)}
         )
         _set_status(session, S.GENERATED)
-        events.emit(session.pk, "finished", {"reason": reason, "text": session.text})
+        events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
 
 
 def record_cancelled(session: ReviewSession) -> None:
@@ -460,14 +461,16 @@ def record_failure(session_id: int, error: str, segment: str | None = None) -> N
         session.save(update_fields=["error"])
         audit.append("failed", "engine", session, {"error": error})
         _finish(session, S.FAILED)
-        events.emit(session.pk, "error", {"message": error})
+        events.emit(session.pk, events.ERROR, events.error(error))
 
 
 def pending_edits(session: ReviewSession) -> list[Edit]:
     return list(session.edits.filter(applied=False, error=""))
 
 
-def record_edit_applied(session: ReviewSession, edit_record: Edit, result: dict) -> None:
+def record_edit_applied(
+    session: ReviewSession, edit_record: Edit, result: events.EditReport
+) -> None:
     with transaction.atomic():
         edit_record.applied = True
         edit_record.text_before = result.get("text_before", edit_record.text_before)
@@ -487,27 +490,21 @@ def record_edit_applied(session: ReviewSession, edit_record: Edit, result: dict)
             session,
             {**result, "edit": edit_record.pk},
         )
-        kind = "rolled_back" if edit_record.kind == "truncate" else "edited"
         if edit_record.kind == "truncate":
             metrics.rollback("reviewer")
         events.emit(
             session.pk,
-            kind,
-            {
-                **result,
-                "edit": edit_record.pk,
-                "text": session.text,
-                "token_ids": session.generated_ids,
-            },
+            events.edit_kind(edit_record.kind),
+            events.edit_applied(result, edit_record.pk, session.text, session.generated_ids),
         )
 
 
-def record_attention(session: ReviewSession, view: dict) -> None:
-    events.emit(session.pk, "attention", view)
+def record_attention(session: ReviewSession, view: events.Attention) -> None:
+    events.emit(session.pk, events.ATTENTION, view)
 
 
 def record_attention_failed(session_id: int, error: str) -> None:
-    events.emit(session_id, "error", {"message": error})
+    events.emit(session_id, events.ERROR, events.error(error))
 
 
 def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -> None:
@@ -515,7 +512,7 @@ def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -
         edit_record.error = error
         edit_record.save(update_fields=["error"])
         audit.append("edit_refused", "engine", session, {"edit": edit_record.pk, "error": error})
-        events.emit(session.pk, "error", {"message": error, "edit": edit_record.pk})
+        events.emit(session.pk, events.ERROR, events.error(error, edit_record.pk))
 
 
 def orphaned_sessions(alive_workers) -> list[tuple[int, str]]:
@@ -556,7 +553,7 @@ def redispatch(session_id: int, lost_worker: str | None = None) -> None:
 def _set_status(session: ReviewSession, status: str) -> None:
     session.status = status
     session.save(update_fields=["status", "updated_at"])
-    events.emit(session.pk, "status", {"status": status})
+    events.emit(session.pk, events.STATUS, events.status(status))
 
 
 def _finish(session: ReviewSession, status: str) -> None:

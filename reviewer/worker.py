@@ -24,7 +24,7 @@ from inference.loader import load_engine
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
-from reviewer import liveness, metrics, services
+from reviewer import events, liveness, metrics, services
 from reviewer.control import RedisControl
 from reviewer.health import ALIVE_TTL_S, alive_key, redis_client
 from reviewer.models import Edit, ReviewSession, SessionEvent
@@ -215,7 +215,7 @@ def finish_segment(
         stop = StopInfo("cancel", position=stop.position)
     if stop.reason == "pause":
         requested_at = _manual_request_time(stop, control)
-        services.record_pause(session, pause_payload(state, stop), requested_at)
+        services.record_pause(session, pause_report(state, stop), requested_at)
         keep_paused(session, state)
     elif stop.reason == "cancel":
         control.clear()
@@ -250,12 +250,7 @@ def attention_view(session_id: int, layer: int) -> None:
     state = load_state(session)
     view = engine().attention(state, layer)
     services.record_attention(
-        session,
-        {
-            "layer": view.layer,
-            "heads": [_round_list(row) for row in view.heads],
-            "position": len(state.generated_ids),
-        },
+        session, events.attention(view.layer, view.heads, len(state.generated_ids))
     )
 
 
@@ -319,7 +314,9 @@ def recovered_policy_state(session: ReviewSession) -> dict:
     cooldowns of a rebuilt state are what they were (pauses and rollbacks checkpoint)."""
     state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})
     fired = state.setdefault("fired", {})
-    later = SessionEvent.objects.filter(session=session, seq__gt=session.ids_seq, type="flagged")
+    later = SessionEvent.objects.filter(
+        session=session, seq__gt=session.ids_seq, type__in=events.FLAGS
+    )
     for event in later.order_by("seq"):
         flag = event.payload
         span = flag.get("span") or [None, None]
@@ -331,14 +328,14 @@ def recovered_ids(session: ReviewSession) -> list[int]:
     """The checkpointed ids, plus the tokens and rollbacks streamed since the checkpoint."""
     ids = list(session.generated_ids)
     later = SessionEvent.objects.filter(
-        session=session, seq__gt=session.ids_seq, type__in=["token", "rolled_back"]
+        session=session, seq__gt=session.ids_seq, type__in=events.REPLAYED
     )
     for event in later.order_by("seq"):
-        if event.type == "token":
+        if event.type == events.TOKEN:
             position = event.payload["position"]
             ids = ids[:position] + [event.payload["token_id"]]
-        elif "removed_from" in event.payload:
-            ids = ids[: event.payload["removed_from"]]
+        elif (cut := events.rollback_point(event.type, event.payload)) is not None:
+            ids = ids[:cut]
     return ids
 
 
@@ -352,25 +349,16 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
         except (EditError, ValueError) as exc:
             services.record_edit_refused(session, record, str(exc))
             continue
-        alternatives = [alt.to_dict() for alt in engine().signals(state).alternatives]
-        tokens = edited_tokens(state, result.token_start)
+        report = events.edit_report(
+            result,
+            engine().signals(state).alternatives,
+            state.detok.pieces(result.token_start),
+            state.top1_history,
+            state.entropy_history,
+        )
         with transaction.atomic():  # readers see the new ids and the edit together
             checkpoint(session, state)
-            services.record_edit_applied(
-                session,
-                record,
-                {**result.to_dict(), "alternatives": alternatives, "tokens": tokens},
-            )
-
-
-def edited_tokens(state: DecodeState, start: int) -> list[dict]:
-    """Each token from the edit point on, for the page to show one by one: its text, and the
-    top-1 probability and entropy of the distribution it stands in."""
-    top1, entropy = _round_list(state.top1_history), _round_list(state.entropy_history)
-    return [
-        {"text": text, "top1": top1[i], "entropy": entropy[i]}
-        for i, text in enumerate(state.detok.pieces(start), start)
-    ]
+            services.record_edit_applied(session, record, report)
 
 
 def apply_edit(state: DecodeState, record: Edit):
@@ -405,36 +393,15 @@ def _complete_histories(state: DecodeState) -> dict | None:
     return histories if all(len(values) == n for values in histories.values()) else None
 
 
-def pause_payload(state: DecodeState, stop: StopInfo) -> dict:
-    decision = stop.decision
-    manual = decision.kind == "external"
-    signals = engine().signals(state)
-    return {
-        "position": stop.position,
-        "trigger": "manual" if manual else decision.policy,
-        "kind": "manual" if manual else decision.kind,
-        "reason": decision.reason,
-        "evidence": {**decision.evidence, "signals": signals.to_dict()},
-        "span": list(decision.span) if decision.span else None,
-        "decisions": [d.to_dict() for d in stop.decisions],
-        "alternatives": [alt.to_dict() for alt in signals.alternatives],
-        "attention": _rounded(engine().attention(state).to_dict()),
-        "text": state.text,
-        "history": {
-            "probability": _round_list(state.top1_history),
-            "entropy": _round_list(state.entropy_history),
-        },
-    }
-
-
-def _rounded(view: dict) -> dict:
-    view["layers"] = [_round_list(row) for row in view["layers"]]
-    view["heads"] = [_round_list(row) for row in view["heads"]]
-    return view
-
-
-def _round_list(values, digits: int = 4) -> list:
-    return [round(v, digits) if v is not None else None for v in values]
+def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
+    return events.pause_report(
+        stop,
+        engine().signals(state),
+        engine().attention(state).to_dict(),
+        state.text,
+        state.top1_history,
+        state.entropy_history,
+    )
 
 
 class SessionSink(Sink):
@@ -447,29 +414,16 @@ class SessionSink(Sink):
 
     def on_token(self, event: TokenEvent) -> None:
         self.step_timer.tick()
-        signals = event.signals
-        services.record_token(
-            self.session,
-            {
-                "position": event.position,
-                "token_id": event.token_id,
-                "text": event.text,
-                "probability": round(signals.chosen_prob, 4),
-                "entropy": round(signals.entropy, 4),
-                "alternatives": [alt.to_dict() for alt in signals.alternatives],
-                # The new token's attention over its context, for the live heatmap.
-                "attention": _round_list(event.attention or [], 3),
-            },
-        )
+        services.record_token(self.session, events.token(event))
         self.since_checkpoint += 1
         if self.since_checkpoint >= CHECKPOINT_EVERY:
             checkpoint(self.session, self.state)
             self.since_checkpoint = 0
 
     def on_flag(self, event: FlagEvent) -> None:
-        services.record_flag(self.session, {"position": event.position, **event.decision.to_dict()})
+        services.record_flag(self.session, events.flag(event))
 
     def on_rollback(self, event: RollbackEvent) -> None:
-        services.record_rollback(self.session, event.to_dict())
+        services.record_rollback(self.session, events.rollback(event))
         checkpoint(self.session, self.state)
         self.since_checkpoint = 0

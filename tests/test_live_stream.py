@@ -63,7 +63,7 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
         while sum(1 for m in seen if m.get("type") == "token") < 3:
             await receive_until(communicator, "token", seen)
         await communicator.send_json_to({"command": "pause", "command_id": "p-1"})
-        paused = await receive_until(communicator, "paused", seen)
+        paused = await receive_until(communicator, "pause", seen)
     finally:
         await communicator.disconnect()
 
@@ -101,7 +101,7 @@ async def test_it_replays_missed_events_to_a_client_that_reconnects(
     await communicator.connect()
     seen: list[dict] = []
     try:
-        await receive_until(communicator, "finished", seen, timeout=10)
+        await receive_until(communicator, "finish", seen, timeout=10)
     finally:
         await communicator.disconnect()
     assert [m["seq"] for m in seen] == list(range(3, 3 + len(seen)))

@@ -21,7 +21,7 @@ POLICY = {
 def flag(session, position: int, span: list[int] | None) -> None:
     events.emit(
         session.pk,
-        "flagged",
+        "flag",
         {"position": position, "policy": "terms", "kind": "keyword", "action": "flag",
          "reason": "Matched", "evidence": {}, "span": span, "rollback_to": None},
     )  # fmt: skip

@@ -35,7 +35,7 @@ def with_history(session: ReviewSession) -> ReviewSession:
     """The events of a session that paused, resumed and finished, as the worker stores them."""
     for status in ("running", "paused"):
         events.emit(session.pk, "status", {"status": status})
-    events.emit(session.pk, "paused", {"position": 5, "trigger": "manual", "alternatives": []})
+    events.emit(session.pk, "pause", {"position": 5, "trigger": "manual", "alternatives": []})
     for status in ("running", "generated", session.status):
         events.emit(session.pk, "status", {"status": status})
     session.refresh_from_db()

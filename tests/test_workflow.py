@@ -119,7 +119,7 @@ def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, ali
     assert paused.status == "paused"
     pause = paused.pauses.get()
     assert pause.trigger == "Any article" and pause.kind == "regex"
-    start, end = pause.evidence.get("span") or paused.events.get(type="paused").payload["span"]
+    start, end = pause.evidence.get("span") or paused.events.get(type="pause").payload["span"]
     assert paused.text[start:end].lower() in {"the", "a", "an"}
     # Nothing was generated after the token that completed the match.
     assert pause.position == len(paused.generated_ids)
@@ -140,9 +140,9 @@ def test_it_rolls_back_to_a_position_and_continues_from_there(
     wait_for(status_is(sid, "paused"), what="the pause")
     kept = session(sid).generated_ids[:3]
     services.rollback(alice, sid, 3)
-    wait_for(lambda: session(sid).events.filter(type="rolled_back").exists(), what="the rollback")
+    wait_for(lambda: session(sid).events.filter(type="truncated").exists(), what="the rollback")
     assert session(sid).generated_ids == kept
-    assert session(sid).events.filter(type="rolled_back").exists()
+    assert session(sid).events.filter(type="truncated").exists()
     services.resume(alice, sid)
     wait_for(status_is(sid, "generated"), what="the end")
     final = session(sid)

@@ -66,7 +66,7 @@ def finished_with_history(owner, status: str, **fields) -> ReviewSession:
             emit(session.pk, "status", {"status": "paused"})
             emit(
                 session.pk,
-                "paused",
+                "pause",
                 {
                     "position": position,
                     "trigger": "manual",
@@ -90,7 +90,7 @@ def finished_with_history(owner, status: str, **fields) -> ReviewSession:
                 "attention": [0.25] * (position + 4),
             },
         )
-    emit(session.pk, "finished", {"reason": "eos", "text": TEXT})
+    emit(session.pk, "finish", {"reason": "eos", "text": TEXT})
     for action, payload in [
         ("start", {"domain": session.domain.name}),
         ("paused", {"trigger": "manual", "reason": "Reviewer asked", "position": 2}),

@@ -3,8 +3,10 @@
 // `data.lastSeq` happened before that, so replaying them only rebuilds the tokens, heatmaps
 // and open pause, never an old status. Later events are live.
 // Events are applied in sequence order; tokens are keyed by position, so a replay after a
-// reconnect never duplicates them, and `edited` / `rolled_back` events re-render from the
-// full text they carry.
+// reconnect never duplicates them, and `edited` / `truncated` events (a reviewer's edit or
+// rollback to a position) re-render from the full text they carry; a `rollback` event (the
+// engine's, of drifting tokens) cuts the tokens at `removed_from`. The kinds and their fields
+// are declared in reviewer/events.py.
 // Commands wait in an outbox until their ack or error: one that could not be sent, or whose
 // answer was lost with the connection, is sent again with the same command_id on reconnect,
 // and the server runs a repeated command_id only once.
@@ -25,7 +27,7 @@
     tokens: [], // tokens[position] = {text, probability, entropy, alternatives, edited}
     liveRows: [], // liveRows[position] = attention of that token over its context
     promptLength: null,
-    pause: null, // the open pause: the `paused` event, kept current by later edits
+    pause: null, // the open pause: the `pause` event, kept current by later edits
     socket: null,
     retries: 0,
     syncing: false,
@@ -237,16 +239,17 @@
 
   const handlers = {
     token: applyToken,
-    paused: applyPaused,
+    pause: applyPause,
     edited: applyEdit,
+    truncated: applyEdit,
     attention: applyAttention,
-    rolled_back: applyRollback,
+    rollback: applyRollback,
     status: (event) => {
       if (state.live) setStatus(event.status);
       else if (event.status !== "paused") state.pause = null; // an old pause, since closed
     },
-    finished: () => state.live && notify(L.finished),
-    flagged: (event) => state.live && notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
+    finish: () => state.live && notify(L.finished),
+    flag: (event) => state.live && notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
     error: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
   };
 
@@ -276,7 +279,7 @@
     scheduleLiveHeatmap();
   }
 
-  function applyPaused(event) {
+  function applyPause(event) {
     state.pause = event;
     if (event.span) event.span = event.span.map((i) => toUnits(event.text ?? textOf(state.tokens), i));
     scheduleRender("full");
@@ -285,10 +288,6 @@
 
   function applyEdit(event) {
     state.drawn = true;
-    if (!Array.isArray(event.token_ids) || typeof event.text !== "string") {
-      applyRollback(event);
-      return;
-    }
     let keep = Math.min(event.token_start ?? 0, state.tokens.length);
     let prefix = textOf(state.tokens.slice(0, keep));
     if (!event.text.startsWith(prefix)) {
@@ -316,14 +315,10 @@
 
   function applyRollback(event) {
     state.drawn = true;
-    if (Array.isArray(event.token_ids)) {
-      applyEdit(event);
-      return;
-    }
-    const keep = event.removed_from ?? state.tokens.length;
+    const keep = event.removed_from;
     state.tokens.length = Math.min(state.tokens.length, keep);
     state.liveRows.length = Math.min(state.liveRows.length, keep);
-    if (state.live) notify(`${L.rolledBack}: ${event.decision ? reasonText(event.decision) : ""}`);
+    if (state.live) notify(`${L.rolledBack}: ${reasonText(event.decision)}`);
     scheduleRender("full");
     scheduleLiveHeatmap();
   }
