@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.config import TASK_PRESETS, SamplingParams
+from inference.config import TASK_PRESETS
 
 LABELS = ("deterministic", "open", "reasoning")
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "task_prompts.csv"
@@ -157,10 +157,6 @@ def check_task_type(task_type: str) -> str:
     if task_type not in LABELS:
         raise ValueError(f"task_type must be one of {', '.join(LABELS)}, not {task_type!r}")
     return task_type
-
-
-def validate_preset(task_type: str, params: dict) -> SamplingParams:
-    return SamplingParams.for_task(task_type, **params)
 
 
 def choose(text: str, override: str | None = None) -> tuple[str, str]:
