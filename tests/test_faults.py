@@ -30,6 +30,22 @@ RESTART_LIMIT_S = 20  # a new process: Python, Django, Celery and the model to l
 # --- helpers -------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def only_this_tests_workers():
+    """A worker an earlier test left running (the suite's shared one) would take this test's
+    sessions, and the worker the test kills would hold none: it stops consuming the shared
+    queue until the test ends."""
+    from reviewer.health import alive_workers
+    from webapp.celery import app
+
+    queue, others = settings.CELERY_TASK_DEFAULT_QUEUE, sorted(alive_workers())
+    if others:
+        app.control.cancel_consumer(queue, destination=others, reply=True, timeout=5)
+    yield
+    if others:
+        app.control.add_consumer(queue, destination=others, reply=True, timeout=5)
+
+
 def start(alice, max_new_tokens: int = 48) -> int:
     return services.start_session(alice, "Plain", PROMPT, seed=SEED, max_new_tokens=max_new_tokens)[
         "id"
