@@ -7,34 +7,17 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import connections
-from django.test import Client
 
 from reviewer.models import ReviewSession
 from tests.db_snapshot import snapshot
-from tests.session_factory import make_session, stub_worker
+from tests.session_factory import make_session
+
+# The same socket set-up as the consumer tests: a stand-in worker, closed thread connections.
+from tests.test_consumer import close_thread_connections, dispatched, session_cookie  # noqa: F401
 from webapp.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = ReviewSession
-
-
-@pytest.fixture(autouse=True)
-def dispatched(monkeypatch) -> list[int]:
-    return stub_worker(monkeypatch)
-
-
-@pytest.fixture(autouse=True)
-async def close_thread_connections():
-    yield
-    await database_sync_to_async(connections.close_all)()
-
-
-@database_sync_to_async
-def session_cookie(user) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 async def open_socket(session_id: int, user) -> WebsocketCommunicator:
