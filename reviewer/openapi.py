@@ -1,7 +1,7 @@
 """The OpenAPI 3 description of the JSON API, served at /api/schema for client authors.
 
 Request bodies and parameters come from the argument readers (reviewer/arguments.py) and
-the commands table (reviewer/commands.py), so the limits described are the ones enforced;
+the commands table (reviewer/command_table.py), so the limits described are the ones enforced;
 a test checks that every API URL and every command is described.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import fields
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer import arguments
-from reviewer.commands import COMMANDS
+from reviewer.command_table import COMMANDS
 from reviewer.models import ReviewSession
 
 OPENAPI_VERSION = "3.0.3"
