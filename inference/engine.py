@@ -2,7 +2,7 @@
 
 Per step, with the state always "KV covers every token, next_logits ready":
     boundary: control handle -> after_token pauses -> EOS / token limit
-              -> signals(next_logits) -> before_token policies -> external pause
+              -> signals(next_logits) -> before_token policies -> manual pause
     step:     sample -> append -> forward(new token) -> after_token policies
 Every reason to stop is decided in ``_boundary``; nothing is computed past a pause.
 """
@@ -223,7 +223,7 @@ class Engine:
             reason = run.control.reason if command == PAUSE else f"pause at token {position}"
             if command == PAUSE:
                 run.control.clear()
-            return self._pause(state, run, "external", [_external(reason, position)])
+            return self._pause(state, run, "manual", [_manual(reason, position)])
         return None
 
     def _step(self, state: DecodeState, run: _Run) -> None:
@@ -482,10 +482,11 @@ def _policy_set(policies: PolicySet | list[dict] | None) -> PolicySet:
     return PolicySet.from_specs(list(policies or []))
 
 
-def _external(reason: str, position: int) -> Decision:
+def _manual(reason: str, position: int) -> Decision:
+    """The synthetic decision behind a pause asked for from outside (not a policy)."""
     return Decision(
-        policy="external",
-        kind="external",
+        policy="manual",
+        kind="manual",
         action="pause",
         reason=f"Paused: {reason}",
         evidence={"source": "control", "requested": reason, "position": position},

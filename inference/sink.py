@@ -42,9 +42,9 @@ class PauseNotice:
     is the ``PauseEvent`` model; this is what the engine tells its sink.)"""
 
     position: int  # generated tokens so far; the next token would have this index
-    phase: str  # "before_token" | "after_token" | "external"
+    phase: str  # "before_token" | "after_token" | "manual"
     reason: str
-    decisions: tuple = ()  # policy Decisions behind the pause (one synthetic for external)
+    decisions: tuple = ()  # policy Decisions behind the pause (one synthetic for manual)
     signals: Signals | None = None  # the next token's distribution: what the reviewer sees
 
     def to_dict(self) -> dict:
