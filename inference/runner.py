@@ -30,7 +30,7 @@ class StepOutput:
     hidden: torch.Tensor | None  # [N, H] last-layer hidden states of those positions
 
 
-class _AttentionRecorder:
+class AttentionRecorder:
     """Captures, for a single-query forward, the query's attention scores per layer.
 
     Only one product per layer during the forward; the softmax and the means over heads
@@ -64,7 +64,7 @@ class _AttentionRecorder:
         return torch.softmax(scores * scaling, dim=-1).mean((0, 1))
 
 
-_recorder: _AttentionRecorder | None = None
+_recorder: AttentionRecorder | None = None
 
 
 def _engine_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
@@ -294,7 +294,7 @@ class ModelRunner:
         global _recorder
         if not self.live_attention_supported:
             raise RuntimeError(f"live attention needs sdpa attention; {self.name} uses another")
-        previous, _recorder = _recorder, _AttentionRecorder(layers)
+        previous, _recorder = _recorder, AttentionRecorder(layers)
         try:
             yield _recorder
         finally:

@@ -75,3 +75,12 @@ def summarize(
 
 def with_chosen(signals: Signals, logprobs: np.ndarray, token_id: int) -> Signals:
     return replace(signals, chosen_prob=float(np.exp(logprobs[token_id])))
+
+
+def top1_and_entropy(logits: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per row of [T, V] logits: (top1 probability, entropy in nats), batched in torch for
+    the histories of many tokens at once (a rebuild, an edit's tail)."""
+    logprobs = torch.log_softmax(logits, dim=-1)
+    top1: list[float] = logprobs.max(-1).values.exp().tolist()
+    entropy: list[float] = (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+    return top1, entropy
