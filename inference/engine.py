@@ -335,7 +335,7 @@ class Engine:
         return snapshot_mod.dumps(state, self.runner)
 
     def restore(self, data: bytes) -> DecodeState:
-        return snapshot_mod.loads(data, self.runner, self.tokenizer)
+        return snapshot_mod.loads(data, self.runner)
 
     def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:
         """Apply edits (Edit objects or dicts) at a pause; all or nothing. A pending last

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ class Alternative:
     text: str
     prob: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -31,7 +32,7 @@ class Signals:
     alternatives: tuple[Alternative, ...]  # top-k, best first
     chosen_prob: float | None = None  # probability of the chosen token (None before sampling)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "top1_prob": self.top1_prob,
             "entropy": self.entropy,
