@@ -20,13 +20,13 @@ import torch
 
 from inference import attention as attention_mod
 from inference import edits as edits_mod
+from inference import rebuild as rebuild_mod
 from inference import snapshot as snapshot_mod
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.edits import Edit, EditResult
 from inference.policies import Decision, PolicySet, StepContext
 from inference.prompt import Prompt, encode_prompt
-from inference.rebuild import rebuild
 from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
@@ -97,13 +97,12 @@ class Engine:
             raise ValueError("the prompt is empty")
         policy_set = _policy_set(policies)
         record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
-        return rebuild(self.runner, self.tokenizer, record, policy_set)
+        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
         """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
-        return rebuild(
-            self.runner, self.tokenizer, record, PolicySet.from_specs(record.policy_specs)
-        )
+        policy_set = PolicySet.from_specs(record.policy_specs)
+        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
 
     # ---- the loop -----------------------------------------------------------------------
     def run(
