@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import torch
 
 from inference.engine import Engine
 from inference.runner import ModelRunner
+from inference.text import Tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -36,6 +38,8 @@ def load_engine(model_dir: str | Path | None = None, dtype: torch.dtype = torch.
             f"no model at {path} (config.json missing). Prepare the default model "
             "(inference/preparation.py) or point CAESURA_MODEL at a local model directory."
         )
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    # transformers types decode() for batches too (-> str | list[str]); the engine decodes
+    # one sequence at a time, which gives a str: the Tokenizer protocol says so.
+    tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
     return Engine(ModelRunner(model, name=path.name), tokenizer)

@@ -222,7 +222,7 @@ def pause_report(
 ) -> PauseReport:
     """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
     decision = stop.decision
-    manual = decision.kind == "external"
+    manual = decision.kind == "manual"
     return {
         "position": stop.position,
         "trigger": "manual" if manual else decision.policy,

@@ -8,6 +8,7 @@ a test checks that every API URL and every command is described.
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer import arguments
@@ -93,7 +94,7 @@ def decoding_schema() -> dict:
     properties = {}
     for field in fields(SamplingParams):
         low, high, hint = DECODING_RANGES.get(field.name, (None, None, ""))
-        schema = {"type": "integer" if field.type in ("int", int) else "number"}
+        schema: dict[str, Any] = {"type": "integer" if field.type in ("int", int) else "number"}
         schema.update({"minimum": low} if low is not None else {})
         schema.update({"maximum": high} if high is not None else {})
         properties[field.name] = {**schema, "description": hint}

@@ -129,7 +129,7 @@ def reason_values(evidence: dict) -> dict:
     return values
 
 
-def reason_templates() -> dict[str, str]:
+def reason_templates() -> dict[str, str | None]:
     """The templates for the session page's script, which fills them from each decision's
     evidence. English pages show the engine's own wording, so they need none."""
     if (translation.get_language() or "en").startswith("en"):

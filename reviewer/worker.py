@@ -142,7 +142,7 @@ def keep_paused(session: ReviewSession, state: DecodeState) -> None:
 
 
 def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
-    if stop.decision is None or stop.decision.kind != "external":
+    if stop.decision is None or stop.decision.kind != "manual":
         return None
     return control.requested_at
 
