@@ -216,18 +216,38 @@ def hashed(found: dict[str, float], bits: int = HASH_BITS) -> tuple[list[int], l
     return indices, list(found.values())
 
 
+CUE_LABELS = {
+    "absolute": "absolute wording",
+    "hedge": "hedged wording",
+    "negation": "a negation",
+    "negation_unhedged": "an unhedged negation",
+    "commitment": "a commitment",
+    "certainty": "a statement of certainty",
+    "number": "a number",
+    "number_unit": "a number with a unit",
+    "money": "an amount of money",
+    "number_duration": "a duration",
+    "frequency": "a dose frequency",
+    "dose_with_frequency": "a dose with its frequency",
+    "age_or_date": "an age or a date",
+    "claim_ref": "a claim or clause reference",
+}
+
+SIGNAL_LABELS = {
+    "top1": "top-1 probability",
+    "entropy": "entropy",
+    "top1_x_absolute": "a confident token near absolute wording",
+}
+_CJK_GAP = regex.compile(rf"(?<=[{_CJK}]) (?=[{_CJK}])")
+
+
 def describe(name: str) -> str:
-    """A feature name as a reviewer reads it in a decision's reason."""
+    """A feature name as a reviewer reads it in a decision's reason. A cue and the same
+    cue "just written" read alike, so a reason names it once."""
     kind, _, rest = name.partition(":")
-    rest = rest.replace("#", "<number>")
-    labels = {
-        "g1": f'"{rest}"',
-        "g2": f'"{rest}"',
-        "g3": f'"{rest}"',
-        "end1": f'ends in "{rest}"',
-        "end2": f'ends in "{rest}"',
-        "cue": f"{rest.replace('_', ' ')} wording",
-        "new": f"{rest.replace('_', ' ')} just written",
-        "sig": {"top1": "top-1 probability", "entropy": "entropy"}.get(rest, rest),
-    }
-    return labels.get(kind, name)
+    if kind in ("cue", "new"):
+        return CUE_LABELS.get(rest, f"{rest.replace('-', ' ')} term")
+    if kind == "sig":
+        return SIGNAL_LABELS.get(rest, rest)
+    words = _CJK_GAP.sub("", rest.replace("#", "<number>"))
+    return f'ends in "{words}"' if kind.startswith("end") else f'"{words}"'

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 import zlib
@@ -60,7 +61,8 @@ class PauseModel:
 
     @staticmethod
     def reason_text(explained: list[tuple[str, float]]) -> str:
-        return ", ".join(describe(name) for name, _ in explained) or "its overall pattern"
+        labels = list(dict.fromkeys(describe(name) for name, _ in explained))
+        return ", ".join(labels) or "its overall pattern"
 
     def to_bytes(self) -> bytes:
         header = {
@@ -119,18 +121,34 @@ class PauseModel:
             info=header.get("info", {}),
         )
 
-    def crossing(self, step: Step, previous: Step | None, threshold: float):
+    def crossing(
+        self, step: Step, previous: Step | None, threshold: float
+    ) -> tuple[float, dict[str, float]] | None:
         """(score, features) when the score rises to the threshold at this step, else None.
 
         Rising edge: a clause that stays risky over several tokens pauses once, at the token
-        that made it risky, not at every token after it."""
+        that made it risky, not at every token after it. A step that ends inside a number
+        is never judged (tokenizers write "500" digit by digit): the pause waits for the
+        whole figure, and the step after it is compared with the last settled one.
+        """
+        if unsettled(step.text):
+            return None
         found = features(step)
         score = self.probability(found)
         if score < threshold:
             return None
-        if previous is not None and self.score(previous) >= threshold:
+        settled_before = previous is not None and not unsettled(previous.text)
+        if settled_before and self.score(previous) >= threshold:
             return None
         return score, found
+
+
+_UNSETTLED = re.compile(r"\d[.,]?$")
+
+
+def unsettled(text: str) -> bool:
+    """Whether the text may end inside a number that the next token continues."""
+    return _UNSETTLED.search(text[-3:]) is not None
 
 
 def check_header(header: dict) -> None:
