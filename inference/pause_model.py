@@ -165,6 +165,7 @@ def check_header(header: dict) -> None:
         raise PauseModelError("pause model header has an invalid hash size")
 
 
+_CACHE_SIZE = 16  # models per process; a retrained domain model replaces its old version
 _cache: dict[tuple[str, str], PauseModel] = {}
 _cache_lock = threading.Lock()
 
@@ -190,17 +191,29 @@ def load_model(path: str | Path, checksum: str | None = None) -> PauseModel:
     key = (str(path.resolve()), actual)
     with _cache_lock:
         if key not in _cache:
+            if len(_cache) >= _CACHE_SIZE:
+                del _cache[next(iter(_cache))]  # the oldest loaded
             _cache[key] = PauseModel.from_bytes(data)
         return _cache[key]
 
 
 def save_model(model: PauseModel, directory: str | Path) -> Path:
-    """Write the model under its checksum (content-addressed, never overwritten by another)."""
-    data = model.to_bytes()
+    """Write the model under its checksum; see `store_model_bytes`."""
+    return store_model_bytes(model.to_bytes(), directory)
+
+
+def store_model_bytes(data: bytes, directory: str | Path) -> Path:
+    """Check `data` is a usable model and write it as ``<directory>/<sha256>.pausemodel``.
+
+    Content-addressed, so a worker can materialise a model kept elsewhere (a database
+    row) before building a policy that names it, and two versions never overwrite each
+    other. Returns the path; an existing identical file is left as it is.
+    """
+    PauseModel.from_bytes(data)
     path = Path(directory) / f"{hashlib.sha256(data).hexdigest()}.pausemodel"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
     return path

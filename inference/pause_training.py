@@ -49,19 +49,24 @@ class Example:
         return self.key or f"{self.domain}\x00{self.text_before}\x00{self.next_text}"
 
 
-def load_starter_set(directory: Path = STARTER_DIR) -> list[Example]:
-    """Every fragment of the starter set (see GUIDELINE.md in its directory)."""
+def load_starter_set(
+    directory: Path = STARTER_DIR, domains: Iterable[str] | None = None
+) -> list[Example]:
+    """The starter set's fragments (see GUIDELINE.md in its directory), of `domains` only
+    when given (slugs such as "clinical-note")."""
+    wanted = set(domains) if domains is not None else None
     examples = []
     for path in sorted(directory.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                examples.append(
-                    Example(
-                        row["before"], row["next"], int(row["label"]), None, row["domain"],
-                        row["id"], earlier_negative=True,
-                    )
-                )  # fmt: skip
+            row = json.loads(line) if line.strip() else None
+            if row is None or (wanted is not None and row["domain"] not in wanted):
+                continue
+            examples.append(
+                Example(
+                    row["before"], row["next"], int(row["label"]), None, row["domain"],
+                    row["id"], earlier_negative=True,
+                )
+            )  # fmt: skip
     return examples
 
 

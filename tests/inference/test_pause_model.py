@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from inference.pause_features import Step, clause_start, describe, features, hashed, prior_step
-from inference.pause_model import MAGIC, PauseModel, PauseModelError, load_model, save_model
+from inference.pause_model import (
+    MAGIC,
+    PauseModel,
+    PauseModelError,
+    load_model,
+    save_model,
+    store_model_bytes,
+)
 from inference.policies import PolicySet
 from inference.policies.dry_run import simulated_tokens, text_step
 from tests.inference.pause_models import learned_spec, starter_model
@@ -107,6 +114,15 @@ def test_it_loads_a_file_once_and_checks_its_checksum(tmp_path):
         load_model(path, "0" * 64)
     with pytest.raises(PauseModelError, match="cannot read"):
         load_model(tmp_path / "missing.pausemodel")
+
+
+def test_a_worker_can_materialise_a_model_from_its_bytes(tmp_path):
+    data = starter_model().to_bytes()
+    path = store_model_bytes(data, tmp_path / "models")
+    assert path.read_bytes() == data and store_model_bytes(data, tmp_path / "models") == path
+    with pytest.raises(PauseModelError):
+        store_model_bytes(b"junk", tmp_path / "models")
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [path.name]
 
 
 def test_it_decides_in_well_under_a_millisecond_per_token(tmp_path):

@@ -35,6 +35,10 @@ def test_the_starter_set_covers_every_demo_domain_in_both_languages():
     assert 0.4 < sum(e.label for e in examples) / len(examples) < 0.6
     assert len({e.key for e in examples}) == len(examples)
     assert (STARTER_DIR / "GUIDELINE.md").is_file()
+    clinical = load_starter_set(domains=["clinical-note"])
+    assert {e.domain for e in clinical} == {"clinical-note"} and len(clinical) == sum(
+        1 for e in examples if e.domain == "clinical-note"
+    )
 
 
 def test_every_fragment_names_a_cue_the_guideline_defines():
