@@ -154,3 +154,15 @@ def first_firing(spec: dict, events: list[TokenEvent]) -> int | None:
         if policies.evaluate(ctx):
             return event.position
     return None
+
+
+def test_a_snapshot_restores_the_policy_with_its_model(engine, tmp_path):
+    spec = learned_spec(tmp_path, threshold=0.5)
+    state = engine.start("hello", {"temperature": 0.0, "max_new_tokens": 6}, [spec])
+    engine.run(state, pause_at=3)
+    restored = engine.restore(engine.snapshot(state))
+    (policy,) = restored.policies.policies
+    assert policy.kind == "learned" and policy.threshold == 0.5
+    assert policy.model.checksum == starter_model().checksum
+    engine.run(restored)
+    assert len(restored.generated_ids) == 6
