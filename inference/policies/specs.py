@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inference.policies.base import SPEC_KEYS, Param, Policy, PolicyConfigError
+from inference.policies.learned import LearnedPolicy
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
     DriftPolicy,
@@ -28,6 +29,7 @@ POLICY_KINDS: dict[str, type[Policy]] = {
         SentenceCountPolicy,
         ToolCallPolicy,
         DriftPolicy,
+        LearnedPolicy,
     )
 }
 
