@@ -12,6 +12,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 
@@ -126,7 +127,9 @@ class Step:
     entropy: float | None = None
 
     @classmethod
-    def from_signals(cls, text: str, new_text_start: int, signals: Mapping | None) -> Step:
+    def from_signals(
+        cls, text: str, new_text_start: int, signals: Mapping[str, Any] | None
+    ) -> Step:
         signals = signals or {}
         return cls(text, new_text_start, signals.get("top1_prob"), signals.get("entropy"))
 

@@ -20,6 +20,7 @@ import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +41,12 @@ class PauseModel:
     bias: float
     threshold: float  # default decision threshold, chosen at training time
     bits: int = HASH_BITS
-    metrics: dict = field(default_factory=dict)  # held-out precision, recall, pauses/100 tokens
-    info: dict = field(default_factory=dict)  # provenance: domains, example counts, options
+    metrics: dict[str, Any] = field(
+        default_factory=dict
+    )  # held-out precision, recall, pauses/100 tokens
+    info: dict[str, Any] = field(
+        default_factory=dict
+    )  # provenance: domains, example counts, options
 
     def score(self, step: Step) -> float:
         """Probability that a reviewer would intervene at this step."""
@@ -137,9 +142,9 @@ class PauseModel:
         score = self.probability(found)
         if score < threshold:
             return None
-        settled_before = previous is not None and not unsettled(previous.text)
-        if settled_before and self.score(previous) >= threshold:
-            return None
+        settled = previous is not None and not unsettled(previous.text)
+        if settled and previous is not None and self.score(previous) >= threshold:
+            return None  # already risky a step before: the pause was there
         return score, found
 
 
@@ -151,7 +156,7 @@ def unsettled(text: str) -> bool:
     return _UNSETTLED.search(text[-3:]) is not None
 
 
-def check_header(header: dict) -> None:
+def check_header(header: dict[str, Any]) -> None:
     if header.get("format") != FORMAT_VERSION:
         raise PauseModelError(
             f"pause model format {header.get('format')!r} is not {FORMAT_VERSION}: retrain it"

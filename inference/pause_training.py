@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,9 @@ class Example:
     text_before: str
     next_text: str
     label: int  # 1: a reviewer would intervene right after next_text
-    signals: Mapping | None = None  # the step's Signals.to_dict(), None for hand-labelled text
+    signals: Mapping[str, Any] | None = (
+        None  # the step's Signals.to_dict(), None for hand-labelled text
+    )
     domain: str | None = None
     key: str | None = None  # stable id; the split hashes it (else the text)
     # Hand-labelled: no earlier moment of this text is a pause point (GUIDELINE.md, rule 1),
@@ -81,7 +84,8 @@ def is_heldout(example: Example) -> bool:
 
 def split(examples: Iterable[Example], salt: str = "") -> tuple[list[Example], list[Example]]:
     """(training, held out): fixed by the examples' keys, whatever their order or number."""
-    train, heldout = [], []
+    train: list[Example] = []
+    heldout: list[Example] = []
     for example in examples:
         (heldout if bucket(example, salt) == 0 else train).append(example)
     return train, heldout
@@ -143,7 +147,18 @@ def fit(
     return weights, float(b)
 
 
-def adam_step(w, b, grad_w, grad_b, moments, t, rate, beta1=0.9, beta2=0.999, eps=1e-8):
+def adam_step(
+    w: np.ndarray,
+    b: float,
+    grad_w: np.ndarray,
+    grad_b: float,
+    moments: list[Any],
+    t: int,
+    rate: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+) -> tuple[np.ndarray, float]:
     m_w, v_w, m_b, v_b = moments
     m_w *= beta1
     m_w += (1 - beta1) * grad_w
@@ -168,7 +183,9 @@ def choose_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
     return best
 
 
-def classification(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
+def classification(
+    scores: Sequence[float], labels: Sequence[int], threshold: float
+) -> dict[str, Any]:
     predicted = [s >= threshold for s in scores]
     tp = sum(1 for p, y in zip(predicted, labels, strict=True) if p and y)
     fp = sum(1 for p, y in zip(predicted, labels, strict=True) if p and not y)
@@ -179,7 +196,9 @@ def classification(scores: Sequence[float], labels: Sequence[int], threshold: fl
     return {"precision": precision, "recall": recall, "f1": f1, "examples": len(labels)}
 
 
-Session = Sequence[tuple[str, Mapping | None]]  # (token text, its signals or None), in order
+Session = Sequence[
+    tuple[str, Mapping[str, Any] | None]
+]  # (token text, its signals or None), in order
 
 
 def text_session(text: str) -> Session:
@@ -205,7 +224,7 @@ def pause_rate(
     return (100.0 * pauses / tokens if tokens else 0.0), pauses, tokens
 
 
-def evaluate(model: PauseModel, examples: Sequence[Example], threshold: float) -> dict:
+def evaluate(model: PauseModel, examples: Sequence[Example], threshold: float) -> dict[str, Any]:
     """Precision and recall at the examples' moments, overall and per domain and language."""
     scores = [model.score(e.step) for e in examples]
     labels = [e.label for e in examples]
@@ -229,7 +248,7 @@ def train(
     epochs: int = 300,
     l2: float = DEFAULT_L2,
     threshold: float | None = None,
-    info: Mapping | None = None,
+    info: Mapping[str, Any] | None = None,
 ) -> PauseModel:
     """Train on the training split of `examples` and measure on its held-out split.
 
@@ -270,7 +289,7 @@ def measure(
     heldout: Sequence[Example],
     sessions: Sequence[Session] | None,
     threshold: float,
-) -> dict:
+) -> dict[str, Any]:
     metrics = {**evaluate(model, heldout, threshold), "threshold": threshold}
     metrics["heldout_examples"] = metrics.pop("examples")
     metrics["heldout_positives"] = sum(e.label for e in heldout)
@@ -281,6 +300,6 @@ def measure(
     return metrics
 
 
-def provenance(train_set: Sequence[Example]) -> dict:
+def provenance(train_set: Sequence[Example]) -> dict[str, Any]:
     domains = sorted({e.domain for e in train_set if e.domain})
     return {"domains": domains, "positives": sum(e.label for e in train_set)}
