@@ -15,6 +15,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/", views.session_page, name="session-page"),
     path("sessions/<int:session_id>/audit", views.session_audit, name="session-audit"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("api/sessions", api.sessions, name="api-sessions"),
     path("api/sessions/<int:session_id>", api.session, name="api-session"),
     path("api/sessions/<int:session_id>/events", api.session_events, name="api-events"),

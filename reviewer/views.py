@@ -234,6 +234,23 @@ def session_audit(request: HttpRequest, session_id: int) -> JsonResponse:
     return JsonResponse({"entries": timeline(session)})
 
 
+# --- static files browsers ask for at fixed addresses ----------------------------------------
+
+
+@require_GET
+def favicon(request: HttpRequest) -> FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links to: serve the app's icon there."""
+    from django.contrib.staticfiles import finders
+
+    found = finders.find("reviewer/favicon.ico")
+    if not found:
+        raise Http404("favicon.ico is missing from the static files")
+    icon = Path(found).open("rb")  # noqa: SIM115 - FileResponse closes it
+    response = FileResponse(icon, content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 # --- vendored JavaScript -------------------------------------------------------------------
 
 
