@@ -755,6 +755,13 @@
 
   const plotConfig = { displayModeBar: false, responsive: true };
 
+  // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
+  // sizing would leave the box at its minimum and the figure spilling over the next card.
+  function drawPlot(id, traces, layout, config) {
+    $(id).style.minHeight = `${layout.height}px`;
+    Plotly.react(id, traces, layout, config);
+  }
+
   function tickLabels(tokens) {
     const every = Math.max(1, Math.ceil(tokens.length / 30));
     const values = [];
@@ -789,7 +796,7 @@
       xaxis: tickLabels(tokens), yaxis: { title: { text: L.layer }, autorange: "reversed" },
       shapes: promptShade(attention.prompt_length),
     };
-    Plotly.react("pause-heatmap", [layers], layout, plotConfig);
+    drawPlot("pause-heatmap", [layers], layout, plotConfig);
     renderHeads(attention);
     const plot = $("pause-heatmap");
     if (!plot.dataset.bound) {
@@ -840,7 +847,7 @@
       xaxis: tickLabels(tokens), yaxis: { title: { text: L.head }, autorange: "reversed", dtick: 1 },
       shapes: promptShade(attention.prompt_length),
     };
-    Plotly.react("heads-heatmap", [heads], layout, plotConfig);
+    drawPlot("heads-heatmap", [heads], layout, plotConfig);
   }
 
   let liveTimer = null;
@@ -878,7 +885,7 @@
       yaxis: { title: { text: L.token }, autorange: "reversed", showgrid: false, zeroline: false },
       shapes: promptShade(prompt),
     };
-    Plotly.react("live-heatmap", [trace], layout, plotConfig);
+    drawPlot("live-heatmap", [trace], layout, plotConfig);
   }
 
   // --- controls, decision, timeline --------------------------------------------------------
@@ -894,11 +901,19 @@
       const note = state.status === "failed" ? data.error : state.decisionComment;
       const label = data.statusLabels[state.status] || state.status;
       $("decided-panel").hidden = false;
-      $("decided-text").textContent = note ? L.decided.replace("%(status)s", label).replace("%(note)s", note) : label;
+      $("decided-text").replaceChildren(...decidedParts(label, note));
       renderDecidedBy();
     } else if (state.status === "running") {
       $("decided-panel").hidden = true; // a failed session resumed
     }
+  }
+
+  // "approved: <comment>": the comment (or the error) is someone's own words, never translated.
+  function decidedParts(label, note) {
+    if (!note) return [label];
+    const [before, after] = L.decided.replace("%(status)s", label).split("%(note)s");
+    const quoted = Object.assign(document.createElement("span"), { textContent: note, translate: false });
+    return [before, quoted, after || ""];
   }
 
   function renderRunButton() {
@@ -1054,7 +1069,7 @@
       if (!e.target.closest("#token-menu, .tok")) hideMenu();
     });
     $("rollback-here").addEventListener("click", rollbackHere);
-    $("toggle-run").addEventListener("click", toggleRun);
+    $("toggle-run")?.addEventListener("click", toggleRun);
     $("approve").addEventListener("click", () => decide("approve"));
     $("reject").addEventListener("click", () => decide("reject"));
     $("edit-close").addEventListener("click", closeEditor);
