@@ -196,7 +196,7 @@ def missing_for_roi(totals: dict, settings: dict[str, dict]) -> list[str]:
     defaults = [name for name, s in settings.items() if not s["set_by_admin"]]
     if defaults:
         gaps.append(
-            _("%(domains)s still use the default assumptions (cycles, minutes, costs).")
+            _("The default assumptions (cycles, minutes, costs) are still in use for %(domains)s.")
             % {"domains": ", ".join(defaults)}
         )
     if not totals.get("reviewed_generations"):

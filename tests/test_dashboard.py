@@ -95,7 +95,7 @@ def test_it_explains_what_the_roi_is_missing(client, admin_user, alice, bob, pla
     response = client.get(reverse("dashboard"), {**MARCH, "domain": "plain"})
     missing = response.context["missing"]
     assert any("No annual system cost is set for Plain" in line for line in missing)
-    assert any("Plain still use the default assumptions" in line for line in missing)
+    assert any("still in use for Plain" in line for line in missing)
     assert 'id="roi-missing"' in response.content.decode()
 
 
