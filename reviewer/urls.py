@@ -12,6 +12,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", views.session_list, name="session-list"),
     path("sessions/new", views.session_new, name="session-new"),
+    path("sessions/next", views.next_case, name="session-next"),
     path("sessions/<int:session_id>/", views.session_page, name="session-page"),
     path("sessions/<int:session_id>/audit", views.session_audit, name="session-audit"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),

@@ -8,7 +8,8 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.core.paginator import Paginator
+from django.db.models import Case, Count, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -39,23 +40,52 @@ def healthz(request: HttpRequest) -> JsonResponse:
 # --- session list --------------------------------------------------------------------------
 
 
+PAGE_SIZE = 25
+
+
+def review_queue(user):
+    """The sessions a reviewer works through: those waiting for their decision (paused, or
+    generated and not yet decided) first, then the rest; newest first within each."""
+    waiting = Case(When(status__in=services.DECIDABLE, then=0), default=1)
+    return (
+        ReviewSession.objects.visible_to(user)
+        .annotate(waiting=waiting)
+        .order_by("waiting", "-created_at", "-pk")
+    )
+
+
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
-    rows = (
-        ReviewSession.objects.visible_to(request.user)
-        .select_related("domain", "owner")
-        .annotate(pause_count=Count("pauses"))
-    )
+    rows = review_queue(request.user).select_related("domain", "owner")
+    rows = rows.annotate(pause_count=Count("pauses"))
     if status in dict(ReviewSession.STATUSES):
         rows = rows.filter(status=status)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
-        "sessions": rows[:200],
+        "sessions": page.object_list,
+        "page": page,
         "status": status,
         "statuses": status_labels(),
         "domains": Domain.objects.all(),
+        "queue_done": request.GET.get("done") == "1",
     }
     return render(request, "reviewer/session_list.html", context)
+
+
+@login_required
+@require_GET
+def next_case(request: HttpRequest) -> HttpResponse:
+    """The newest other session waiting for this reviewer's decision, or the list saying that
+    nothing is left."""
+    current = request.GET.get("from", "")
+    waiting = review_queue(request.user).filter(waiting=0)
+    if current.isdigit():
+        waiting = waiting.exclude(pk=int(current))
+    found = waiting.first()
+    if found is None:
+        return redirect(reverse("session-list") + "?done=1")
+    return redirect("session-page", session_id=found.pk)
 
 
 # --- new session ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@
     outbox: new Map(), // command_id -> {message, resolve, reject, sent, since}
     selection: null, // {start, end} of a text selection being edited
     menuPosition: null,
+    pausePositions: [], // where the session paused, for moving between pauses
   };
 
   // --- the connection ----------------------------------------------------------------------
@@ -290,6 +291,7 @@
 
   function applyPause(event) {
     state.pause = event;
+    if (!state.pausePositions.includes(event.position)) state.pausePositions.push(event.position);
     if (event.span) event.span = event.span.map((i) => toUnits(event.text ?? textOf(state.tokens), i));
     scheduleRender("full");
     renderPause();
@@ -416,6 +418,7 @@
     element.className = token.edited ? "tok edited" : "tok";
     element.textContent = token.text;
     element.dataset.pos = position;
+    element.tabIndex = -1; // focusable from the keyboard (arrow keys move between tokens)
     element.dataset.start = offset;
     if (typeof token.probability === "number") {
       element.style.setProperty("--p", token.probability.toFixed(3));
@@ -524,6 +527,7 @@
     menu.style.left = `${Math.min(box.left + window.scrollX, window.innerWidth - 260)}px`;
     menu.style.top = `${box.bottom + window.scrollY + 4}px`;
     hideTip();
+    $("rollback-here").focus({ preventScroll: true });
   }
 
   function hideMenu() {
@@ -1087,5 +1091,19 @@
   refreshTimeline();
   connect();
   // For scripted checks and debugging: the page's state and a way to drop the connection.
-  window.caesura = { state, drop: () => state.socket && state.socket.close(), showHeadsOf };
+  // What the keyboard (keys.js) drives; for scripted checks: the state and a dropped connection.
+  const actions = {
+    toggleRun,
+    decide,
+    hideMenu,
+    closeEditor,
+    openMenu,
+    openEditor,
+    choose: (index) => {
+      const alternative = state.status === "paused" && state.pause && (state.pause.alternatives || [])[index];
+      if (alternative) chooseAlternative(alternative.token_id);
+      return Boolean(alternative);
+    },
+  };
+  window.caesura = { state, actions, drop: () => state.socket && state.socket.close(), showHeadsOf };
 })();
