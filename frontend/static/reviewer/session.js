@@ -259,7 +259,7 @@
       showStopReason(event.reason);
       if (state.live) notify(L.finished);
     },
-    flag: (event) => state.live && notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
+    flag: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
     error: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
   };
 
