@@ -47,6 +47,7 @@ def js_labels() -> dict[str, str]:
         "manual": _("You paused the generation."),
         "policy": _("Policy"),
         "matched": _("Matched text"),
+        "labelled": _("%(label)s: "),
         "position": _("At token"),
         "rollbackHere": _("Roll back to here"),
         "rollbackHint": _("Removes this token and everything after it."),

@@ -5,6 +5,7 @@ the decision on the page. Screenshots land in artifacts/screenshots/desk-*.png."
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 
@@ -230,3 +231,33 @@ def test_the_chinese_page_shows_no_latin_ui_text(chinese, server_url, alice):
     page.wait_for_timeout(400)
     no_horizontal_scroll(page)
     screenshot(page, "desk-finished-zh-hans-phone", full_page=True)
+
+
+def test_a_decision_made_elsewhere_shows_on_an_open_page(page, server_url, alice):
+    from django.db import connection
+
+    from reviewer import services
+
+    session = generated_session(alice)
+    log_in(page, server_url, "alice", PASSWORD)
+    open_finished(page, server_url, session)
+    assert page.locator("#decided-panel").is_hidden()
+
+    # From another thread, as another process would: Playwright's loop runs in this one, and
+    # the broadcast must not run on it.
+    def reject() -> None:
+        try:
+            services.reject(alice, session.pk, "Dose missing (decided in another tab).")
+        finally:
+            connection.close()  # the thread's own connection, or the test database stays in use
+
+    other = threading.Thread(target=reject)
+    other.start()
+    other.join()
+    page.wait_for_selector('#status[data-status="rejected"]')
+    page.wait_for_selector("#decided-by:not([hidden])")
+    assert page.locator("#decided-text").inner_text() == (
+        "rejected: Dose missing (decided in another tab)."
+    )
+    assert page.locator("#decided-by").inner_text().startswith("by alice, ")
+    assert page.locator("#decision-panel").is_hidden()

@@ -692,11 +692,11 @@
       box.appendChild(line(L.manual, "reason-main"));
     } else {
       const head = line("", "reason-main");
-      head.append(`${L.policy}: `, Object.assign(document.createElement("strong"), { textContent: policyName(pause.trigger) }));
+      head.append(fill(L.labelled, { label: L.policy }), Object.assign(document.createElement("strong"), { textContent: policyName(pause.trigger) }));
       box.append(head, line(reasonText(pause), "reason-text"));
     }
     if (pause.span) {
-      const matched = line(`${L.matched}: `, "reason-match");
+      const matched = line(fill(L.labelled, { label: L.matched }), "reason-match");
       matched.appendChild(Object.assign(document.createElement("mark"), { textContent: textOf(state.tokens).slice(pause.span[0], pause.span[1]), translate: false }));
       box.appendChild(matched);
     }
