@@ -148,7 +148,14 @@ def test_the_paused_page_on_a_phone(phone, server_url, alice):
     page.locator("#tokens .tok").nth(4).dispatch_event("contextmenu")  # as a long press does
     assert page.locator("#token-menu").is_visible()
     page.locator("h1").tap()
-    assert page.locator("#token-menu").is_hidden()
+    assert page.locator("#token-menu").is_hidden() and page.locator("#tip").is_hidden()
+    # The long-press menu is also how a phone picks a word to replace.
+    page.locator("#tokens .tok").nth(4).dispatch_event("contextmenu")
+    page.locator("#replace-here").tap()
+    assert page.locator("#edit-panel").is_visible() and page.locator("#token-menu").is_hidden()
+    assert page.locator("#edit-selection").inner_text().strip() == "pain"
+    no_horizontal_scroll(page)
+    page.locator("#edit-close").tap()
     assert axe_violations(page) == []
     screenshot(page, "desk-paused-en-phone", full_page=True)
 

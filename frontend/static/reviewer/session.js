@@ -542,6 +542,15 @@
     command("rollback", { position }).catch((error) => notify(error.message, true));
   }
 
+  // The menu's other choice: on a phone a long press is how a word is picked for replacing.
+  function replaceHere() {
+    const element = $("tokens").querySelector(`.tok[data-pos="${state.menuPosition}"]`);
+    hideMenu();
+    if (!element) return;
+    const start = +element.dataset.start;
+    openEditor(start, start + element.textContent.length);
+  }
+
   // --- selecting text: replace it ----------------------------------------------------------
 
   function offsetIn(node, offset) {
@@ -1071,8 +1080,11 @@
     for (const name of ["touchend", "touchmove", "touchcancel"]) box.addEventListener(name, pressEnded, { passive: true });
     document.addEventListener("click", (e) => {
       if (!e.target.closest("#token-menu, .tok")) hideMenu();
+      if (!e.target.closest(".tok")) hideTip(); // a tapped token's tip stays until the next tap
     });
     $("rollback-here").addEventListener("click", rollbackHere);
+    $("replace-here").addEventListener("click", replaceHere);
+    window.addEventListener("scroll", hideTip, { passive: true });
     $("toggle-run")?.addEventListener("click", toggleRun);
     $("approve").addEventListener("click", () => decide("approve"));
     $("reject").addEventListener("click", () => decide("reject"));
