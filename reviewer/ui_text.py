@@ -32,7 +32,7 @@ def decided_text(status_label: str, note: str) -> str:
     return _("%(status)s: %(note)s") % {"status": status_label, "note": note}
 
 
-def js_labels() -> dict[str, str]:
+def js_labels() -> dict[str, str | dict[str, str]]:
     """Translated strings for the session page's script; keys are what the script asks for."""
     return {
         "connected": _("Live"),
