@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
 PYTEST_ARGS ?=
+AXE := node_modules/axe-core/axe.min.js
 
 .PHONY: run test bench lint format venv model services db translations browser clean-venv
 
@@ -54,10 +55,17 @@ translations: venv
 # Browser tests drive Debian's chromium; install it where missing (needs root), with a CJK
 # font so the Chinese pages (and their screenshots) show characters, not boxes.
 CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
-browser:
+browser: $(AXE)
 	@(command -v chromium >/dev/null && test -e $(CJK_FONT)) \
 		|| (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
 		|| echo "chromium could not be installed: browser tests will fail"
+
+# axe-core checks the pages' accessibility inside the browser tests: pinned in package.json
+# and package-lock.json, installed from the npm registry (npm from Debian where missing).
+$(AXE): package.json package-lock.json
+	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm >/dev/null)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 clean-venv:
 	rm -rf $(VENV)

@@ -41,7 +41,7 @@ class GlossaryTermInline(admin.TabularInline):
 
 @admin.register(Domain)
 class DomainAdmin(admin.ModelAdmin):
-    list_display = ["name", "specialty"]
+    list_display = ["name", "name_zh", "specialty"]
     prepopulated_fields = {"slug": ["name"]}
 
 
@@ -172,7 +172,16 @@ class PausePolicyAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj=None) -> list:
         kind = self.policy_kind(request, obj)
-        general = ["name", "domain", "kind_name", "action", "enabled", "cooldown", "order"]
+        general = [
+            "name",
+            "name_zh",
+            "domain",
+            "kind_name",
+            "action",
+            "enabled",
+            "cooldown",
+            "order",
+        ]
         if kind is None:
             return [(None, {"fields": general})]
         description = KIND_DESCRIPTIONS.get(kind, "")

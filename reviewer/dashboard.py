@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from reviewer import roi
 from reviewer.models import Domain, ReviewSession
@@ -113,6 +114,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "totals": totals,
         "settings": settings,
         "series": roi.time_series(rows, settings, filters.bucket, timezone.get_current_timezone()),
+        "missing": missing_for_roi(totals, settings),
+        "chart_names": chart_names(),
         "query": request.GET.urlencode(),
     }
     return render(request, "dashboard/roi.html", context)
@@ -178,3 +181,40 @@ def summary_rows(totals: dict) -> list[dict]:
 
 def _shown(value, fmt: str) -> str:
     return "no data" if value is None else fmt.format(value)
+
+
+def missing_for_roi(totals: dict, settings: dict[str, dict]) -> list[str]:
+    """Why ROI is empty or small with the data at hand: each gap in words, so a thin period
+    reads as "not measured yet" rather than as "worthless"."""
+    gaps = []
+    uncosted = [name for name, s in settings.items() if not s["annual_system_cost"]]
+    if uncosted:
+        gaps.append(
+            _("No annual system cost is set for %(domains)s, so ROI cannot be computed there.")
+            % {"domains": ", ".join(uncosted)}
+        )
+    defaults = [name for name, s in settings.items() if not s["set_by_admin"]]
+    if defaults:
+        gaps.append(
+            _("The default assumptions (cycles, minutes, costs) are still in use for %(domains)s.")
+            % {"domains": ", ".join(defaults)}
+        )
+    if not totals.get("reviewed_generations"):
+        gaps.append(
+            _(
+                "No session in the period was edited at a pause and then resumed: no "
+                "regenerate cycles were avoided yet."
+            )
+        )
+    if not totals.get("interceptions"):
+        gaps.append(_("No policy pause was followed by an edit or a rollback: no interceptions."))
+    return gaps
+
+
+def chart_names() -> dict[str, str]:
+    return {
+        "edits": _("edits per pause"),
+        "accepted": _("accepted alternatives"),
+        "interception": _("interception"),
+        "value": _("value"),
+    }

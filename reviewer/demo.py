@@ -25,6 +25,7 @@ def load_domain(spec: dict) -> Domain:
         slug=spec["slug"],
         defaults={
             "name": spec["name"],
+            "name_zh": spec.get("name_zh", ""),
             "specialty": spec["specialty"],
             "system_prompt": spec["system_prompt"],
         },
@@ -46,6 +47,7 @@ def load_policy(domain: Domain, order: int, spec: dict) -> PausePolicy:
         domain=domain,
         name=spec["name"],
         defaults={
+            "name_zh": spec.get("name_zh", ""),
             "kind": spec["kind"],
             "params": spec["params"],
             "action": spec.get("action", "pause"),

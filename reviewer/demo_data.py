@@ -7,6 +7,7 @@ from typing import Any
 DOMAINS = [
     {
         "name": "Clinical note",
+        "name_zh": "临床病历",
         "slug": "clinical-note",
         "specialty": "medical",
         "system_prompt": (
@@ -31,6 +32,7 @@ DOMAINS = [
     },
     {
         "name": "Contract review",
+        "name_zh": "合同审查",
         "slug": "contract-review",
         "specialty": "legal",
         "system_prompt": (
@@ -55,6 +57,7 @@ DOMAINS = [
     },
     {
         "name": "Underwriting",
+        "name_zh": "核保",
         "slug": "underwriting",
         "specialty": "insurance",
         "system_prompt": (
@@ -79,6 +82,7 @@ DOMAINS = [
     },
     {
         "name": "Patent claims",
+        "name_zh": "专利权利要求",
         "slug": "patent-claims",
         "specialty": "patent",
         "system_prompt": (
@@ -108,17 +112,20 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
     "clinical-note": [
         {
             "name": "Recommendation",
+            "name_zh": "建议",
             "kind": "keyword",
             "params": {"keywords": ["recommend", "建议"]},
         },
         {
             "name": "Low confidence",
+            "name_zh": "低置信度",
             "kind": "low_confidence",
             "params": {"threshold": 0.35},
             "cooldown": 8,
         },
         {
             "name": "Overconfidence",
+            "name_zh": "过度自信",
             "kind": "overconfidence",
             "params": {"threshold": 0.92},
             "cooldown": 20,
@@ -127,20 +134,32 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
     "contract-review": [
         {
             "name": "Force majeure",
+            "name_zh": "不可抗力",
             "kind": "keyword",
             "params": {"keywords": ["force majeure", "不可抗力"]},
         },
-        {"name": "Liability", "kind": "keyword", "params": {"keywords": ["liability", "违约责任"]}},
+        {
+            "name": "Liability",
+            "name_zh": "责任",
+            "kind": "keyword",
+            "params": {"keywords": ["liability", "违约责任"]},
+        },
     ],
     "underwriting": [
         {
             "name": "Three-stage review",
+            "name_zh": "三段式审查",
             "kind": "sentence_count",
             "params": {"every": 1, "max_pauses": 3},
         },
     ],
     "patent-claims": [
-        {"name": "Processor term", "kind": "keyword", "params": {"keywords": ["processor"]}},
+        {
+            "name": "Processor term",
+            "name_zh": "处理器术语",
+            "kind": "keyword",
+            "params": {"keywords": ["processor"]},
+        },
     ],
 }
 

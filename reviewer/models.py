@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils import translation
+
+
+def in_page_language(name: str, name_zh: str) -> str:
+    """The Chinese display name on a Chinese page where an admin gave one, else the name."""
+    chinese = (translation.get_language() or "").startswith("zh")
+    return name_zh if chinese and name_zh else name
 
 
 class Domain(models.Model):
     """A field of review (clinical notes, contracts, ...) with its prompt and decoding defaults."""
 
     name = models.CharField(max_length=100, unique=True)
+    name_zh = models.CharField(
+        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+    )
     slug = models.SlugField(max_length=100, unique=True)
     specialty = models.CharField(max_length=50, help_text="medical, legal, insurance, patent, ...")
     system_prompt = models.TextField()
@@ -19,6 +29,10 @@ class Domain(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def display_name(self) -> str:
+        return in_page_language(self.name, self.name_zh)
 
 
 class Glossary(models.Model):
@@ -55,6 +69,9 @@ class PausePolicy(models.Model):
 
     domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="policies")
     name = models.CharField(max_length=100)
+    name_zh = models.CharField(
+        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+    )
     kind = models.CharField(max_length=30)
     params = models.JSONField(default=dict, blank=True)
     action = models.CharField(max_length=10, choices=ACTIONS, default="pause")
@@ -69,6 +86,10 @@ class PausePolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.domain}: {self.name} ({self.kind})"
+
+    @property
+    def display_name(self) -> str:
+        return in_page_language(self.name, self.name_zh)
 
     def to_spec(self) -> dict:
         return {

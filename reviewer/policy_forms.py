@@ -152,9 +152,10 @@ class PolicyForm(forms.ModelForm):
 
     class Meta:
         model = PausePolicy
-        fields = ["name", "domain", "action", "enabled", "cooldown", "order"]
+        fields = ["name", "name_zh", "domain", "action", "enabled", "cooldown", "order"]
         labels = {
             "name": _("Name"),
+            "name_zh": _("Chinese name"),
             "domain": _("Domain"),
             "action": _("Action"),
             "enabled": _("Enabled"),
@@ -163,6 +164,7 @@ class PolicyForm(forms.ModelForm):
         }
         help_texts = {
             "name": _("Reviewers see this name when the policy pauses a session."),
+            "name_zh": _("Shown instead of the name on Chinese pages."),
             "action": _("What happens when it fires."),
             "cooldown": _("Tokens before it may fire again"),
             "order": _("Policies are checked in this order; lower first."),

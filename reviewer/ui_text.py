@@ -1,5 +1,5 @@
 """Words the reviewer UI shows that are not in a template: status names, the labels the
-session page's JavaScript needs, and audit records told as timeline entries."""
+session page's JavaScript needs, policy reasons and how generation stopped."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import ngettext
 
 from inference.policies import POLICY_KINDS
-from reviewer.models import AuditRecord
 
 
 def status_labels() -> dict[str, str]:
@@ -33,7 +32,7 @@ def decided_text(status_label: str, note: str) -> str:
     return _("%(status)s: %(note)s") % {"status": status_label, "note": note}
 
 
-def js_labels() -> dict[str, str]:
+def js_labels() -> dict[str, str | dict[str, str]]:
     """Translated strings for the session page's script; keys are what the script asks for."""
     return {
         "connected": _("Live"),
@@ -48,6 +47,7 @@ def js_labels() -> dict[str, str]:
         "manual": _("You paused the generation."),
         "policy": _("Policy"),
         "matched": _("Matched text"),
+        "labelled": _("%(label)s: "),
         "position": _("At token"),
         "rollbackHere": _("Roll back to here"),
         "rollbackHint": _("Removes this token and everything after it."),
@@ -65,12 +65,15 @@ def js_labels() -> dict[str, str]:
         "loadingHeads": _("Loading the heads of layer %(layer)s…"),
         "commentRequired": _("Please say why you reject the text."),
         "finished": _("Generation finished."),
+        "stopReasons": stop_reasons("%(limit)s"),
+        "decidedBy": _("by %(actor)s, %(time)s"),
+        "system": _("system"),
         "error": _("Error"),
         "edited": _("Edited"),
         "rolledBack": _("Rolled back"),
         "flagged": _("Flagged"),
         "nextToken": _("Next token"),
-        "pausedAt": _("Paused before token"),
+        "pausedAt": _("Paused after %(count)s generated tokens"),
         "noAlternatives": _("No alternatives recorded."),
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
@@ -137,54 +140,31 @@ def reason_templates() -> dict[str, str | None]:
     return {kind: reason_template(kind) for kind in POLICY_KINDS}
 
 
-AUDIT_ACTIONS = {
-    "start": gettext_lazy("Session started"),
-    "pause_requested": gettext_lazy("Pause requested"),
-    "paused": gettext_lazy("Paused"),
-    "resume": gettext_lazy("Resumed"),
-    "replace_requested": gettext_lazy("Replacement requested"),
-    "choose_requested": gettext_lazy("Alternative chosen"),
-    "truncate_requested": gettext_lazy("Rollback requested"),
-    "edit_replace": gettext_lazy("Text replaced"),
-    "edit_choose": gettext_lazy("Alternative applied"),
-    "edit_truncate": gettext_lazy("Rolled back"),
-    "edit_refused": gettext_lazy("Edit refused"),
-    "rolled_back": gettext_lazy("Rolled back by policy"),
-    "flagged": gettext_lazy("Flagged by policy"),
-    "generated": gettext_lazy("Generation finished"),
-    "approve": gettext_lazy("Approved"),
-    "reject": gettext_lazy("Rejected"),
-    "cancel": gettext_lazy("Cancelled"),
-    "failed": gettext_lazy("Failed"),
-    "redispatched": gettext_lazy("Moved to another worker"),
-}
+def filled_reason(kind: str, evidence: dict | None, fallback: str) -> str:
+    """Why a policy fired, in the active language, filled from its decision's evidence; the
+    engine's own wording when there is no template or a value is missing."""
+    template = reason_template(kind)
+    if not template or not isinstance(evidence, dict):
+        return fallback
+    values = {key: shown_number(value) for key, value in reason_values(evidence).items()}
+    try:
+        return template % values
+    except (KeyError, TypeError, ValueError):
+        return fallback
 
 
-def audit_entry(record: AuditRecord) -> dict:
+def shown_number(value):
+    return f"{value:.2f}" if isinstance(value, float) and not value.is_integer() else value
+
+
+def stop_reasons(limit: int | str) -> dict[str, str]:
     return {
-        "time": record.created_at.isoformat(),
-        "actor": record.actor,
-        "action": str(AUDIT_ACTIONS.get(record.action, record.action)),
-        "detail": audit_detail(record.action, record.payload),
+        "eos": _("The model ended the note."),
+        "max_tokens": _("Stopped: reached the %(limit)s-token limit.") % {"limit": limit},
+        "cancel": _("Stopped: cancelled."),
     }
 
 
-def audit_detail(action: str, payload: dict) -> str:
-    """One readable line of what a record holds; the full payload stays in the admin."""
-    if action == "paused":
-        if payload.get("trigger") == "manual":
-            return payload.get("reason", "")
-        return f"{payload.get('trigger', '')}: {payload.get('reason', '')}"
-    if action in ("approve", "reject"):
-        return payload.get("comment", "")
-    if action.startswith("edit_") and "text_after" in payload:
-        return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
-    requested_text = payload.get("text_after") or payload.get("text")  # older records: "text"
-    if action.endswith("_requested") and requested_text:
-        return f"→ “{requested_text}”"
-    if action == "generated":
-        return _("%(tokens)s tokens (%(reason)s)") % {
-            "tokens": payload.get("tokens", "?"),
-            "reason": payload.get("reason", ""),
-        }
-    return str(payload.get("error") or payload.get("reason") or payload.get("domain") or "")
+def stop_reason_text(reason: str, limit: int | str) -> str:
+    """How generation ended, e.g. "Stopped: reached the 200-token limit." """
+    return stop_reasons(limit).get(reason, reason)

@@ -8,7 +8,8 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.core.paginator import Paginator
+from django.db.models import Case, Count, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,9 +19,9 @@ from django.views.decorators.http import require_GET
 
 from reviewer import services
 from reviewer.health import check_database, check_redis, check_worker
-from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
+from reviewer.models import Domain, GlossaryTerm, ReviewSession
+from reviewer.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.ui_text import (
-    audit_entry,
     command_labels,
     decided_text,
     js_labels,
@@ -39,23 +40,52 @@ def healthz(request: HttpRequest) -> JsonResponse:
 # --- session list --------------------------------------------------------------------------
 
 
+PAGE_SIZE = 25
+
+
+def review_queue(user):
+    """The sessions a reviewer works through: those waiting for their decision (paused, or
+    generated and not yet decided) first, then the rest; newest first within each."""
+    waiting = Case(When(status__in=services.DECIDABLE, then=0), default=1)
+    return (
+        ReviewSession.objects.visible_to(user)
+        .annotate(waiting=waiting)
+        .order_by("waiting", "-created_at", "-pk")
+    )
+
+
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
-    rows = (
-        ReviewSession.objects.visible_to(request.user)
-        .select_related("domain", "owner")
-        .annotate(pause_count=Count("pauses"))
-    )
+    rows = review_queue(request.user).select_related("domain", "owner")
+    rows = rows.annotate(pause_count=Count("pauses"))
     if status in dict(ReviewSession.STATUSES):
         rows = rows.filter(status=status)
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
-        "sessions": rows[:200],
+        "sessions": page.object_list,
+        "page": page,
         "status": status,
         "statuses": status_labels(),
         "domains": Domain.objects.all(),
+        "queue_done": request.GET.get("done") == "1",
     }
     return render(request, "reviewer/session_list.html", context)
+
+
+@login_required
+@require_GET
+def next_case(request: HttpRequest) -> HttpResponse:
+    """The newest other session waiting for this reviewer's decision, or the list saying that
+    nothing is left."""
+    current = request.GET.get("from", "")
+    waiting = review_queue(request.user).filter(waiting=0)
+    if current.isdigit():
+        waiting = waiting.exclude(pk=int(current))
+    found = waiting.first()
+    if found is None:
+        return redirect(reverse("session-list") + "?done=1")
+    return redirect("session-page", session_id=found.pk)
 
 
 # --- new session ---------------------------------------------------------------------------
@@ -67,16 +97,29 @@ TASK_LABELS = {
     "reasoning": gettext_lazy("Reasoning"),
 }
 TASK_SOURCES = {"classifier": gettext_lazy("classified"), "override": gettext_lazy("chosen")}
-SHOWN_DECODING = ["temperature", "top_p", "top_k", "repetition_penalty"]
+SHOWN_DECODING = {
+    "temperature": gettext_lazy("temperature"),
+    "top_p": gettext_lazy("top-p"),
+    "top_k": gettext_lazy("top-k"),
+    "repetition_penalty": gettext_lazy("repetition penalty"),
+}
 
 
 def decoding_summary(decoding: dict) -> str:
-    """The sampling parameters a reviewer cares about, e.g. "temperature 0.7, top_p 0.9"."""
-    return ", ".join(f"{name} {decoding[name]}" for name in SHOWN_DECODING if name in decoding)
+    """The sampling parameters a reviewer cares about, e.g. "temperature 0.7, top-p 0.9"."""
+    shown = [
+        f"{label} {decoding[name]}" for name, label in SHOWN_DECODING.items() if name in decoding
+    ]
+    return " · ".join(shown)
+
+
+class DomainField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Domain) -> str:
+        return obj.display_name
 
 
 class NewSessionForm(forms.Form):
-    domain = forms.ModelChoiceField(
+    domain = DomainField(
         queryset=Domain.objects.all(), label=gettext_lazy("Domain"), empty_label=None
     )
     input_text = forms.CharField(
@@ -143,12 +186,18 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     except services.NotFound:
         return render(request, "reviewer/not_found.html", status=404)
     status_label = status_labels().get(session.status, session.status)
+    decision = last_decision(session) if session.is_final else None
     context = {
         "session": session,
         "status_label": status_label,
         "can_pause": session.status == ReviewSession.RUNNING,
         "can_resume": session.status in services.RESUMABLE,
+        # Once nothing can run again (decided, cancelled, awaiting the decision), no control
+        # that pauses or resumes is on the page, not even a greyed one.
+        "has_run_controls": session.status in LIVE_STATUSES,
         "decided_text": decided_text(status_label, decision_note(session)),
+        "decision": decision,
+        "stop_reason": stop_reason(session),
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
@@ -159,6 +208,10 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "status": session.status,
             "lastSeq": session.last_seq,
             "decisionComment": session.decision_comment,
+            "decision": decision_data(decision),
+            "user": request.user.get_username(),
+            "maxNewTokens": session.max_new_tokens,
+            "policyNames": policy_names(session.domain),
             "error": session.error if session.status == ReviewSession.FAILED else "",
             "commandLabels": command_labels(),
             "glossary": glossary_of(session.domain),
@@ -169,6 +222,21 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         },
     }
     return render(request, "reviewer/session_detail.html", context)
+
+
+LIVE_STATUSES = {
+    ReviewSession.DRAFT,
+    ReviewSession.RUNNING,
+    ReviewSession.PAUSED,
+    ReviewSession.FAILED,
+}
+
+
+def decision_data(record) -> dict | None:
+    """Who decided a finished session and when, for the page's script."""
+    if record is None:
+        return None
+    return {"actor": record.actor, "time": record.created_at.isoformat()}
 
 
 def decision_note(session: ReviewSession) -> str:
@@ -193,8 +261,24 @@ def session_audit(request: HttpRequest, session_id: int) -> JsonResponse:
         session = services.get_session_for(request.user, session_id)
     except services.NotFound:
         return JsonResponse({"error": _("Session not found")}, status=404)
-    records = AuditRecord.objects.filter(session=session).order_by("id")
-    return JsonResponse({"entries": [audit_entry(r) for r in records]})
+    return JsonResponse({"entries": timeline(session)})
+
+
+# --- static files browsers ask for at fixed addresses ----------------------------------------
+
+
+@require_GET
+def favicon(request: HttpRequest) -> FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links to: serve the app's icon there."""
+    from django.contrib.staticfiles import finders
+
+    found = finders.find("reviewer/favicon.ico")
+    if not found:
+        raise Http404("favicon.ico is missing from the static files")
+    icon = Path(found).open("rb")  # noqa: SIM115 - FileResponse closes it
+    response = FileResponse(icon, content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 # --- vendored JavaScript -------------------------------------------------------------------

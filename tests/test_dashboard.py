@@ -87,3 +87,35 @@ def test_it_serves_plotly_without_a_cdn(client, admin_user):
     response = client.get(reverse("plotly-js"))
     assert response.status_code == 200
     assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+
+
+def test_it_explains_what_the_roi_is_missing(client, admin_user, alice, bob, plain_domain):
+    build_history(alice, bob, plain_domain)
+    client.force_login(admin_user)
+    response = client.get(reverse("dashboard"), {**MARCH, "domain": "plain"})
+    missing = response.context["missing"]
+    assert any("No annual system cost is set for Plain" in line for line in missing)
+    assert any("still in use for Plain" in line for line in missing)
+    assert 'id="roi-missing"' in response.content.decode()
+
+
+def test_it_has_nothing_missing_once_an_admin_set_the_costs(
+    client, admin_user, alice, bob, plain_domain
+):
+    build_history(alice, bob, plain_domain)
+    set_roi_settings(plain_domain)
+    client.force_login(admin_user)
+    response = client.get(reverse("dashboard"), {**MARCH, "domain": "plain"})
+    assert not any("annual system cost" in line for line in response.context["missing"])
+    assert not any("default assumptions" in line for line in response.context["missing"])
+
+
+def test_it_refuses_a_reviewer_with_the_sites_own_403_page(client, alice):
+    client.force_login(alice)
+    response = client.get(reverse("dashboard"), HTTP_ACCEPT_LANGUAGE="en")
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert "caesura.css" in page and 'class="topbar"' in page and "Access denied" in page
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    chinese = client.get(reverse("dashboard")).content.decode()
+    assert "拒绝访问" in chinese and "caesura.css" in chinese

@@ -51,3 +51,31 @@ def test_it_gives_every_demo_domain_valid_pause_policies(tmp_path):
             build_policy(policy.to_spec())
     kinds = set(Domain.objects.get(slug="clinical-note").policies.values_list("kind", flat=True))
     assert kinds == {"keyword", "low_confidence", "overconfidence"}
+
+
+def test_it_names_every_demo_domain_and_policy_in_chinese_too(tmp_path):
+    from django.utils import translation
+
+    from reviewer.models import PausePolicy
+
+    load_demo_data(tmp_path / "creds.json")
+    assert all(d.name_zh for d in Domain.objects.all())
+    assert all(p.name_zh for p in PausePolicy.objects.all())
+    clinical = Domain.objects.get(slug="clinical-note")
+    with translation.override("zh-hans"):
+        assert clinical.display_name == "临床病历"
+    with translation.override("en"):
+        assert clinical.display_name == "Clinical note"
+
+
+def test_the_admin_edits_the_chinese_names(tmp_path, client, admin_user):
+    load_demo_data(tmp_path / "creds.json")
+    client.force_login(admin_user)
+    domain = Domain.objects.get(slug="clinical-note")
+    assert (
+        'name="name_zh"'
+        in client.get(f"/admin/reviewer/domain/{domain.pk}/change/").content.decode()
+    )
+    policy = domain.policies.first()
+    page = client.get(f"/admin/reviewer/pausepolicy/{policy.pk}/change/").content.decode()
+    assert 'name="name_zh"' in page and policy.name_zh in page

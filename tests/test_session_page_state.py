@@ -7,7 +7,7 @@ from html import unescape
 
 import pytest
 
-from reviewer import events
+from reviewer import audit, events
 from reviewer.models import ReviewSession
 from tests.session_factory import TEXT, make_session
 from tests.test_reviewer_pages import page_data
@@ -61,9 +61,8 @@ def test_it_renders_a_finished_session_as_it_ended_with_nothing_to_resume(
 
     badge = element(html, "status")
     assert f'data-status="{status}"' in badge
-    assert is_hidden(element(html, "run-controls"))
-    toggle = element(html, "toggle-run")
-    assert " disabled" in toggle and "Resume" not in toggle
+    assert 'id="run-controls"' not in html and 'id="toggle-run"' not in html
+    assert "Space bar" not in html and is_hidden(element(html, "connection"))
     assert element(html, "tokens").endswith(TEXT)
     decided = element(html, "decided-panel")
     assert not is_hidden(decided)
@@ -93,7 +92,7 @@ def test_it_renders_a_generated_session_awaiting_the_decision(client, alice):
     session = with_history(make_session(alice, status=S.GENERATED))
     client.force_login(alice)
     html = rendered(client, session)
-    assert " disabled" in element(html, "toggle-run")
+    assert 'id="toggle-run"' not in html  # the model has finished: nothing to pause or resume
     assert not is_hidden(element(html, "decision-panel"))
     assert is_hidden(element(html, "decided-panel"))
 
@@ -124,3 +123,66 @@ def test_it_tells_a_chinese_reader_how_the_session_ended(client, alice):
     client.force_login(alice)
     client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
     assert element(rendered(client, session), "decided-text").endswith("已批准：与病历一致。")
+
+
+def decided(session: ReviewSession, action: str, actor: str = "alice") -> ReviewSession:
+    audit.append("generated", "engine", session, {"reason": "max_tokens", "tokens": 5})
+    audit.append(action, actor, session, {"comment": session.decision_comment})
+    return session
+
+
+def test_it_shows_the_comment_who_decided_and_when(client, alice):
+    session = decided(
+        make_session(alice, status=S.REJECTED, decision_comment="Wrong dose."), "reject"
+    )
+    record = session.audit.get(action="reject")
+    client.force_login(alice)
+    html = rendered(client, session)
+    assert element(html, "decided-text").endswith("rejected: Wrong dose.")
+    by = element(html, "decided-by")
+    assert not is_hidden(by) and "by alice, " in by
+    data = page_data(client.get(f"/sessions/{session.pk}/"))
+    assert data["decision"] == {"actor": "alice", "time": record.created_at.isoformat()}
+
+
+def test_it_dates_the_decision_in_the_readers_language(client, alice):
+    session = decided(make_session(alice, status=S.COMPLETED, decision_comment="好"), "approve")
+    when = session.audit.get(action="approve").created_at
+    client.force_login(alice)
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    by = element(rendered(client, session), "decided-by")
+    assert f"由 alice 于 {when.year}年{when.month}月{when.day}日" in by
+
+
+@pytest.mark.parametrize(
+    ("reason", "shown"),
+    [
+        ("max_tokens", "Stopped: reached the 200-token limit."),
+        ("eos", "The model ended the note."),
+    ],
+)
+def test_it_says_why_generation_stopped(client, alice, reason, shown):
+    session = make_session(alice, status=S.GENERATED, max_new_tokens=200)
+    audit.append("generated", "engine", session, {"reason": reason, "tokens": 200})
+    client.force_login(alice)
+    html = rendered(client, session)
+    assert element(html, "stop-reason").endswith(shown)
+    assert not is_hidden(element(html, "stop-reason"))
+
+
+def test_it_says_the_token_limit_in_chinese(client, alice):
+    session = make_session(alice, status=S.GENERATED, max_new_tokens=64)
+    audit.append("generated", "engine", session, {"reason": "max_tokens", "tokens": 64})
+    client.force_login(alice)
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    assert element(rendered(client, session), "stop-reason").endswith(
+        "已停止：达到 64 个词元的上限。"
+    )
+
+
+def test_a_running_session_says_nothing_about_stopping(client, alice):
+    session = make_session(alice, status=S.RUNNING)
+    client.force_login(alice)
+    html = rendered(client, session)
+    assert is_hidden(element(html, "stop-reason"))
+    assert not is_hidden(element(html, "run-controls"))

@@ -202,7 +202,7 @@ def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(
     page.wait_for_selector('html[lang="en"]')
 
 
-def test_it_rolls_back_to_a_clicked_token_and_continues_from_the_chosen_alternative(
+def test_it_rolls_back_to_a_right_clicked_token_and_continues_from_the_chosen_alternative(
     page, server_url, celery_worker_process, alice
 ):
     domain = ward_domain()
@@ -215,6 +215,8 @@ def test_it_rolls_back_to_a_clicked_token_and_continues_from_the_chosen_alternat
     clicked = page.locator("#tokens .tok").nth(3)
     keep = int(clicked.get_attribute("data-pos"))
     clicked.click()
+    assert page.locator("#token-menu").is_hidden()  # a plain click never offers a rollback
+    clicked.click(button="right")
     page.click("#rollback-here")
     page.wait_for_function("(n) => caesura.state.tokens.length === n", arg=keep)
     rolled = ReviewSession.objects.get(pk=sid)

@@ -1,12 +1,60 @@
 // Pause ROI dashboard: draws the series the page embeds (json_script "roi-series") with Plotly.
+// Periods are categories labelled in the page's language (a date axis over one day would tick
+// in fractions of a second), and a series of a few periods is drawn as bars, not lone dots.
 (function () {
   const series = JSON.parse(document.getElementById("roi-series").textContent);
-  const x = series.map((s) => s.period);
-  const layout = (extra) => Object.assign({ margin: { t: 10, r: 10, b: 40, l: 50 }, legend: { orientation: "h" } }, extra || {});
-  const line = (name, key, axis) => ({ x, y: series.map((s) => s[key]), name, mode: "lines+markers", yaxis: axis || "y" });
+  const charts = document.getElementById("roi-charts");
+  const bucket = charts.dataset.bucket || "day";
+  const FEW = 4;
+  const lang = document.documentElement.lang || undefined;
+  const formats = {
+    day: { day: "numeric", month: "short" },
+    week: { day: "numeric", month: "short" },
+    month: { month: "short", year: "numeric" },
+  };
+  const format = new Intl.DateTimeFormat(lang, { ...(formats[bucket] || formats.day), timeZone: "UTC" });
+  const label = (period) => {
+    const shown = format.format(new Date(`${period}T00:00:00Z`));
+    return bucket === "week" ? (charts.dataset.weekOf || "%s").replace("%s", shown) : shown;
+  };
+  const x = series.map((s) => label(s.period));
+  const few = series.length < FEW;
+  const config = { displaylogo: false, responsive: true, displayModeBar: false };
+  const layout = (extra) =>
+    Object.assign(
+      { margin: { t: 10, r: 16, b: 40, l: 56 }, legend: { orientation: "h" }, xaxis: { type: "category" }, barmode: "group" },
+      extra || {}
+    );
+  const trace = (name, key, axis) => ({
+    x,
+    y: series.map((s) => s[key]),
+    name,
+    yaxis: axis || "y",
+    ...(few ? { type: "bar" } : { mode: "lines+markers" }),
+  });
+  const names = JSON.parse(document.getElementById("roi-names").textContent);
   const triggers = [...new Set(series.flatMap((s) => Object.keys(s.pauses_per_session_by_trigger)))];
-  Plotly.newPlot("chart-pauses", triggers.map((t) => ({ x, y: series.map((s) => s.pauses_per_session_by_trigger[t] || 0), name: t, type: "bar" })), layout({ barmode: "stack" }), { displaylogo: false, responsive: true });
-  Plotly.newPlot("chart-latency", [line("p50", "manual_latency_ms_p50"), line("p95", "manual_latency_ms_p95")], layout(), { displaylogo: false, responsive: true });
-  Plotly.newPlot("chart-rates", [line("edits per pause", "edits_per_pause"), line("accepted alternatives", "accepted_alternative_rate"), line("interception", "interception_rate")], layout(), { displaylogo: false, responsive: true });
-  Plotly.newPlot("chart-roi", [{ x, y: series.map((s) => s.value), name: "value", type: "bar" }, line("ROI", "roi", "y2")], layout({ yaxis2: { overlaying: "y", side: "right", tickformat: ".0%" } }), { displaylogo: false, responsive: true });
+  Plotly.newPlot(
+    "chart-pauses",
+    triggers.map((t) => ({ x, y: series.map((s) => s.pauses_per_session_by_trigger[t] || 0), name: t, type: "bar" })),
+    layout({ barmode: "stack" }),
+    config
+  );
+  Plotly.newPlot("chart-latency", [trace("p50", "manual_latency_ms_p50"), trace("p95", "manual_latency_ms_p95")], layout(), config);
+  Plotly.newPlot(
+    "chart-rates",
+    [trace(names.edits, "edits_per_pause"), trace(names.accepted, "accepted_alternative_rate"), trace(names.interception, "interception_rate")],
+    layout(),
+    config
+  );
+  // ROI needs an annual system cost: without one there is no right axis to draw.
+  const hasRoi = series.some((s) => typeof s.roi === "number");
+  const value = { x, y: series.map((s) => s.value), name: names.value, type: "bar" };
+  const roi = { ...trace("ROI", "roi", "y2"), type: "scatter", mode: "lines+markers" };
+  Plotly.newPlot(
+    "chart-roi",
+    hasRoi ? [value, roi] : [value],
+    layout(hasRoi ? { margin: { t: 10, r: 64, b: 40, l: 56 }, yaxis2: { overlaying: "y", side: "right", tickformat: ".0%", automargin: true } } : {}),
+    config
+  );
 })();

@@ -17,10 +17,16 @@
   const L = data.labels;
   const $ = (id) => document.getElementById(id);
   const FINAL = new Set(["completed", "rejected", "cancelled", "failed"]);
+  const ENDED = new Set(["completed", "rejected", "cancelled"]); // nothing can run again
+  const LANG = document.documentElement.lang || undefined;
+  const DATE_TIME = new Intl.DateTimeFormat(LANG, { dateStyle: "medium", timeStyle: "short" });
+  const TIME = new Intl.DateTimeFormat(LANG, { hour: "numeric", minute: "2-digit", second: "2-digit" });
+  const fill = (template, values) => template.replace(/%\((\w+)\)s/g, (_, key) => String(values[key] ?? ""));
 
   const state = {
     status: data.status,
     decisionComment: data.decisionComment || "",
+    decision: data.decision, // {actor, time} of the approval, rejection or cancel
     lastSeq: 0,
     live: !(data.lastSeq > 0), // false while replaying what happened before the page was rendered
     drawn: false, // tokens came from events; until then #tokens holds the server-rendered text
@@ -35,6 +41,7 @@
     outbox: new Map(), // command_id -> {message, resolve, reject, sent, since}
     selection: null, // {start, end} of a text selection being edited
     menuPosition: null,
+    pausePositions: [], // where the session paused, for moving between pauses
   };
 
   // --- the connection ----------------------------------------------------------------------
@@ -248,8 +255,11 @@
       if (state.live) setStatus(event.status);
       else if (event.status !== "paused") state.pause = null; // an old pause, since closed
     },
-    finish: () => state.live && notify(L.finished),
-    flag: (event) => state.live && notify(`${L.flagged}: ${reasonText(event) || event.policy || ""}`),
+    finish: (event) => {
+      showStopReason(event.reason);
+      if (state.live) notify(L.finished);
+    },
+    flag: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
     error: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
   };
 
@@ -281,6 +291,7 @@
 
   function applyPause(event) {
     state.pause = event;
+    if (!state.pausePositions.includes(event.position)) state.pausePositions.push(event.position);
     if (event.span) event.span = event.span.map((i) => toUnits(event.text ?? textOf(state.tokens), i));
     scheduleRender("full");
     renderPause();
@@ -407,6 +418,7 @@
     element.className = token.edited ? "tok edited" : "tok";
     element.textContent = token.text;
     element.dataset.pos = position;
+    element.tabIndex = -1; // focusable from the keyboard (arrow keys move between tokens)
     element.dataset.start = offset;
     if (typeof token.probability === "number") {
       element.style.setProperty("--p", token.probability.toFixed(3));
@@ -464,6 +476,7 @@
   function chip(text) {
     const element = document.createElement("code");
     element.className = "chip";
+    element.translate = false; // the model's own text
     element.textContent = visible(text);
     return element;
   }
@@ -472,12 +485,41 @@
     $("tip").hidden = true;
   }
 
-  // --- clicking a token: roll back ---------------------------------------------------------
+  // --- a token's menu: roll back -----------------------------------------------------------
+  // Rolling back discards text, so a plain click or tap never offers it: the menu opens on an
+  // explicit gesture (right-click, a long press, or Enter on a focused token).
 
-  function tokenClicked(event) {
+  const LONG_PRESS_MS = 550;
+  let pressTimer = null;
+
+  function tokenMenuRequested(event) {
     const element = event.target.closest(".tok");
-    const selection = window.getSelection();
-    if (!element || state.status !== "paused" || (selection && !selection.isCollapsed)) return;
+    if (!element || state.status !== "paused") return;
+    event.preventDefault(); // our menu instead of the browser's
+    openMenu(element);
+  }
+
+  function pressStarted(event) {
+    const element = event.target.closest(".tok");
+    clearTimeout(pressTimer);
+    if (!element || state.status !== "paused" || event.touches.length !== 1) return;
+    pressTimer = setTimeout(() => openMenu(element), LONG_PRESS_MS);
+  }
+
+  function pressEnded() {
+    clearTimeout(pressTimer);
+  }
+
+  function tokenTapped(event) {
+    // A tap shows what the model knew about the token (a touch screen has no hover).
+    const element = event.target.closest(".tok");
+    if (element && event.pointerType !== "mouse") showTip(element);
+  }
+
+  function openMenu(element) {
+    clearTimeout(pressTimer);
+    window.getSelection()?.removeAllRanges(); // a long press also selects a word
+    closeEditor();
     state.menuPosition = +element.dataset.pos;
     const menu = $("token-menu");
     const box = element.getBoundingClientRect();
@@ -485,6 +527,7 @@
     menu.style.left = `${Math.min(box.left + window.scrollX, window.innerWidth - 260)}px`;
     menu.style.top = `${box.bottom + window.scrollY + 4}px`;
     hideTip();
+    $("rollback-here").focus({ preventScroll: true });
   }
 
   function hideMenu() {
@@ -497,6 +540,15 @@
     hideMenu();
     if (position === null) return;
     command("rollback", { position }).catch((error) => notify(error.message, true));
+  }
+
+  // The menu's other choice: on a phone a long press is how a word is picked for replacing.
+  function replaceHere() {
+    const element = $("tokens").querySelector(`.tok[data-pos="${state.menuPosition}"]`);
+    hideMenu();
+    if (!element) return;
+    const start = +element.dataset.start;
+    openEditor(start, start + element.textContent.length);
   }
 
   // --- selecting text: replace it ----------------------------------------------------------
@@ -649,15 +701,15 @@
       box.appendChild(line(L.manual, "reason-main"));
     } else {
       const head = line("", "reason-main");
-      head.append(`${L.policy}: `, Object.assign(document.createElement("strong"), { textContent: pause.trigger }));
+      head.append(fill(L.labelled, { label: L.policy }), Object.assign(document.createElement("strong"), { textContent: policyName(pause.trigger) }));
       box.append(head, line(reasonText(pause), "reason-text"));
     }
     if (pause.span) {
-      const matched = line(`${L.matched}: `, "reason-match");
-      matched.appendChild(Object.assign(document.createElement("mark"), { textContent: textOf(state.tokens).slice(pause.span[0], pause.span[1]) }));
+      const matched = line(fill(L.labelled, { label: L.matched }), "reason-match");
+      matched.appendChild(Object.assign(document.createElement("mark"), { textContent: textOf(state.tokens).slice(pause.span[0], pause.span[1]), translate: false }));
       box.appendChild(matched);
     }
-    box.appendChild(line(`${L.pausedAt} ${pause.position + 1}`, "muted small"));
+    box.appendChild(line(fill(L.pausedAt, { count: pause.position }), "reason-where small"));
   }
 
   function renderAlternatives(alternatives) {
@@ -678,6 +730,16 @@
       item.appendChild(button);
       list.appendChild(item);
     }
+  }
+
+  const policyName = (name) => (data.policyNames || {})[name] || name;
+
+  function showStopReason(reason) {
+    const text = (L.stopReasons || {})[reason];
+    if (!text) return;
+    const box = $("stop-reason");
+    box.textContent = fill(text, { limit: data.maxNewTokens });
+    box.hidden = false;
   }
 
   function chooseAlternative(tokenId) {
@@ -705,6 +767,13 @@
   // --- attention heatmaps ------------------------------------------------------------------
 
   const plotConfig = { displayModeBar: false, responsive: true };
+
+  // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
+  // sizing would leave the box at its minimum and the figure spilling over the next card.
+  function drawPlot(id, traces, layout, config) {
+    $(id).style.minHeight = `${layout.height}px`;
+    Plotly.react(id, traces, layout, config);
+  }
 
   function tickLabels(tokens) {
     const every = Math.max(1, Math.ceil(tokens.length / 30));
@@ -740,7 +809,7 @@
       xaxis: tickLabels(tokens), yaxis: { title: { text: L.layer }, autorange: "reversed" },
       shapes: promptShade(attention.prompt_length),
     };
-    Plotly.react("pause-heatmap", [layers], layout, plotConfig);
+    drawPlot("pause-heatmap", [layers], layout, plotConfig);
     renderHeads(attention);
     const plot = $("pause-heatmap");
     if (!plot.dataset.bound) {
@@ -791,7 +860,7 @@
       xaxis: tickLabels(tokens), yaxis: { title: { text: L.head }, autorange: "reversed", dtick: 1 },
       shapes: promptShade(attention.prompt_length),
     };
-    Plotly.react("heads-heatmap", [heads], layout, plotConfig);
+    drawPlot("heads-heatmap", [heads], layout, plotConfig);
   }
 
   let liveTimer = null;
@@ -829,22 +898,14 @@
       yaxis: { title: { text: L.token }, autorange: "reversed", showgrid: false, zeroline: false },
       shapes: promptShade(prompt),
     };
-    Plotly.react("live-heatmap", [trace], layout, plotConfig);
+    drawPlot("live-heatmap", [trace], layout, plotConfig);
   }
 
   // --- controls, decision, timeline --------------------------------------------------------
 
   function renderControls() {
-    const button = $("toggle-run");
-    const running = state.status === "running";
-    // A failed session resumes too, from its stored tokens (e.g. after an outage).
-    const resumable = state.status === "paused" || state.status === "failed";
-    const live = running || resumable;
-    $("run-controls").hidden = !live; // nothing to pause or resume any more
-    // A pause or resume still waiting for its answer: a second press would only be refused.
-    button.disabled = !live || waitingFor("pause", "resume");
-    button.textContent = running ? L.pause : L.resume;
-    button.classList.toggle("paused", resumable);
+    renderRunButton();
+    $("connection").hidden = ENDED.has(state.status); // nothing live to show any more
     $("decision-panel").hidden = !(state.status === "paused" || state.status === "generated");
     const deciding = waitingFor("approve", "reject");
     $("approve").disabled = deciding;
@@ -853,15 +914,57 @@
       const note = state.status === "failed" ? data.error : state.decisionComment;
       const label = data.statusLabels[state.status] || state.status;
       $("decided-panel").hidden = false;
-      $("decided-text").textContent = note ? L.decided.replace("%(status)s", label).replace("%(note)s", note) : label;
+      $("decided-text").replaceChildren(...decidedParts(label, note));
+      renderDecidedBy();
     } else if (state.status === "running") {
       $("decided-panel").hidden = true; // a failed session resumed
     }
   }
 
+  // "approved: <comment>": the comment (or the error) is someone's own words, never translated.
+  function decidedParts(label, note) {
+    if (!note) return [label];
+    const [before, after] = L.decided.replace("%(status)s", label).split("%(note)s");
+    const quoted = Object.assign(document.createElement("span"), { textContent: note, translate: false });
+    return [before, quoted, after || ""];
+  }
+
+  function renderRunButton() {
+    const button = $("toggle-run");
+    if (!button) return; // an ended session is rendered without one
+    const running = state.status === "running";
+    // A failed session resumes too, from its stored tokens (e.g. after an outage).
+    const resumable = state.status === "paused" || state.status === "failed";
+    const live = running || resumable;
+    if (!live && state.status !== "draft") {
+      $("run-controls").remove(); // nothing can run again: no greyed control is left behind
+      return;
+    }
+    $("run-controls").hidden = !live;
+    // A pause or resume still waiting for its answer: a second press would only be refused.
+    button.disabled = !live || waitingFor("pause", "resume");
+    button.textContent = running ? L.pause : L.resume;
+    button.classList.toggle("paused", resumable);
+  }
+
+  // Who decided and when, in the page's language and the reader's time zone.
+  function renderDecidedBy() {
+    const decision = state.decision;
+    const box = $("decided-by");
+    box.hidden = !decision || state.status === "failed";
+    if (box.hidden) return;
+    const time = document.createElement("time");
+    time.dateTime = decision.time;
+    time.textContent = DATE_TIME.format(new Date(decision.time));
+    const [before, after] = fill(L.decidedBy, { actor: "\u0000", time: "\u0001" }).split("\u0001");
+    const [start, middle] = before.split("\u0000");
+    const who = Object.assign(document.createElement("strong"), { textContent: decision.actor, translate: false });
+    box.replaceChildren(start, who, middle, time, after || "");
+  }
+
   function toggleRun() {
     const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
-    if (!name || waitingFor("pause", "resume")) return;
+    if (!name || !$("toggle-run") || waitingFor("pause", "resume")) return;
     const from = state.status;
     const sent = command(name);
     renderControls();
@@ -870,7 +973,7 @@
         renderControls();
         if (state.status !== from) return;
         // Its status event is still on the way; until then a press would only be refused.
-        $("toggle-run").disabled = true;
+        if ($("toggle-run")) $("toggle-run").disabled = true;
         setTimeout(renderControls, 3000); // never leave it disabled for good
       })
       .catch((error) => {
@@ -891,6 +994,7 @@
     sent
       .then(() => {
         state.decisionComment = comment;
+        state.decision = { actor: data.user, time: new Date().toISOString() };
         setStatus(name === "approve" ? "completed" : "rejected"); // its status event may lag
       })
       .catch((error) => {
@@ -918,16 +1022,34 @@
     list.textContent = "";
     for (const entry of entries) {
       const item = document.createElement("li");
-      const when = new Date(entry.time).toLocaleTimeString();
+      const when = TIME.format(new Date(entry.time));
+      const actor = Object.assign(document.createElement("span"), { textContent: entry.actor });
+      if (entry.actor !== L.system) actor.translate = false; // a username
       item.append(
         Object.assign(document.createElement("time"), { textContent: when, dateTime: entry.time }),
         " ",
         Object.assign(document.createElement("strong"), { textContent: entry.action }),
-        Object.assign(document.createElement("span"), { className: "muted", textContent: ` · ${entry.actor}` })
+        Object.assign(document.createElement("span"), { className: "muted", textContent: " · " }),
+        actor
       );
-      if (entry.detail) item.appendChild(line(entry.detail, "detail"));
+      actor.className = "muted";
+      if (entry.detail) {
+        const detail = line(entry.detail, "detail");
+        if (entry.quotes) detail.translate = false; // what a person or the model wrote
+        item.appendChild(detail);
+      }
       list.appendChild(item);
     }
+    noteDecision(entries);
+  }
+
+  // A decision made elsewhere (another tab, staff) reaches this page through the timeline.
+  function noteDecision(entries) {
+    const last = entries.filter((e) => ["approve", "reject", "cancel"].includes(e.kind)).pop();
+    if (!last || !FINAL.has(state.status)) return;
+    state.decision = { actor: last.actor, time: last.time };
+    if (last.kind !== "cancel" && last.detail && !state.decisionComment) state.decisionComment = last.detail;
+    renderControls();
   }
 
   let noticeTimer = null;
@@ -952,12 +1074,18 @@
     box.addEventListener("mouseover", (e) => e.target.closest(".tok") && showTip(e.target.closest(".tok")));
     box.addEventListener("mouseout", hideTip);
     box.addEventListener("mouseup", () => setTimeout(textSelected, 0));
-    box.addEventListener("click", tokenClicked);
+    box.addEventListener("click", tokenTapped);
+    box.addEventListener("contextmenu", tokenMenuRequested);
+    box.addEventListener("touchstart", pressStarted, { passive: true });
+    for (const name of ["touchend", "touchmove", "touchcancel"]) box.addEventListener(name, pressEnded, { passive: true });
     document.addEventListener("click", (e) => {
       if (!e.target.closest("#token-menu, .tok")) hideMenu();
+      if (!e.target.closest(".tok")) hideTip(); // a tapped token's tip stays until the next tap
     });
     $("rollback-here").addEventListener("click", rollbackHere);
-    $("toggle-run").addEventListener("click", toggleRun);
+    $("replace-here").addEventListener("click", replaceHere);
+    window.addEventListener("scroll", hideTip, { passive: true });
+    $("toggle-run")?.addEventListener("click", toggleRun);
     $("approve").addEventListener("click", () => decide("approve"));
     $("reject").addEventListener("click", () => decide("reject"));
     $("edit-close").addEventListener("click", closeEditor);
@@ -975,5 +1103,19 @@
   refreshTimeline();
   connect();
   // For scripted checks and debugging: the page's state and a way to drop the connection.
-  window.caesura = { state, drop: () => state.socket && state.socket.close(), showHeadsOf };
+  // What the keyboard (keys.js) drives; for scripted checks: the state and a dropped connection.
+  const actions = {
+    toggleRun,
+    decide,
+    hideMenu,
+    closeEditor,
+    openMenu,
+    openEditor,
+    choose: (index) => {
+      const alternative = state.status === "paused" && state.pause && (state.pause.alternatives || [])[index];
+      if (alternative) chooseAlternative(alternative.token_id);
+      return Boolean(alternative);
+    },
+  };
+  window.caesura = { state, actions, drop: () => state.socket && state.socket.close(), showHeadsOf };
 })();

@@ -1,0 +1,149 @@
+"""Sessions built from the events a worker would have stored, so a browser test can open a
+paused or a finished session page without running the model."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from reviewer import audit, events
+from reviewer.models import Domain, PauseEvent, PausePolicy, ReviewSession, SessionEvent
+
+WORDS = ["The", " patient", " reports", " chest", " pain", " since", " this", " morning", "."]
+TEXT = "".join(WORDS)
+PROMPT = 6  # context positions before the first generated token
+ALTERNATIVES = [
+    {"token_id": 42, "text": " Blood", "prob": 0.24},
+    {"token_id": 7, "text": " He", "prob": 0.19},
+    {"token_id": 9, "text": " ECG", "prob": 0.11},
+]
+EVIDENCE = {"top1_prob": 0.24, "threshold": 0.35}
+
+
+def ward_domain() -> Domain:
+    domain, _ = Domain.objects.get_or_create(
+        slug="ward",
+        defaults={
+            "name": "Ward note",
+            "name_zh": "病房记录",
+            "specialty": "medical",
+            "system_prompt": "Write a note.",
+        },
+    )
+    PausePolicy.objects.get_or_create(
+        domain=domain,
+        name="Unsure",
+        defaults={"name_zh": "不确定", "kind": "low_confidence", "params": {"threshold": 0.35}},
+    )
+    return domain
+
+
+def store(session: ReviewSession, type: str, payload: dict) -> None:
+    """An event as the worker leaves it (nobody is listening yet, so nothing to broadcast)."""
+    SessionEvent.objects.create(
+        session=session, seq=events.next_seq(session.pk), type=type, payload=payload
+    )
+
+
+def tokens(session: ReviewSession) -> None:
+    for position, word in enumerate(WORDS):
+        store(
+            session,
+            "token",
+            {
+                "position": position,
+                "token_id": 100 + position,
+                "text": word,
+                "probability": 0.9 - 0.07 * position,
+                "entropy": 0.3 + 0.2 * position,
+                "alternatives": ALTERNATIVES,
+                "attention": [round(1 / (PROMPT + position + 1), 3)] * (PROMPT + position + 1),
+            },
+        )
+
+
+def pause_payload(pause_id: int) -> dict:
+    width = PROMPT + len(WORDS)
+    names = [f"p{i}" for i in range(PROMPT)] + WORDS
+    return {
+        "position": len(WORDS),
+        "trigger": "Unsure",
+        "kind": "low_confidence",
+        "reason": "top-1 probability 0.24 < 0.35",
+        "evidence": EVIDENCE,
+        "span": None,
+        "decisions": [],
+        "alternatives": ALTERNATIVES,
+        "attention": {
+            "layers": [[round((i + j) % 5 / 10, 2) for j in range(width)] for i in range(4)],
+            "heads": [[round((i * j) % 7 / 10, 2) for j in range(width)] for i in range(3)],
+            "layer": 3,
+            "tokens": names,
+            "prompt_length": PROMPT,
+        },
+        "text": TEXT,
+        "history": {
+            "probability": [0.9 - 0.07 * i for i in range(len(WORDS))],
+            "entropy": [0.3 + 0.2 * i for i in range(len(WORDS))],
+        },
+        "pause_id": pause_id,
+        "latency_ms": None,
+    }
+
+
+def new_session(owner, status: str, **fields) -> ReviewSession:
+    return ReviewSession.objects.create(
+        owner=owner,
+        domain=ward_domain(),
+        input_text="58-year-old man with chest pain since this morning. Write the note.",
+        model_name="smollm2-135m-instruct",
+        status=status,
+        text=TEXT,
+        generated_ids=[100 + i for i in range(len(WORDS))],
+        seed=3,
+        max_new_tokens=9,
+        decoding={"temperature": 0.7, "top_p": 0.9},
+        task_type="open",
+        task_source="classifier",
+        **fields,
+    )
+
+
+def paused_session(owner) -> ReviewSession:
+    """Paused by the "Unsure" policy after the ninth token, with alternatives and attention."""
+    session = new_session(owner, ReviewSession.PAUSED)
+    store(session, "status", {"status": "running"})
+    tokens(session)
+    pause = PauseEvent.objects.create(
+        session=session,
+        position=len(WORDS),
+        trigger="Unsure",
+        kind="low_confidence",
+        reason="top-1 probability 0.24 < 0.35",
+        evidence=EVIDENCE,
+        alternatives=ALTERNATIVES,
+        halted_at=timezone.now(),
+    )
+    audit.append("start", owner.username, session, {"domain": session.domain.name})
+    audit.append(
+        "paused",
+        "engine",
+        session,
+        {"trigger": "Unsure", "reason": pause.reason, "position": pause.position},
+    )
+    store(session, "status", {"status": "paused"})
+    store(session, "pause", pause_payload(pause.pk))
+    session.refresh_from_db()
+    return session
+
+
+def generated_session(owner, reason: str = "max_tokens") -> ReviewSession:
+    """The model has finished (at the token limit by default); the decision is still open."""
+    session = new_session(owner, ReviewSession.GENERATED)
+    store(session, "status", {"status": "running"})
+    tokens(session)
+    audit.append("start", owner.username, session, {"domain": session.domain.name})
+    audit.append("generated", "engine", session, {"reason": reason, "tokens": len(WORDS)})
+    store(session, "finish", {"reason": reason, "text": TEXT})
+    store(session, "status", {"status": "generated"})
+    session.refresh_from_db()
+    return session
