@@ -21,7 +21,8 @@ HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
 def rebuild(
     runner: ModelRunner, tokenizer: Tokenizer, record: Checkpoint, policy_set: PolicySet
 ) -> DecodeState:
-    """The paused state ``record`` describes, decoding with ``policy_set``."""
+    """The paused state ``record`` describes, decoding with ``policy_set`` (its firing
+    state is loaded from the record's)."""
     if record.policy_state:
         policy_set.load_state_dict(record.policy_state)
     state = _prefill(runner, tokenizer, record, policy_set)

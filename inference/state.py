@@ -89,6 +89,8 @@ class DecodeState:
             params=self.params,
             policy_specs=self.policies.to_specs(),
             policy_state=self.policies.state_dict(),
+            budget=self.policies.budget.to_dict(),
+            muted=sorted(self.policies.muted),
             attempt=self.attempt,
             rollbacks=self.rollbacks,
             conservative=self.conservative,
@@ -122,11 +124,21 @@ class Checkpoint:
         None  # top1/entropy/similarity per token; None: recomputed
     )
     skip_before_at: int | None = None
+    budget: dict[str, Any] | None = None  # PauseBudget.to_dict(); None: no budget
+    muted: list[str] = field(default_factory=list)  # policies a reviewer silenced
 
     # Left out of a session's checkpoint meta: what the session row keeps in its own
     # columns, and skip_before_at (a state rebuilt for a session decides its first boundary
     # afresh; the policies' firing memory keeps them from firing twice).
-    NOT_IN_META = ("prompt_ids", "generated_ids", "params", "policy_specs", "skip_before_at")
+    NOT_IN_META = (
+        "prompt_ids",
+        "generated_ids",
+        "params",
+        "policy_specs",
+        "skip_before_at",
+        "budget",
+        "muted",
+    )
 
     def __post_init__(self) -> None:
         self.prompt_ids = [int(i) for i in self.prompt_ids]
@@ -134,6 +146,16 @@ class Checkpoint:
         if not isinstance(self.params, SamplingParams):
             self.params = SamplingParams.from_dict(self.params)
         self.policy_specs = list(self.policy_specs or [])
+        self.muted = sorted(str(name) for name in self.muted or [])
+
+    def policy_set(self) -> PolicySet:
+        """The record's policies, budget and muted names, with their firing state."""
+        from inference.policies import PolicySet
+
+        policies = PolicySet.from_specs(self.policy_specs, self.budget, self.muted)
+        if self.policy_state:
+            policies.load_state_dict(self.policy_state)
+        return policies
 
     @property
     def sampling(self) -> SamplingParams:

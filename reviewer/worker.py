@@ -93,6 +93,7 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     if session is None:
         return "stale"
     state = load_state(session)
+    state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
     apply_pending_edits(session, state)
     if not services.generates(session):  # edits applied at a pause: it stays paused
         keep_paused(session, state)
@@ -182,6 +183,7 @@ def start_state(session: ReviewSession) -> DecodeState:
         session.decoding,
         session.policy_specs,
         system=session.domain.system_prompt,
+        budget=session.pause_budget or None,
     )
     services.record_prompt(session, state.prompt_ids)
     return state
@@ -208,6 +210,8 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
         policy_specs=session.policy_specs,
         policy_state=recovered_policy_state(session),
         skip_before_at=None,
+        budget=session.pause_budget or None,
+        muted=session.muted_policies,
     )
     if len((record.histories or {}).get("top1", [])) != len(ids):
         record.histories = None

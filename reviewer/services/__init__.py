@@ -4,7 +4,7 @@
                   any live state -> cancelled | failed;  failed -> running (resume)
 
 ``review``: what a reviewer asks (start, pause, resume, edit, choose, attention, rollback,
-approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
+mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
 ``transitions``: the states, errors and hand-over to workers both share; ``inputs`` and
 ``idempotency`` read a command's arguments and run it once per command id. Work reaches the
 workers through ``reviewer.dispatch``, by task name: nothing here imports the worker.
@@ -41,12 +41,14 @@ from reviewer.services.review import (
     cancel,
     choose,
     edit,
+    mute,
     pause,
     reject,
     resume,
     rollback,
     start_session,
     summary,
+    unmute,
 )
 from reviewer.services.transitions import (
     DECIDABLE,
@@ -81,6 +83,7 @@ __all__ = [
     "edit",
     "generates",
     "get_session_for",
+    "mute",
     "has_ended",
     "orphaned_sessions",
     "pause",
@@ -104,5 +107,6 @@ __all__ = [
     "rollback",
     "start_session",
     "summary",
+    "unmute",
     "workers_with_live_sessions",
 ]

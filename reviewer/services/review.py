@@ -1,5 +1,5 @@
 """What a reviewer asks of a session: start, pause, resume, edit, choose, attention,
-rollback, approve, reject, cancel. Each validates, writes, audits, then hands work to a
+rollback, mute, unmute, approve, reject, cancel. Each validates, writes, audits, then hands work to a
 worker after the transaction commits; a refused command changes nothing."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from reviewer.services.transitions import (
     LIVE,
     QUEUE_UNREACHABLE,
     RESUMABLE,
+    Conflict,
     S,
     close_open_pause,
     command_on,
@@ -59,6 +60,7 @@ def start_session(
             seed=params.seed,
             max_new_tokens=params.max_new_tokens,
             policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            pause_budget=domain_obj.pause_budget(),
             task_type=task,
             task_source=task_source,
         )
@@ -173,6 +175,40 @@ def rollback(user, session_id, position) -> dict:
         end = len(session.generated_ids)
         record = _queue_edit(session, user, "truncate", start=position, end=end)
     return {**summary(session), "edit": record.pk}
+
+
+@idempotent("mute")
+def mute(user, session_id, policy) -> dict:
+    """Silence one of the session's policies for the rest of the session. Allowed at a pause;
+    the worker applies it from the next segment on (resume, or an edit), so a running engine
+    never changes under a decision being made."""
+    return _set_muted(user, session_id, policy, muted=True)
+
+
+@idempotent("unmute")
+def unmute(user, session_id, policy) -> dict:
+    """Undo a mute: the policy fires again from the next segment on."""
+    return _set_muted(user, session_id, policy, muted=False)
+
+
+def _set_muted(user, session_id, policy, muted: bool) -> dict:
+    name = arguments.POLICY(policy)
+    command = "mute a policy of" if muted else "unmute a policy of"
+    with command_on(user, session_id, {S.PAUSED}, command) as session:
+        known = [spec.get("name") for spec in session.policy_specs]
+        if name not in known:
+            listed = ", ".join(f'"{n}"' for n in known) or "none"
+            raise InvalidInput(f'Unknown policy "{name}"; this session\'s policies: {listed}')
+        current = set(session.muted_policies)
+        if muted == (name in current):
+            state = "already muted" if muted else "not muted"
+            raise Conflict(f'Policy "{name}" is {state} in this session')
+        session.muted_policies = sorted(current | {name} if muted else current - {name})
+        session.save(update_fields=["muted_policies", "updated_at"])
+        action = "mute" if muted else "unmute"
+        audit.append(action, user.username, session, {"policy": name})
+        events.emit(session.pk, events.MUTED, events.muted(name, muted, session.muted_policies))
+    return {**summary(session), "muted_policies": session.muted_policies}
 
 
 @idempotent("approve")
