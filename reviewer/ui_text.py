@@ -75,6 +75,8 @@ def js_labels() -> dict[str, str]:
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
         "decided": _("%(status)s: %(note)s"),
+        "mute": _("Mute “%(policy)s” for this session"),
+        "unmute": _("Unmute “%(policy)s”"),
     }
 
 
@@ -89,6 +91,8 @@ def command_labels() -> dict[str, str]:
         "attention": _("Heads of layer"),
         "approve": _("Approve"),
         "reject": _("Reject"),
+        "mute": _("Mute a policy"),
+        "unmute": _("Unmute a policy"),
     }
 
 
@@ -157,6 +161,8 @@ AUDIT_ACTIONS = {
     "cancel": gettext_lazy("Cancelled"),
     "failed": gettext_lazy("Failed"),
     "redispatched": gettext_lazy("Moved to another worker"),
+    "mute": gettext_lazy("Policy muted for this session"),
+    "unmute": gettext_lazy("Policy unmuted"),
 }
 
 
@@ -187,4 +193,10 @@ def audit_detail(action: str, payload: dict) -> str:
             "tokens": payload.get("tokens", "?"),
             "reason": payload.get("reason", ""),
         }
-    return str(payload.get("error") or payload.get("reason") or payload.get("domain") or "")
+    return str(
+        payload.get("error")
+        or payload.get("reason")
+        or payload.get("domain")
+        or payload.get("policy")
+        or ""
+    )
