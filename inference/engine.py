@@ -31,7 +31,7 @@ from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note
 from inference.text import Tokenizer, TokenTexts
 
 
@@ -370,6 +370,22 @@ class Engine:
 
     def append_text(self, state: DecodeState, text: str) -> EditResult:
         return self.edit(state, edits_mod.Append(text))[0]
+
+    def add_note(self, state: DecodeState, text: str) -> Note:
+        """Let the model read ``text`` before its next token (e.g. the time after a long
+        pause) without writing it: the note's tokens extend the KV cache and the position,
+        never the generated ids or text. The checkpoint records it, so a snapshot or a
+        rebuild puts it back at the same place."""
+        ids = edits_mod.encode_plain(self.vocab, text)
+        if not ids:
+            raise ValueError("a note needs some text")
+        self.settle(state)
+        hidden = state.prompt_hidden is not None
+        out = self.runner.forward(ids, state.cache, hidden=hidden)
+        state.next_logits = out.logits[-1]
+        note = Note(len(state.generated_ids), ids, text)
+        state.notes.append(note)
+        return note
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
         self.settle(state)

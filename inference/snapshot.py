@@ -184,6 +184,7 @@ def _state(
         similarity_history=list(histories["similarity"]),
         prompt_hidden=tensors.get("prompt_hidden"),
         skip_before_at=record.skip_before_at,
+        notes=record.note_list(),
     )
     if runner.cache_length(cache) != state.position:
         raise SnapshotFormatError(

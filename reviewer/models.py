@@ -180,6 +180,9 @@ class ReviewSession(models.Model):
     muted_policies = models.JSONField(
         default=list, blank=True, help_text="Policies its reviewer silenced for this session"
     )
+    pending_note = models.TextField(
+        blank=True, help_text="Context the model reads when its next segment starts (the time)"
+    )
     seed = models.BigIntegerField(default=0)
     max_new_tokens = models.PositiveIntegerField(default=200)
     status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)

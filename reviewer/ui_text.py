@@ -162,6 +162,7 @@ AUDIT_ACTIONS = {
     "failed": gettext_lazy("Failed"),
     "redispatched": gettext_lazy("Moved to another worker"),
     "mute": gettext_lazy("Policy muted for this session"),
+    "time_told": gettext_lazy("Told the model the time"),
     "unmute": gettext_lazy("Policy unmuted"),
 }
 

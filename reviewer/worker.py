@@ -98,12 +98,23 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     if not services.generates(session):  # edits applied at a pause: it stays paused
         keep_paused(session, state)
         return "edited"
+    tell_pending_note(session, state)
     control = RedisControl(session.pk)
     sink = SessionSink(session, state)
     stop = engine().run(
         state, sink, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
     )
     return finish_segment(session, state, stop, control)
+
+
+def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
+    """Give the model the note services left for this segment (the time, after a long
+    pause) as context, and checkpoint it so a rebuild puts it back in the same place."""
+    if not session.pending_note:
+        return
+    note = engine().add_note(state, session.pending_note)
+    checkpoint(session, state)
+    services.record_note(session, note.text, note.at)
 
 
 def live_mode() -> str | None:

@@ -4,8 +4,11 @@ worker after the transaction commits; a refused command changes nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from reviewer import arguments, audit, dispatch, events, metrics, pause_flags, task_types
 from reviewer.arguments import InvalidInput
@@ -22,12 +25,16 @@ from reviewer.services.transitions import (
     close_open_pause,
     command_on,
     finish,
+    latest_open_pause,
     live_holder,
     open_pause,
     send_after_commit,
     set_flag,
     set_status,
 )
+
+# What the model reads after a long pause: a short aside in its context, never in the text.
+TIME_NOTE = " (Current time: {time}.) "
 
 
 def summary(session: ReviewSession) -> dict:
@@ -87,19 +94,38 @@ def resume(user, session_id) -> dict:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, RESUMABLE, "resume") as session:
+        paused_s = _paused_for(session)
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
             audit.append("resume", user.username, session, {"failed_with": session.error})
             session.error, session.finished_at = "", None
             session.save(update_fields=["error", "finished_at"])
         else:
-            audit.append("resume", user.username, session)
+            audit.append("resume", user.username, session, {"paused_s": round(paused_s, 1)})
+        _tell_the_time_if_late(session, paused_s)
         # A pause request that a policy pause overtook must not stop the resumed run at once.
         set_flag(pause_flags.clear, session.pk)
         set_status(session, S.RUNNING)
         events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
         transitions.dispatch_segment(session)
     return summary(session)
+
+
+def _paused_for(session: ReviewSession) -> float:
+    """Seconds since the open pause halted (0 without one)."""
+    pause = latest_open_pause(session)
+    return (timezone.now() - pause.halted_at).total_seconds() if pause is not None else 0.0
+
+
+def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
+    """After a pause longer than the domain's setting the model's sense of "now" is stale:
+    the worker gives it the current time as context (never as text) when it resumes."""
+    after = session.domain.resume_time_after_s
+    if not after or paused_s <= after:
+        return
+    now = timezone.now().astimezone(UTC)
+    session.pending_note = TIME_NOTE.format(time=now.strftime("%Y-%m-%d %H:%M UTC"))
+    session.save(update_fields=["pending_note"])
 
 
 @idempotent("edit")
