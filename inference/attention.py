@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AttentionView:
-    tokens: list[str]  # text of every context position (prompt + generated)
+    tokens: list[str]  # text of every context position (prompt, notes and generated)
     prompt_length: int  # positions [0, prompt_length) are the prompt
     layers: list[list[float]]  # [L][S]: each layer's row, mean over heads
     layer: int  # the layer ``heads`` belongs to
@@ -30,7 +30,7 @@ def view(
     layers = runner.num_layers
     if not isinstance(layer, int) or not -layers <= layer < layers:
         raise ValueError(f"layer must be in [{-layers}, {layers}), not {layer!r}")
-    ids = state.prompt_ids + state.generated_ids
+    ids = state.context_ids()
     weights = runner.last_token_attention(state.cache, ids[-1])  # [L, H, S]
     return AttentionView(
         tokens=[token_text(i) for i in ids],

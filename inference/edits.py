@@ -152,7 +152,7 @@ def _replace_tokens(vocab: Vocabulary, state: DecodeState, edits: list[Replace])
     results: list[Description] = []
     cursor = 0
     for e in edits:
-        new_ids += ids[cursor : e.start] + _encode_plain(vocab, e.text)
+        new_ids += ids[cursor : e.start] + encode_plain(vocab, e.text)
         before = vocab.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
         chars = state.detok.token_span_chars(e.start, e.end)
         results.append(_result("replace", *chars, before, e.text))
@@ -203,7 +203,7 @@ def _rewrite(vocab: Vocabulary, state: DecodeState, edits: list[Replace | Append
         results.append(_result("append", len(text), len(text), "", appended))
     first_char = spans[0][0][0] if spans else len(text)
     keep, cut_char = _cut(state, first_char, vocab.eos_ids)
-    tail = _encode_plain(vocab, new_text[cut_char:])
+    tail = encode_plain(vocab, new_text[cut_char:])
     return keep, list(tail), results
 
 
@@ -239,7 +239,7 @@ def _result(kind: str, char_start: int, char_end: int, before: str, after: str) 
     )
 
 
-def _encode_plain(vocab: Vocabulary, text: str) -> list[int]:
+def encode_plain(vocab: Vocabulary, text: str) -> list[int]:
     """A reviewer's text as plain text: typing "<|im_end|>" must not end the generation."""
     return vocab.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
 
@@ -271,11 +271,12 @@ def splice(
         state.settle(runner)  # the cache must cover every kept token
     state.pending = None  # a pending token past ``keep`` is dropped with the rest
     first = _stats_before(state, keep) if tail else None
+    state.notes = [note for note in state.notes if note.at <= keep]  # later ones go with the text
+    end = state.kv_index(keep)  # context kept: prompt, kept tokens and their notes
     if tail:
-        start, run_ids = len(state.prompt_ids) + keep, tail
-    else:  # the last kept token (or prompt token) again, for its next-token logits
-        start = len(state.prompt_ids) + keep - 1
-        run_ids = [(state.prompt_ids + state.generated_ids)[start]]
+        start, run_ids = end, tail
+    else:  # the last kept context token again, for its next-token logits
+        start, run_ids = end - 1, [state.context_ids()[end - 1]]
     runner.crop(state.cache, start)
     hidden = state.prompt_hidden is not None
     out = runner.forward(run_ids, state.cache, keep=len(run_ids), hidden=hidden)

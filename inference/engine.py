@@ -25,13 +25,13 @@ from inference import snapshot as snapshot_mod
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.edits import Edit, EditResult
-from inference.policies import Decision, PolicySet, StepContext
+from inference.policies import Decision, PauseBudget, PolicySet, StepContext
 from inference.prompt import Prompt, encode_prompt
 from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note
 from inference.text import Tokenizer, TokenTexts
 
 
@@ -90,19 +90,24 @@ class Engine:
         params: SamplingParams | dict[str, Any] | None = None,
         policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
+        budget: PauseBudget | dict[str, Any] | None = None,
     ) -> DecodeState:
-        """Prefill the prompt; returns a state ready for ``run``."""
+        """Prefill the prompt; returns a state ready for ``run``. ``budget`` limits policy
+        pauses (inference/policies/budget.py); none: policies pause wherever they fire."""
         prompt_ids = self.encode_prompt(prompt, system)
         if not prompt_ids:
             raise ValueError("the prompt is empty")
         policy_set = _policy_set(policies)
+        if budget is not None:
+            policy_set.budget = (
+                budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
+            )
         record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
         return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
         """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
-        policy_set = PolicySet.from_specs(record.policy_specs)
-        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
+        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, record.policy_set())
 
     # ---- the loop -----------------------------------------------------------------------
     def run(
@@ -257,15 +262,21 @@ class Engine:
     ) -> tuple[list[Decision], Decision | None]:
         """Report flags; returns the decisions that pause and a rollback to apply.
 
-        A pause outranks a rollback (the reviewer sees the rollback decision with it); a
-        rollback the circuit breaker refuses is reported as a flag.
+        The pause budget picks at most one pause (inference/policies/budget.py) and turns the
+        others into flags; a pause outranks a rollback (the reviewer sees the rollback
+        decision with it); a rollback the circuit breaker refuses is reported as a flag.
         """
-        pauses = [d for d in decisions if d.action == "pause"]
+        pause, refused = state.policies.arbitrate(
+            [d for d in decisions if d.action == "pause"], len(state.generated_ids), state.text
+        )
+        pauses = [pause] if pause is not None else []
         rollback = next((d for d in decisions if d.action == "rollback"), None)
         for decision in decisions:
-            refused = decision.action == "rollback" and not pauses
-            if decision.action == "flag" or (refused and decision is not rollback):
+            refused_rollback = decision.action == "rollback" and not pauses
+            if decision.action == "flag" or (refused_rollback and decision is not rollback):
                 run.sink.on_flag(FlagEvent(position, decision))
+        for decision in refused:  # over the budget or outranked: kept as a flag
+            run.sink.on_flag(FlagEvent(position, decision))
         if pauses:
             return pauses + [d for d in decisions if d.action == "rollback"], None
         if rollback is not None and not self._may_roll_back(state, rollback):
@@ -301,6 +312,7 @@ class Engine:
     ) -> StopInfo:
         position = len(state.generated_ids)
         run.after = []
+        state.policies.note_pause(position, policy=phase != "manual")
         if phase != "after_token":
             state.skip_before_at = position  # resuming must not re-fire before_token policies
         event = PauseNotice(position, phase, decisions[0].reason, tuple(decisions), run.signals)
@@ -358,6 +370,22 @@ class Engine:
 
     def append_text(self, state: DecodeState, text: str) -> EditResult:
         return self.edit(state, edits_mod.Append(text))[0]
+
+    def add_note(self, state: DecodeState, text: str) -> Note:
+        """Let the model read ``text`` before its next token (e.g. the time after a long
+        pause) without writing it: the note's tokens extend the KV cache and the position,
+        never the generated ids or text. The checkpoint records it, so a snapshot or a
+        rebuild puts it back at the same place."""
+        ids = edits_mod.encode_plain(self.vocab, text)
+        if not ids:
+            raise ValueError("a note needs some text")
+        self.settle(state)
+        hidden = state.prompt_hidden is not None
+        out = self.runner.forward(ids, state.cache, hidden=hidden)
+        state.next_logits = out.logits[-1]
+        note = Note(len(state.generated_ids), ids, text)
+        state.notes.append(note)
+        return note
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
         self.settle(state)

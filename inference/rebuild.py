@@ -21,7 +21,8 @@ HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
 def rebuild(
     runner: ModelRunner, tokenizer: Tokenizer, record: Checkpoint, policy_set: PolicySet
 ) -> DecodeState:
-    """The paused state ``record`` describes, decoding with ``policy_set``."""
+    """The paused state ``record`` describes, decoding with ``policy_set`` (its firing
+    state is loaded from the record's)."""
     if record.policy_state:
         policy_set.load_state_dict(record.policy_state)
     state = _prefill(runner, tokenizer, record, policy_set)
@@ -40,13 +41,15 @@ def _prefill(
 ) -> DecodeState:
     prompt_ids, generated_ids, histories = record.prompt_ids, record.generated_ids, record.histories
     cache = runner.new_cache()
+    state = DecodeState(prompt_ids, record.sampling, policy_set, cache, torch.empty(0))
+    state.detok.extend(tokenizer, generated_ids)
+    state.notes = record.note_list()
     states: torch.Tensor | None = None  # [N, H], when drift or the histories need them
     if policy_set.needs_hidden_states or (generated_ids and histories is None):
-        out, states = runner.hidden_states(prompt_ids + generated_ids, cache)
+        out, states = runner.hidden_states(state.context_ids(), cache)
     else:
-        out = runner.forward(prompt_ids + generated_ids, cache)
-    state = DecodeState(prompt_ids, record.sampling, policy_set, cache, out.logits[-1])
-    state.detok.extend(tokenizer, generated_ids)
+        out = runner.forward(state.context_ids(), cache)
+    state.next_logits = out.logits[-1]
     if policy_set.needs_hidden_states and states is not None:
         state.prompt_hidden = states[: len(prompt_ids)].mean(0)
     if histories is not None:
@@ -60,12 +63,13 @@ def _prefill(
 
 def _recompute_histories(runner: ModelRunner, state: DecodeState, states: torch.Tensor) -> None:
     """top1/entropy/similarity of every generated token from the prefill's hidden states."""
-    first = len(state.prompt_ids) - 1  # hidden state that predicted generated token 0
     count = len(state.generated_ids)
+    # The hidden state just before each generated token predicted it (notes included).
+    where = torch.tensor([state.kv_index(i) for i in range(count)], dtype=torch.long)
     for lo in range(0, count, HISTORY_CHUNK):
-        chunk = states[first + lo : first + min(lo + HISTORY_CHUNK, count)]  # [C, H]
+        chunk = states[where[lo : lo + HISTORY_CHUNK] - 1]  # [C, H]
         top1, entropy = top1_and_entropy(runner.logits_from_hidden(chunk))
         state.top1_history += top1
         state.entropy_history += entropy
     for i in range(count):
-        state.similarity_history.append(state.similarity(states[first + 1 + i]))
+        state.similarity_history.append(state.similarity(states[int(where[i])]))

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inference.policies import PolicySet
 from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer
 
@@ -168,9 +167,7 @@ def _state(
     record = Checkpoint.from_dict(header["state"])  # older headers' extra keys are ignored
     layers = runner.num_layers
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
-    policies = PolicySet.from_specs(record.policy_specs)
-    if record.policy_state:
-        policies.load_state_dict(record.policy_state)
+    policies = record.policy_set()
     histories = record.histories or {}
     state = DecodeState(
         prompt_ids=record.prompt_ids,
@@ -187,6 +184,7 @@ def _state(
         similarity_history=list(histories["similarity"]),
         prompt_hidden=tensors.get("prompt_hidden"),
         skip_before_at=record.skip_before_at,
+        notes=record.note_list(),
     )
     if runner.cache_length(cache) != state.position:
         raise SnapshotFormatError(

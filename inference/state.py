@@ -22,6 +22,20 @@ if TYPE_CHECKING:
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
 
 
+@dataclass(frozen=True)
+class Note:
+    """Context the model reads but did not write (e.g. the time, told on a late resume): its
+    tokens sit in the KV cache before generated token ``at``, never in the generated text."""
+
+    at: int  # generated tokens before it
+    ids: list[int]
+    text: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Note:
+        return cls(int(data["at"]), [int(i) for i in data["ids"]], str(data["text"]))
+
+
 @dataclass
 class DecodeState:
     prompt_ids: list[int]
@@ -39,6 +53,7 @@ class DecodeState:
     prompt_hidden: torch.Tensor | None = None  # [H] mean last-layer hidden state of the prompt
     pending: int | None = None  # last token not yet run (a run that ended left it); see settle
     skip_before_at: int | None = None  # resume here without re-firing before_token policies
+    notes: list[Note] = field(default_factory=list)  # context inserted between generated tokens
 
     @property
     def generated_ids(self) -> list[int]:
@@ -50,8 +65,25 @@ class DecodeState:
 
     @property
     def position(self) -> int:
-        """Absolute position of the next token (prompt + generated)."""
-        return len(self.prompt_ids) + len(self.detok.ids)
+        """Absolute position of the next token (prompt + notes + generated)."""
+        return len(self.prompt_ids) + len(self.detok.ids) + sum(len(n.ids) for n in self.notes)
+
+    def context_ids(self) -> list[int]:
+        """Every token the KV cache covers, in order: prompt, then generated ids with the
+        notes at their places."""
+        ids = list(self.prompt_ids)
+        for i, token in enumerate([*self.generated_ids, None]):
+            for note in self.notes:
+                if note.at == i:
+                    ids += note.ids
+            if token is not None:
+                ids.append(token)
+        return ids
+
+    def kv_index(self, index: int) -> int:
+        """Where generated token ``index`` sits in the context (its notes come before it)."""
+        before = sum(len(n.ids) for n in self.notes if n.at <= index)
+        return len(self.prompt_ids) + index + before
 
     @property
     def effective_params(self) -> SamplingParams:
@@ -89,11 +121,14 @@ class DecodeState:
             params=self.params,
             policy_specs=self.policies.to_specs(),
             policy_state=self.policies.state_dict(),
+            budget=self.policies.budget.to_dict(),
+            muted=sorted(self.policies.muted),
             attempt=self.attempt,
             rollbacks=self.rollbacks,
             conservative=self.conservative,
             histories=self.histories(),
             skip_before_at=self.skip_before_at,
+            notes=[asdict(note) for note in self.notes],
         )
 
     def summary(self) -> dict[str, Any]:
@@ -122,11 +157,22 @@ class Checkpoint:
         None  # top1/entropy/similarity per token; None: recomputed
     )
     skip_before_at: int | None = None
+    budget: dict[str, Any] | None = None  # PauseBudget.to_dict(); None: no budget
+    muted: list[str] = field(default_factory=list)  # policies a reviewer silenced
+    notes: list[dict[str, Any]] = field(default_factory=list)  # Note as dicts: at, ids, text
 
     # Left out of a session's checkpoint meta: what the session row keeps in its own
     # columns, and skip_before_at (a state rebuilt for a session decides its first boundary
     # afresh; the policies' firing memory keeps them from firing twice).
-    NOT_IN_META = ("prompt_ids", "generated_ids", "params", "policy_specs", "skip_before_at")
+    NOT_IN_META = (
+        "prompt_ids",
+        "generated_ids",
+        "params",
+        "policy_specs",
+        "skip_before_at",
+        "budget",
+        "muted",
+    )
 
     def __post_init__(self) -> None:
         self.prompt_ids = [int(i) for i in self.prompt_ids]
@@ -134,6 +180,20 @@ class Checkpoint:
         if not isinstance(self.params, SamplingParams):
             self.params = SamplingParams.from_dict(self.params)
         self.policy_specs = list(self.policy_specs or [])
+        self.muted = sorted(str(name) for name in self.muted or [])
+        self.notes = [asdict(Note.from_dict(n)) for n in self.notes or []]
+
+    def note_list(self) -> list[Note]:
+        return [Note.from_dict(n) for n in self.notes]
+
+    def policy_set(self) -> PolicySet:
+        """The record's policies, budget and muted names, with their firing state."""
+        from inference.policies import PolicySet
+
+        policies = PolicySet.from_specs(self.policy_specs, self.budget, self.muted)
+        if self.policy_state:
+            policies.load_state_dict(self.policy_state)
+        return policies
 
     @property
     def sampling(self) -> SamplingParams:
@@ -155,4 +215,6 @@ class Checkpoint:
         out = self.to_dict()
         for name in self.NOT_IN_META:
             del out[name]
+        if not out["notes"]:  # most sessions have none; their meta stays as it was
+            del out["notes"]
         return out

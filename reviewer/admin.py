@@ -41,8 +41,31 @@ class GlossaryTermInline(admin.TabularInline):
 
 @admin.register(Domain)
 class DomainAdmin(admin.ModelAdmin):
-    list_display = ["name", "name_zh", "specialty"]
+    list_display = [
+        "name",
+        "name_zh",
+        "specialty",
+        "max_pauses_per_100_tokens",
+        "min_pause_distance",
+    ]
     prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "name_zh", "slug", "specialty", "system_prompt", "decoding"]}),
+        (
+            _("Pauses"),
+            {
+                "fields": [
+                    "max_pauses_per_100_tokens",
+                    "min_pause_distance",
+                    "resume_time_after_s",
+                ],
+                "description": _(
+                    "Pauses interrupt a reviewer: policies may spend only this budget. A"
+                    " policy pause over it is kept as a flag in the session's timeline."
+                ),
+            },
+        ),
+    ]
 
 
 class GlossaryImportForm(forms.Form):
@@ -182,6 +205,7 @@ class PausePolicyAdmin(admin.ModelAdmin):
             "cooldown",
             "order",
         ]
+        general += ["priority", "may_pause_before_first_word"]
         if kind is None:
             return [(None, {"fields": general})]
         description = KIND_DESCRIPTIONS.get(kind, "")

@@ -96,6 +96,8 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict:
         "seed": session.seed,
         "max_new_tokens": session.max_new_tokens,
         "decoding": session.decoding,
+        "pause_budget": session.pause_budget,
+        "muted_policies": session.muted_policies,
         "task_type": session.task_type,
         "task_source": session.task_source,
         "text": session.text,

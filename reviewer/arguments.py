@@ -26,6 +26,7 @@ MAX_BIGINT = 2**63 - 1  # Postgres bigint: seeds and primary keys
 MAX_COMMENT_CHARS = 10_000
 MAX_COMMAND_ID_CHARS = 100  # CommandReceipt.command_id
 MAX_DOMAIN_CHARS = 100  # Domain.name and Domain.slug
+MAX_POLICY_NAME_CHARS = 100  # PausePolicy.name
 SHOWN_CHARS = 40  # of a refused value, in the error message
 
 
@@ -172,6 +173,9 @@ POSITION = Integer("position", description="Generated tokens to keep")
 TOKEN_ID = Integer("token_id", description="One of the alternatives offered at the pause")
 LAYER = Integer("layer", description="Layer whose heads to show")
 COMMENT = Text("comment", MAX_COMMENT_CHARS, blank=True, description="The reviewer's comment")
+POLICY = Text(
+    "policy", MAX_POLICY_NAME_CHARS, description="The name of one of the session's policies"
+)
 AFTER = Integer("after", description="Sequence number of the last event the client has")
 LIMIT = Integer("limit", 0, MAX_INT, "Most sessions to list (at most 1000 are sent)")
 

@@ -13,6 +13,7 @@ from reviewer.arguments import (
     END,
     GLOSSARY_TERM,
     LAYER,
+    POLICY,
     POSITION,
     START,
     TOKEN_ID,
@@ -67,6 +68,16 @@ COMMANDS: dict[str, Command] = {
         required=(LAYER,),
         status=202,
         summary="Ask for one layer's attention per head at the pause",
+    ),
+    "mute": Command(
+        services.mute,
+        required=(POLICY,),
+        summary="At a pause: silence one policy for the rest of the session",
+    ),
+    "unmute": Command(
+        services.unmute,
+        required=(POLICY,),
+        summary="At a pause: let a muted policy fire again",
     ),
 }
 

@@ -6,7 +6,7 @@ This module owns every kind: one ``TypedDict`` per kind declares its exact paylo
 builders below are the only places a payload is put together. The engine's own events keep
 their names on the wire (``token``, ``pause``, ``rollback``, ``flag``, ``finish``); the rest
 are the web side's: ``resumed``, ``edited``, ``truncated`` (a reviewer's rollback to a
-position, which the engine applies as an edit), ``attention``, ``status``, ``error``.
+position, which the engine applies as an edit), ``attention``, ``muted``, ``status``, ``error``.
 """
 
 from __future__ import annotations
@@ -141,6 +141,14 @@ class Finish(TypedDict):
     text: str
 
 
+class Muted(TypedDict):
+    """A reviewer muted or unmuted one policy for the rest of the session."""
+
+    policy: str
+    muted: bool  # the policy's new state
+    muted_policies: list[str]  # every policy muted now
+
+
 class Status(TypedDict):
     status: str
 
@@ -154,13 +162,14 @@ class Error(_Message, total=False):
 
 
 TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"
-ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR = (
+ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED = (
     "rollback",
     "flag",
     "attention",
     "finish",
     "status",
     "error",
+    "muted",
 )
 
 KINDS: dict[str, type] = {
@@ -175,6 +184,7 @@ KINDS: dict[str, type] = {
     FINISH: Finish,
     STATUS: Status,
     ERROR: Error,
+    MUTED: Muted,
 }
 
 
@@ -304,6 +314,10 @@ def attention(layer: int, heads: Iterable[Sequence[float]], position: int) -> At
 
 def finish(reason: str, text: str) -> Finish:
     return {"reason": reason, "text": text}
+
+
+def muted(policy: str, is_muted: bool, muted_policies: list[str]) -> Muted:
+    return {"policy": policy, "muted": is_muted, "muted_policies": list(muted_policies)}
 
 
 def status(value: str) -> Status:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
 
@@ -23,6 +24,27 @@ class Domain(models.Model):
     specialty = models.CharField(max_length=50, help_text="medical, legal, insurance, patent, ...")
     system_prompt = models.TextField()
     decoding = models.JSONField(default=dict, blank=True, help_text="Default sampling parameters")
+    max_pauses_per_100_tokens = models.PositiveSmallIntegerField(
+        "pauses per 100 tokens",
+        default=3,
+        validators=[MaxValueValidator(100)],
+        help_text="At most this many policy pauses in any 100 generated tokens; the policies'"
+        " other pauses are kept as flags. 0: no limit. Reviewers' own pauses do not count.",
+    )
+    min_pause_distance = models.PositiveSmallIntegerField(
+        "minimum tokens between pauses",
+        default=20,
+        validators=[MaxValueValidator(10000)],
+        help_text="A policy may pause only this many generated tokens after the last pause"
+        " (a reviewer's included). 0: no minimum.",
+    )
+    resume_time_after_s = models.PositiveIntegerField(
+        "tell the time after a pause of (seconds)",
+        default=600,
+        validators=[MaxValueValidator(7 * 24 * 3600)],
+        help_text="Resuming after a longer pause tells the model the current time (a note in"
+        " its context, not in the text). 0: never.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -33,6 +55,14 @@ class Domain(models.Model):
     @property
     def display_name(self) -> str:
         return in_page_language(self.name, self.name_zh)
+
+    def pause_budget(self) -> dict:
+        """The engine's PauseBudget as JSON: a session stores the one it started with."""
+        return {
+            "per_100_tokens": self.max_pauses_per_100_tokens,
+            "min_distance": self.min_pause_distance,
+            "hold_until_first_word": True,
+        }
 
 
 class Glossary(models.Model):
@@ -78,6 +108,17 @@ class PausePolicy(models.Model):
     enabled = models.BooleanField(default=True)
     cooldown = models.PositiveIntegerField(default=0, help_text="Tokens before it may fire again")
     order = models.PositiveIntegerField(default=0)
+    priority = models.IntegerField(
+        default=0,
+        validators=[MinValueValidator(-1000), MaxValueValidator(1000)],
+        help_text="When several policies want to pause at the same token, the highest priority"
+        " pauses and the others are kept as flags.",
+    )
+    may_pause_before_first_word = models.BooleanField(
+        default=False,
+        help_text="Allow a pause before the model has written its first word (otherwise such"
+        " a pause is kept as a flag).",
+    )
 
     class Meta:
         ordering = ["domain", "order", "id"]
@@ -99,6 +140,8 @@ class PausePolicy(models.Model):
             "params": self.params,
             "cooldown": self.cooldown,
             "enabled": self.enabled,
+            "priority": self.priority,
+            "may_pause_before_first_word": self.may_pause_before_first_word,
         }
 
     def clean(self) -> None:
@@ -146,6 +189,15 @@ class ReviewSession(models.Model):
     model_name = models.CharField(max_length=200)
     decoding = models.JSONField(default=dict)
     policy_specs = models.JSONField(default=list)
+    pause_budget = models.JSONField(
+        default=dict, blank=True, help_text="The domain's pause budget when it started"
+    )
+    muted_policies = models.JSONField(
+        default=list, blank=True, help_text="Policies its reviewer silenced for this session"
+    )
+    pending_note = models.TextField(
+        blank=True, help_text="Context the model reads when its next segment starts (the time)"
+    )
     seed = models.BigIntegerField(default=0)
     max_new_tokens = models.PositiveIntegerField(default=200)
     status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)

@@ -41,6 +41,20 @@ SESSION = {
                 "seed": {"type": "integer"},
                 "max_new_tokens": {"type": "integer"},
                 "decoding": {"$ref": "#/components/schemas/Decoding"},
+                "pause_budget": {
+                    "type": "object",
+                    "description": "The domain's pause budget when the session started",
+                    "properties": {
+                        "per_100_tokens": {"type": "integer"},
+                        "min_distance": {"type": "integer"},
+                        "hold_until_first_word": {"type": "boolean"},
+                    },
+                },
+                "muted_policies": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Policies the reviewer muted for this session",
+                },
                 "task_type": {"type": "string"},
                 "task_source": {"type": "string"},
                 "text": {"type": "string"},
@@ -64,6 +78,11 @@ COMMAND_RESULT = {
         "id": {"type": "integer"},
         "status": {"type": "string"},
         "edit": {"type": "integer", "description": "The queued edit, for edit/choose/rollback"},
+        "muted_policies": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "For mute/unmute: every policy muted now",
+        },
         "repeated": {
             "type": "boolean",
             "description": "The command id was seen before: this is the first result",

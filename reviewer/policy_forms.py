@@ -17,7 +17,15 @@ from inference.policies import POLICY_KINDS, Policy, PolicyConfigError, build_po
 from reviewer.models import PausePolicy
 
 PARAM_PREFIX = "param_"
-SPEC_FIELDS = ("name", "action", "cooldown", "enabled", "kind")
+SPEC_FIELDS = (
+    "name",
+    "action",
+    "cooldown",
+    "enabled",
+    "kind",
+    "priority",
+    "may_pause_before_first_word",
+)
 
 KIND_LABELS = {
     "keyword": _("Keyword"),
@@ -152,7 +160,17 @@ class PolicyForm(forms.ModelForm):
 
     class Meta:
         model = PausePolicy
-        fields = ["name", "name_zh", "domain", "action", "enabled", "cooldown", "order"]
+        fields = [
+            "name",
+            "name_zh",
+            "domain",
+            "action",
+            "enabled",
+            "cooldown",
+            "order",
+            "priority",
+            "may_pause_before_first_word",
+        ]
         labels = {
             "name": _("Name"),
             "name_zh": _("Chinese name"),
@@ -161,6 +179,8 @@ class PolicyForm(forms.ModelForm):
             "enabled": _("Enabled"),
             "cooldown": _("Cooldown"),
             "order": _("Order"),
+            "priority": _("Priority"),
+            "may_pause_before_first_word": _("May pause before the first word"),
         }
         help_texts = {
             "name": _("Reviewers see this name when the policy pauses a session."),
@@ -168,6 +188,14 @@ class PolicyForm(forms.ModelForm):
             "action": _("What happens when it fires."),
             "cooldown": _("Tokens before it may fire again"),
             "order": _("Policies are checked in this order; lower first."),
+            "priority": _(
+                "When several policies want to pause at the same token, the highest priority"
+                " pauses and the others are kept as flags."
+            ),
+            "may_pause_before_first_word": _(
+                "Allow a pause before the model has written its first word (otherwise such a"
+                " pause is kept as a flag)."
+            ),
         }
 
     def __init__(self, *args: Any, **kwargs: Any):
@@ -177,8 +205,13 @@ class PolicyForm(forms.ModelForm):
             self.fields["action"].choices = self.action_choices()
             if not self.instance.pk:
                 self.fields["action"].initial = self.policy_class.default_action
+        if "priority" in self.fields:
+            self.fields["priority"].required = False  # empty means the default, 0
         if self.instance.pk:
             self.load_params(self.instance.params or {})
+
+    def clean_priority(self) -> int:
+        return self.cleaned_data.get("priority") or 0
 
     @property
     def policy_class(self) -> type[Policy]:
@@ -213,6 +246,8 @@ class PolicyForm(forms.ModelForm):
             "action": cleaned.get("action") or self.policy_class.default_action,
             "cooldown": cleaned.get("cooldown") or 0,
             "enabled": bool(cleaned.get("enabled")),
+            "priority": cleaned.get("priority") or 0,
+            "may_pause_before_first_word": bool(cleaned.get("may_pause_before_first_word")),
             "params": params_from(cleaned, self.policy_class),
         }
 

@@ -34,6 +34,9 @@ AUDIT_ACTIONS = {
     "cancel": gettext_lazy("Cancelled"),
     "failed": gettext_lazy("Failed"),
     "redispatched": gettext_lazy("Moved to another worker"),
+    "mute": gettext_lazy("Policy muted for this session"),
+    "unmute": gettext_lazy("Policy unmuted"),
+    "time_told": gettext_lazy("Told the model the time"),
 }
 # Details that quote what people or the model wrote: shown as they are, never translated.
 QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}
@@ -79,7 +82,9 @@ class Teller:
             return self.policy_line(payload.get("policy", ""), payload)
         if action == "start":
             return self.domain_name(payload.get("domain", ""))
-        return str(payload.get("error") or payload.get("reason") or "")
+        if action in ("mute", "unmute"):
+            return self.names.get(payload.get("policy", ""), payload.get("policy", ""))
+        return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
     def pause_detail(self, payload: dict) -> str:
         trigger = payload.get("trigger", "")

@@ -78,6 +78,8 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
         "decided": _("%(status)s: %(note)s"),
+        "mute": _("Mute “%(policy)s” for this session"),
+        "unmute": _("Unmute “%(policy)s”"),
     }
 
 
@@ -92,6 +94,8 @@ def command_labels() -> dict[str, str]:
         "attention": _("Heads of layer"),
         "approve": _("Approve"),
         "reject": _("Reject"),
+        "mute": _("Mute a policy"),
+        "unmute": _("Unmute a policy"),
     }
 
 

@@ -218,6 +218,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "labels": js_labels(),
             "statusLabels": status_labels(),
             "reasonTemplates": reason_templates(),
+            "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
         },
     }

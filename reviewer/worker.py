@@ -93,16 +93,28 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     if session is None:
         return "stale"
     state = load_state(session)
+    state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
     apply_pending_edits(session, state)
     if not services.generates(session):  # edits applied at a pause: it stays paused
         keep_paused(session, state)
         return "edited"
+    tell_pending_note(session, state)
     control = RedisControl(session.pk)
     sink = SessionSink(session, state)
     stop = engine().run(
         state, sink, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
     )
     return finish_segment(session, state, stop, control)
+
+
+def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
+    """Give the model the note services left for this segment (the time, after a long
+    pause) as context, and checkpoint it so a rebuild puts it back in the same place."""
+    if not session.pending_note:
+        return
+    note = engine().add_note(state, session.pending_note)
+    checkpoint(session, state)
+    services.record_note(session, note.text, note.at)
 
 
 def live_mode() -> str | None:
@@ -182,6 +194,7 @@ def start_state(session: ReviewSession) -> DecodeState:
         session.decoding,
         session.policy_specs,
         system=session.domain.system_prompt,
+        budget=session.pause_budget or None,
     )
     services.record_prompt(session, state.prompt_ids)
     return state
@@ -208,6 +221,8 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
         policy_specs=session.policy_specs,
         policy_state=recovered_policy_state(session),
         skip_before_at=None,
+        budget=session.pause_budget or None,
+        muted=session.muted_policies,
     )
     if len((record.histories or {}).get("top1", [])) != len(ids):
         record.histories = None

@@ -31,6 +31,7 @@ SIGNALS = Signals(
 )
 DRIFT = Decision("drift", "drift", "rollback", "Entropy rose", {"entropy": 3.1}, rollback_to=2)
 TERMS = Decision("terms", "keyword", "flag", "Matched", {"keyword": "fever"}, span=(16, 21))
+TERMS_SPEC = {"name": "terms", "kind": "keyword", "params": {"keywords": ["fever"]}}
 MANUAL = Decision("manual", "manual", "pause", "Reviewer asked", {})
 ATTENTION = {"tokens": ["a", "b"], "prompt_length": 1, "layers": [[0.123456, 0.876544]],
              "layer": 0, "heads": [[0.5, 0.5]]}  # fmt: skip
@@ -81,7 +82,7 @@ def test_it_finds_a_payload_that_differs_from_its_kind():
 def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     """The payloads the worker builds from the engine's own events, through the services that
     store them; the real decode loop's are checked end to end below."""
-    session = make_session(alice, status=ReviewSession.RUNNING)
+    session = make_session(alice, status=ReviewSession.RUNNING, policy_specs=[TERMS_SPEC])
     token = TokenEvent(5, 16, " cough", 24, SIGNALS, 0, [0.25] * 7)
     services.record_token(session, events.token(token))
     services.record_flag(session, events.flag(FlagEvent(5, TERMS)))
@@ -90,6 +91,8 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     stop = StopInfo("pause", decision=MANUAL, decisions=(MANUAL,), position=2)
     report = events.pause_report(stop, SIGNALS, ATTENTION, "The patient", [0.9, 0.8], [0.1, 0.2])
     services.record_pause(session, report, requested_at=None)
+    services.mute(alice, session.pk, "terms")
+    services.unmute(alice, session.pk, "terms")
     for kind in ("replace", "truncate"):
         record = Edit.objects.create(session=session, kind=kind, start=1, author=alice)
         result = EditResult(kind, 1, 2, 2, 3, 11, " patient", " client")

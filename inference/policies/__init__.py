@@ -16,7 +16,7 @@ Firing rules shared by every kind:
 Modules: ``base`` (value types and the Policy base class), ``text`` (keyword, regex),
 ``signal_based`` (low confidence, high entropy, overconfidence, drift), ``sentence_count``,
 ``tool_call`` (with its JSON scanner), ``learned`` (a trained pause model), ``specs`` (the kinds and spec validation),
-``policy_set`` and ``dry_run``. Import from this package; the names below are its surface.
+``budget`` (the pause budget), ``policy_set`` and ``dry_run``. Import from this package; the names below are its surface.
 """
 
 from inference.policies.base import (
@@ -30,6 +30,7 @@ from inference.policies.base import (
     PolicyConfigError,
     StepContext,
 )
+from inference.policies.budget import PauseBudget, PauseLedger
 from inference.policies.dry_run import (
     scan_text,
     simulated_tokens,
@@ -84,6 +85,8 @@ __all__ = [
     "MAX_REMEMBERED_FIRINGS",
     "OverconfidencePolicy",
     "PHRASE_SLACK_CHARS",
+    "PauseBudget",
+    "PauseLedger",
     "POLICY_KINDS",
     "Param",
     "Policy",

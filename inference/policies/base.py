@@ -12,7 +12,19 @@ import regex
 
 from inference.signals import Signals
 
-SPEC_KEYS = frozenset({"name", "kind", "action", "params", "cooldown", "enabled", "description"})
+SPEC_KEYS = frozenset(
+    {
+        "name",
+        "kind",
+        "action",
+        "params",
+        "cooldown",
+        "enabled",
+        "description",
+        "priority",
+        "may_pause_before_first_word",
+    }
+)
 DEFAULT_ABSOLUTE_WORDS = (
     "definitely",
     "certainly",
@@ -112,13 +124,22 @@ class Policy:
     PARAMS: ClassVar[tuple[Param, ...]] = ()
 
     def __init__(
-        self, name: str, action: str, cooldown: int, params: dict[str, Any], description: str = ""
+        self,
+        name: str,
+        action: str,
+        cooldown: int,
+        params: dict[str, Any],
+        description: str = "",
+        priority: int = 0,
+        may_pause_before_first_word: bool = False,
     ):
         self.name = name
         self.action = action
         self.cooldown = cooldown
         self.params = params
         self.description = description
+        self.priority = priority  # of several pauses at one step, the highest pauses
+        self.may_pause_before_first_word = may_pause_before_first_word  # see budget.py
         self.prepare()
 
     @classmethod
@@ -154,4 +175,6 @@ class Policy:
             "cooldown": self.cooldown,
             "enabled": True,
             "description": self.description,
+            "priority": self.priority,
+            "may_pause_before_first_word": self.may_pause_before_first_word,
         }

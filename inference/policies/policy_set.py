@@ -1,4 +1,5 @@
-"""PolicySet: the policies of one session, with the firing memory that cooldowns need."""
+"""PolicySet: the policies of one session, with the firing memory that cooldowns need, the
+pause budget that limits them, and the policies a reviewer muted for this session."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from inference.policies.base import (
     Policy,
     PolicyConfigError,
     StepContext,
+)
+from inference.policies.budget import (
+    PauseBudget,
+    PauseLedger,
+    as_flag,
+    before_first_word,
+    refusal,
 )
 from inference.policies.specs import build_policy
 
@@ -26,16 +34,29 @@ class Firing(NamedTuple):
 class PolicySet:
     """The policies of one session, with the firing memory that cooldowns need."""
 
-    def __init__(self, policies: Sequence[Policy]):
+    def __init__(
+        self,
+        policies: Sequence[Policy],
+        budget: PauseBudget | None = None,
+        muted: Sequence[str] = (),
+    ):
         names = [policy.name for policy in policies]
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate is not None:
             raise PolicyConfigError(f'Policy name "{duplicate}" is used twice', duplicate, "name")
         self.policies = list(policies)
         self.fired: dict[str, list[Firing]] = {name: [] for name in names}
+        self.budget = budget or PauseBudget()
+        self.ledger = PauseLedger()
+        self.muted: frozenset[str] = frozenset(muted)
 
     @classmethod
-    def from_specs(cls, specs: list[dict[str, Any]]) -> PolicySet:
+    def from_specs(
+        cls,
+        specs: list[dict[str, Any]],
+        budget: PauseBudget | dict[str, Any] | None = None,
+        muted: Sequence[str] = (),
+    ) -> PolicySet:
         """Build every enabled policy; disabled specs are skipped (and not in to_specs)."""
         if not isinstance(specs, list):
             raise PolicyConfigError("Policies must be a list of policy specs")
@@ -44,7 +65,13 @@ class PolicySet:
             for spec in specs
             if not isinstance(spec, dict) or spec.get("enabled", True) is not False
         ]
-        return cls([build_policy(spec) for spec in enabled])
+        if not isinstance(budget, PauseBudget):
+            budget = PauseBudget.from_dict(budget)
+        return cls([build_policy(spec) for spec in enabled], budget, muted)
+
+    def mute(self, names: Sequence[str]) -> None:
+        """Silence these policies from the next step on (a reviewer's choice for a session)."""
+        self.muted = frozenset(names)
 
     @property
     def needs_hidden_states(self) -> bool:
@@ -54,13 +81,47 @@ class PolicySet:
         """Decisions of this phase's policies, minus those cooldown or repetition silence."""
         decisions = []
         for policy in self.policies:
-            if policy.phase != ctx.phase or self.cooling_down(policy, ctx.position):
+            if policy.phase != ctx.phase or policy.name in self.muted:
+                continue
+            if self.cooling_down(policy, ctx.position):
                 continue
             decision = policy.evaluate(ctx)
             if decision is not None and not self.already_fired(policy.name, decision.span):
                 self.remember(policy.name, ctx.position, decision.span)
                 decisions.append(decision)
         return decisions
+
+    def arbitrate(
+        self, pauses: list[Decision], position: int, text: str
+    ) -> tuple[Decision | None, list[Decision]]:
+        """Of the decisions that want to pause when ``position`` tokens exist, the one that
+        may (highest priority first, then policy order), and the others as flags saying why
+        not."""
+        rank = {policy.name: (-policy.priority, i) for i, policy in enumerate(self.policies)}
+        ordered = sorted(pauses, key=lambda d: rank.get(d.policy, (0, len(rank))))
+        winner: Decision | None = None
+        flags: list[Decision] = []
+        for decision in ordered:
+            if winner is not None:
+                flags.append(as_flag(decision, "priority", f'"{winner.policy}" paused here'))
+            elif (why := self.refusal(decision, position, text)) is not None:
+                flags.append(as_flag(decision, why[0], why[1]))
+            else:
+                winner = decision
+        return winner, flags
+
+    def refusal(self, decision: Decision, position: int, text: str) -> tuple[str, str] | None:
+        """(rule, why) the budget refuses this pause, or None."""
+        policy = next((p for p in self.policies if p.name == decision.policy), None)
+        early = policy is not None and policy.may_pause_before_first_word
+        if self.budget.hold_until_first_word and not early and before_first_word(text):
+            return "first_word", "no text yet; policies pause after the first word"
+        why = refusal(self.budget, self.ledger, position)
+        return ("budget", f"over the pause budget, {why}") if why is not None else None
+
+    def note_pause(self, position: int, policy: bool) -> None:
+        """A pause happened when ``position`` tokens existed (``policy``: a policy made it)."""
+        self.ledger.note(position, policy)
 
     def cooling_down(self, policy: Policy, position: int) -> bool:
         """Silent at and before its last firing, and for `cooldown` positions after it."""
@@ -80,6 +141,7 @@ class PolicySet:
         return {
             "version": 1,
             "fired": {name: [list(e) for e in h] for name, h in self.fired.items()},
+            "pauses": self.ledger.to_list(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -88,11 +150,13 @@ class PolicySet:
         for name in self.fired:
             entries = [Firing(int(e[0]), e[1], e[2]) for e in fired.get(name, [])]
             self.fired[name] = sorted(entries, key=lambda e: e.position)  # cooldown reads the last
+        self.ledger = PauseLedger.from_list(state.get("pauses", []))
 
     def truncate(self, position: int) -> None:
         """Forget firings at positions >= position: that text was edited or rolled back."""
         for name, history in self.fired.items():
             self.fired[name] = [entry for entry in history if entry.position < position]
+        self.ledger.truncate(position)
 
     def to_specs(self) -> list[dict[str, Any]]:
         return [policy.to_spec() for policy in self.policies]

@@ -53,7 +53,12 @@ def build_policy(spec: dict[str, Any]) -> Policy:
     if not isinstance(description, str):
         raise PolicyConfigError(f'{label}: "description" must be text', name, "description")
     params = validate_params(spec.get("params", {}), cls, label, name)
-    return cls(name, action, cooldown, params, description)
+    priority = spec_priority(spec, label, name)
+    early = spec.get("may_pause_before_first_word", False)
+    if not isinstance(early, bool):
+        message = f'{label}: "may_pause_before_first_word" must be true or false'
+        raise PolicyConfigError(message, name, "may_pause_before_first_word")
+    return cls(name, action, cooldown, params, description, priority, early)
 
 
 def spec_name(spec: dict[str, Any]) -> str:
@@ -86,6 +91,16 @@ def spec_cooldown(spec: dict[str, Any], label: str, name: str) -> int:
         message = f'{label}: "cooldown" must be a whole number of tokens >= 0, not {cooldown!r}'
         raise PolicyConfigError(message, name, "cooldown")
     return cooldown
+
+
+def spec_priority(spec: dict[str, Any], label: str, name: str) -> int:
+    priority = spec.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 10**6:
+        message = (
+            f'{label}: "priority" must be a whole number (-1000000..1000000), not {priority!r}'
+        )
+        raise PolicyConfigError(message, name, "priority")
+    return priority
 
 
 def validate_params(raw: Any, cls: type[Policy], label: str, name: str) -> dict[str, Any]:

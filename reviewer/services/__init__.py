@@ -4,7 +4,7 @@
                   any live state -> cancelled | failed;  failed -> running (resume)
 
 ``review``: what a reviewer asks (start, pause, resume, edit, choose, attention, rollback,
-approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
+mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
 ``transitions``: the states, errors and hand-over to workers both share; ``inputs`` and
 ``idempotency`` read a command's arguments and run it once per command id. Work reaches the
 workers through ``reviewer.dispatch``, by task name: nothing here imports the worker.
@@ -27,6 +27,7 @@ from reviewer.services.reports import (
     record_failure,
     record_flag,
     record_generated,
+    record_note,
     record_pause,
     record_prompt,
     record_rollback,
@@ -41,12 +42,14 @@ from reviewer.services.review import (
     cancel,
     choose,
     edit,
+    mute,
     pause,
     reject,
     resume,
     rollback,
     start_session,
     summary,
+    unmute,
 )
 from reviewer.services.transitions import (
     DECIDABLE,
@@ -81,6 +84,7 @@ __all__ = [
     "edit",
     "generates",
     "get_session_for",
+    "mute",
     "has_ended",
     "orphaned_sessions",
     "pause",
@@ -93,6 +97,7 @@ __all__ = [
     "record_failure",
     "record_flag",
     "record_generated",
+    "record_note",
     "record_pause",
     "record_prompt",
     "record_rollback",
@@ -104,5 +109,6 @@ __all__ = [
     "rollback",
     "start_session",
     "summary",
+    "unmute",
     "workers_with_live_sessions",
 ]

@@ -75,6 +75,16 @@ def record_prompt(session: ReviewSession, prompt_ids: list[int]) -> None:
     session.save(update_fields=["prompt_ids", "updated_at"])
 
 
+def record_note(session: ReviewSession, text: str, position: int) -> None:
+    """The worker gave the model the note services left for it (the time, after a long
+    pause): in its context before generated token ``position``, not in the text."""
+    with transaction.atomic():
+        S.objects.filter(pk=session.pk).update(pending_note="")
+        session.pending_note = ""
+        told = {"text": text, "position": position, "time": timezone.now().isoformat()}
+        audit.append("time_told", "engine", session, told)
+
+
 def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 

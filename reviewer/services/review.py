@@ -1,11 +1,14 @@
 """What a reviewer asks of a session: start, pause, resume, edit, choose, attention,
-rollback, approve, reject, cancel. Each validates, writes, audits, then hands work to a
+rollback, mute, unmute, approve, reject, cancel. Each validates, writes, audits, then hands work to a
 worker after the transaction commits; a refused command changes nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from reviewer import arguments, audit, dispatch, events, metrics, pause_flags, task_types
 from reviewer.arguments import InvalidInput
@@ -17,16 +20,21 @@ from reviewer.services.transitions import (
     LIVE,
     QUEUE_UNREACHABLE,
     RESUMABLE,
+    Conflict,
     S,
     close_open_pause,
     command_on,
     finish,
+    latest_open_pause,
     live_holder,
     open_pause,
     send_after_commit,
     set_flag,
     set_status,
 )
+
+# What the model reads after a long pause: a short aside in its context, never in the text.
+TIME_NOTE = " (Current time: {time}.) "
 
 
 def summary(session: ReviewSession) -> dict:
@@ -59,6 +67,7 @@ def start_session(
             seed=params.seed,
             max_new_tokens=params.max_new_tokens,
             policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            pause_budget=domain_obj.pause_budget(),
             task_type=task,
             task_source=task_source,
         )
@@ -85,19 +94,38 @@ def resume(user, session_id) -> dict:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, RESUMABLE, "resume") as session:
+        paused_s = _paused_for(session)
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
             audit.append("resume", user.username, session, {"failed_with": session.error})
             session.error, session.finished_at = "", None
             session.save(update_fields=["error", "finished_at"])
         else:
-            audit.append("resume", user.username, session)
+            audit.append("resume", user.username, session, {"paused_s": round(paused_s, 1)})
+        _tell_the_time_if_late(session, paused_s)
         # A pause request that a policy pause overtook must not stop the resumed run at once.
         set_flag(pause_flags.clear, session.pk)
         set_status(session, S.RUNNING)
         events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
         transitions.dispatch_segment(session)
     return summary(session)
+
+
+def _paused_for(session: ReviewSession) -> float:
+    """Seconds since the open pause halted (0 without one)."""
+    pause = latest_open_pause(session)
+    return (timezone.now() - pause.halted_at).total_seconds() if pause is not None else 0.0
+
+
+def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
+    """After a pause longer than the domain's setting the model's sense of "now" is stale:
+    the worker gives it the current time as context (never as text) when it resumes."""
+    after = session.domain.resume_time_after_s
+    if not after or paused_s <= after:
+        return
+    now = timezone.now().astimezone(UTC)
+    session.pending_note = TIME_NOTE.format(time=now.strftime("%Y-%m-%d %H:%M UTC"))
+    session.save(update_fields=["pending_note"])
 
 
 @idempotent("edit")
@@ -173,6 +201,40 @@ def rollback(user, session_id, position) -> dict:
         end = len(session.generated_ids)
         record = _queue_edit(session, user, "truncate", start=position, end=end)
     return {**summary(session), "edit": record.pk}
+
+
+@idempotent("mute")
+def mute(user, session_id, policy) -> dict:
+    """Silence one of the session's policies for the rest of the session. Allowed at a pause;
+    the worker applies it from the next segment on (resume, or an edit), so a running engine
+    never changes under a decision being made."""
+    return _set_muted(user, session_id, policy, muted=True)
+
+
+@idempotent("unmute")
+def unmute(user, session_id, policy) -> dict:
+    """Undo a mute: the policy fires again from the next segment on."""
+    return _set_muted(user, session_id, policy, muted=False)
+
+
+def _set_muted(user, session_id, policy, muted: bool) -> dict:
+    name = arguments.POLICY(policy)
+    command = "mute a policy of" if muted else "unmute a policy of"
+    with command_on(user, session_id, {S.PAUSED}, command) as session:
+        known = [spec.get("name") for spec in session.policy_specs]
+        if name not in known:
+            listed = ", ".join(f'"{n}"' for n in known) or "none"
+            raise InvalidInput(f'Unknown policy "{name}"; this session\'s policies: {listed}')
+        current = set(session.muted_policies)
+        if muted == (name in current):
+            state = "already muted" if muted else "not muted"
+            raise Conflict(f'Policy "{name}" is {state} in this session')
+        session.muted_policies = sorted(current | {name} if muted else current - {name})
+        session.save(update_fields=["muted_policies", "updated_at"])
+        action = "mute" if muted else "unmute"
+        audit.append(action, user.username, session, {"policy": name})
+        events.emit(session.pk, events.MUTED, events.muted(name, muted, session.muted_policies))
+    return {**summary(session), "muted_policies": session.muted_policies}
 
 
 @idempotent("approve")

@@ -260,6 +260,10 @@
       if (state.live) notify(L.finished);
     },
     flag: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
+    muted: (event) => {
+      state.muted = event.muted_policies || [];
+      renderMute(state.status === "paused" && state.live ? state.pause : null);
+    },
     error: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
   };
 
@@ -669,6 +673,7 @@
     $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.edited);
     if (!pause) return;
     renderReason(pause);
+    renderMute(pause);
     renderAlternatives(pause.alternatives || []);
     renderSpark("probability", (pause.history && pause.history.probability) || [], 1);
     renderSpark("entropy", (pause.history && pause.history.entropy) || [], null);
@@ -710,6 +715,17 @@
       box.appendChild(matched);
     }
     box.appendChild(line(fill(L.pausedAt, { count: pause.position }), "reason-where small"));
+  }
+
+  // Mute the policy that paused, for the rest of this session (or undo it).
+  function renderMute(pause) {
+    const button = $("mute-policy");
+    const policy = pause && pause.kind !== "manual" && pause.trigger !== "manual" ? pause.trigger : null;
+    button.hidden = !policy;
+    if (!policy) return;
+    const muted = (state.muted || data.mutedPolicies || []).includes(policy);
+    button.textContent = (muted ? L.unmute : L.mute).replace("%(policy)s", policyName(policy));
+    button.onclick = () => command(muted ? "unmute" : "mute", { policy }).catch((error) => notify(error.message, true));
   }
 
   function renderAlternatives(alternatives) {
