@@ -19,6 +19,7 @@ import torch
 from inference import attention as attention_mod
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
+from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.policies import Decision, PolicySet, StepContext
@@ -68,6 +69,9 @@ class _Run:
 class Engine:
     """Pause/resume decoding over one model. Backend-neutral surface: start, run, snapshot,
     restore, rebuild, edits and attention all take and return plain data + DecodeState."""
+
+    backend = "transformers"
+    features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
 
     def __init__(self, runner: ModelRunner, tokenizer) -> None:
         self.runner = runner
