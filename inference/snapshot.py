@@ -163,6 +163,10 @@ def _read_tensors(data: bytes, specs: list[dict], offset: int) -> dict[str, torc
 def _state(header: dict, tensors: dict[str, torch.Tensor], runner) -> DecodeState:
     record = Checkpoint.from_dict(header["state"])  # older headers' extra keys are ignored
     layers = runner.num_layers
+    if "k0" not in tensors:  # the vLLM backend keeps its KV in vLLM
+        raise SnapshotFormatError(
+            "snapshot holds no KV cache (written by the vllm backend): rebuild from its token ids"
+        )
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
     policies = PolicySet.from_specs(record.policy_specs)
     policies.load_state_dict(record.policy_state)

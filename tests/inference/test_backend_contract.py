@@ -171,3 +171,12 @@ def test_snapshots_of_both_backends_name_the_same_model(real_engine, vllm_engine
     moved = vllm_engine.restore(real_engine.snapshot(state))  # its KV is not needed
     vllm_engine.run(moved)
     assert moved.generated_ids == reference(real_engine, GREEDY)
+
+
+def test_a_vllm_snapshot_tells_the_transformers_engine_to_rebuild(real_engine, vllm_engine):
+    from inference.snapshot import SnapshotFormatError
+
+    state = vllm_engine.start(PROMPT, GREEDY, system=SYSTEM)
+    vllm_engine.run(state, pause_at=4)
+    with pytest.raises(SnapshotFormatError, match="rebuild from its token ids"):
+        real_engine.restore(vllm_engine.snapshot(state))
