@@ -16,6 +16,7 @@ ENVIRONMENT_DEFAULTS = {
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache on the CPU build
     "HF_HUB_OFFLINE": "1",  # models are local directories; no hub at run time
     "VLLM_LOGGING_LEVEL": "WARNING",
+    "VLLM_LOGGING_STREAM": "ext://sys.stderr",  # stdout may carry a program's output
 }
 
 

@@ -73,3 +73,26 @@ def test_a_pause_leaves_the_batch_at_once_and_resumes_identically(vllm_engine, a
     for state in states[:2]:
         vllm_engine.run(state)
     assert [s.generated_ids for s in states] == alone
+
+
+def test_threads_share_one_engine_through_the_serving_loop(vllm_engine, alone):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from inference.vllm_backend.serving import ServingLoop
+
+    loop = ServingLoop(vllm_engine)
+
+    def session(i: int) -> list[int]:
+        state = loop.call(lambda engine: engine.start(PROMPTS[i], PARAMS[i]))
+        assert loop.run(state, pause_at=2 + i).reason == "pause"
+        loop.call(lambda engine: engine.signals(state))  # a reviewer looks at the pause
+        loop.run(state)
+        return state.generated_ids
+
+    try:
+        with ThreadPoolExecutor(len(PROMPTS)) as pool:
+            assert list(pool.map(session, range(len(PROMPTS)))) == alone
+        with pytest.raises(ValueError, match="do not fit"):
+            loop.call(lambda engine: engine.start(list(range(3000))))
+    finally:
+        loop.close()
