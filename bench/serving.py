@@ -126,16 +126,18 @@ class Requester(threading.Thread):
 
 
 def pause_latency_ms(engine) -> dict:
-    """Sessions keep generating; each paused session resumes at once."""
+    """Sessions keep generating; each paused session resumes at once. Also the step time
+    under that load (vLLM: one batched step; transformers: one session's token)."""
     n = LOAD_SESSIONS
     states = [engine.start(prompt(i), params(i, 10_000)) for i in range(n)]
     controls = [ControlHandle() for _ in range(n)]
     requester = Requester(controls, PAUSES)
+    steps: list[float] = []
     requester.start()
     if engine.backend == "vllm":
         running = {i: engine.submit(states[i], None, controls[i]) for i in range(n)}
         while not requester.finished:
-            engine.step()
+            steps.append(timed(engine.step))
             requester.check()
             for i, generation in running.items():
                 if generation.done:
@@ -146,10 +148,22 @@ def pause_latency_ms(engine) -> dict:
             engine.step()
     else:
         while not requester.finished:
-            for i, state in enumerate(states):
-                engine.run(state, None, controls[i], pause_at=len(state.generated_ids) + 1)
+            for state, control in zip(states, controls, strict=True):
+                start = time.perf_counter()
+                engine.run(state, None, control, pause_at=len(state.generated_ids) + 1)
+                steps.append(time.perf_counter() - start)
                 requester.check()
-    ms = sorted(1000 * x for x in requester.latencies)
+    return {**percentiles(requester.latencies), "step_under_load": percentiles(steps)}
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def percentiles(seconds: list[float]) -> dict:
+    ms = sorted(1000 * x for x in seconds)
     return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))]}
 
 
@@ -225,6 +239,13 @@ def ratios(report: dict) -> dict:
         f"vllm_{top}_sessions_vs_transformers_1": v[top] / t["1"],
         "vllm_vs_transformers_single_stream": v["1"] / t["1"],
         "vllm_resume_speedup": resume["cold_prefill_s"] / resume["prefix_cache_s"],
+        **{
+            f"{name}_pause_p95_within_step_p95_plus_50ms": (
+                report[name]["pause_latency_ms"]["p95"]
+                <= report[name]["pause_latency_ms"]["step_under_load"]["p95"] + 50
+            )
+            for name in ("transformers", "vllm")
+        },
     }
 
 
