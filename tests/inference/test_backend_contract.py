@@ -180,3 +180,54 @@ def test_a_vllm_snapshot_tells_the_transformers_engine_to_rebuild(real_engine, v
     vllm_engine.run(state, pause_at=4)
     with pytest.raises(SnapshotFormatError, match="rebuild from its token ids"):
         real_engine.restore(vllm_engine.snapshot(state))
+
+
+def policy_specs(words: list[str]) -> dict[str, tuple[str, dict]]:
+    """One spec per policy kind vLLM supports, each made to fire on PROMPT or its own."""
+    tool_prompt = (
+        'Reply with exactly this JSON and nothing else: {"action": "lookup", "drug": "aspirin"}'
+    )
+    return {
+        "keyword": (PROMPT, {"kind": "keyword", "params": {"keywords": [words[2]]}}),
+        "low_confidence": (PROMPT, {"kind": "low_confidence", "params": {"threshold": 0.3}}),
+        "high_entropy": (PROMPT, {"kind": "high_entropy", "params": {"threshold": 2.0}}),
+        "overconfidence": (
+            PROMPT,
+            {"kind": "overconfidence", "params": {"threshold": 0.5, "words": [words[0]]}},
+        ),
+        "sentence_count": (
+            "Write two short sentences about water.",
+            {"kind": "sentence_count", "params": {"every": 1}},
+        ),
+        "tool_call": (tool_prompt, {"kind": "tool_call", "params": {"key": "action"}}),
+    }
+
+
+KINDS = [
+    "keyword",
+    "low_confidence",
+    "high_entropy",
+    "overconfidence",
+    "sentence_count",
+    "tool_call",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_supported_policy_pauses_vllm_where_it_pauses_transformers(
+    real_engine, vllm_engine, kind
+):
+    text = real_engine.tokenizer.decode(reference(real_engine, GREEDY), skip_special_tokens=True)
+    words = [w for w in text.split() if w.isalpha() and len(w) > 3]
+    prompt, spec = policy_specs(words)[kind]
+    spec = {"name": kind, "action": "pause", **spec}
+    outcomes = []
+    for engine in (real_engine, vllm_engine):
+        state = engine.start(prompt, GREEDY, [spec], system=SYSTEM)
+        stop = engine.run(state)
+        reason = stop.decision.reason if stop.decision else None
+        outcomes.append((stop.reason, stop.position, reason, state.text))
+        engine.run(state)
+        outcomes.append(list(state.generated_ids))
+    assert outcomes[0][0] == "pause", f"{kind} did not fire: {outcomes[0]}"
+    assert outcomes[:2] == outcomes[2:]
