@@ -59,11 +59,15 @@ class CaesuraLogitsProcessor(LogitsProcessor):
                 self.rows[a] = row_b
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        # logits: [B, V] float32, row i = batch index i
+        # logits: [B, V] float32, row i = batch index i. Decisions read a host copy (one
+        # transfer per step on a GPU); the mask is written where vLLM samples.
+        if not self.rows:
+            return logits
+        host = logits if logits.device.type == "cpu" else logits.cpu()
         for index, (generation, output_ids) in self.rows.items():
             if index >= logits.shape[0]:
                 continue
-            token = generation.next_token(logits[index], len(output_ids))
+            token = generation.next_token(host[index], len(output_ids))
             logits[index].fill_(float("-inf"))
             logits[index, STOP_TOKEN if token is None else token] = 0.0
         return logits
