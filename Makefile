@@ -1,4 +1,5 @@
-# Caesura: `make run` starts everything, `make test` runs the whole suite.
+# Caesura: `make run` starts everything, `make test` runs the whole suite, `make lint`
+# checks style (ruff) and types (mypy: strict on inference/, see pyproject.toml).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -20,6 +21,7 @@ bench: model
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: venv
 	$(VENV)/bin/ruff check --fix .

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inference.runner import ModelRunner
+    from inference.state import DecodeState
 
 
 @dataclass(frozen=True)
@@ -14,11 +19,13 @@ class AttentionView:
     layer: int  # the layer ``heads`` belongs to
     heads: list[list[float]]  # [H][S]: that layer's row per head
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def view(state, runner, token_text: Callable[[int], str], layer: int = -1) -> AttentionView:
+def view(
+    state: DecodeState, runner: ModelRunner, token_text: Callable[[int], str], layer: int = -1
+) -> AttentionView:
     """Where the last context position of ``state`` attends; ``layer`` picks the per-head row."""
     layers = runner.num_layers
     if not isinstance(layer, int) or not -layers <= layer < layers:
@@ -32,3 +39,15 @@ def view(state, runner, token_text: Callable[[int], str], layer: int = -1) -> At
         layer=layer % layers,
         heads=weights[layer].tolist(),
     )
+
+
+def live_layers(choice: int | str | None, layers: int) -> set[int] | None:
+    """The layers a live attention row averages: "mean" for all ``layers``, or one layer
+    (negative counts from the last); None leaves live attention off."""
+    if choice is None:
+        return None
+    if choice == "mean":
+        return set(range(layers))
+    if isinstance(choice, int) and -layers <= choice < layers:
+        return {choice % layers}
+    raise ValueError(f'live_attention must be "mean" or a layer in [0, {layers}), not {choice!r}')

@@ -8,16 +8,17 @@ The web side programs against this Protocol and asks ``features`` what a backend
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from inference.config import SamplingParams
 from inference.control import ControlHandle
-from inference.edits import EditResult
+from inference.edits import Edit, EditResult
 from inference.policies import PolicySet
+from inference.prompt import Prompt
 from inference.signals import Signals
 from inference.sink import Sink
 from inference.state import Checkpoint, DecodeState
+from inference.text import Tokenizer
 
 BACKENDS = ("transformers", "vllm")
 
@@ -35,16 +36,16 @@ class UnsupportedFeature(ValueError):
 class Backend(Protocol):
     backend: str  # "transformers" | "vllm"
     features: frozenset[str]
-    tokenizer: Any
+    tokenizer: Tokenizer
     eos_ids: frozenset[int]
 
-    def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]: ...
+    def encode_prompt(self, prompt: Prompt, system: str | None = None) -> list[int]: ...
 
     def start(
         self,
-        prompt: str | Sequence,
-        params: SamplingParams | dict | None = None,
-        policies: PolicySet | list[dict] | None = None,
+        prompt: Prompt,
+        params: SamplingParams | dict[str, Any] | None = None,
+        policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
     ) -> DecodeState: ...
 
@@ -63,7 +64,7 @@ class Backend(Protocol):
 
     def restore(self, data: bytes) -> DecodeState: ...
 
-    def edit(self, state: DecodeState, *edits) -> list[EditResult]: ...
+    def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]: ...
 
     def signals(self, state: DecodeState) -> Signals: ...
 

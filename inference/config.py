@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, TypeGuard
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
-TASK_PRESETS: dict[str, dict] = {
+TASK_PRESETS: dict[str, dict[str, Any]] = {
     "deterministic": {"temperature": 0.0},
     "open": {"temperature": 0.7, "top_p": 0.9, "repetition_penalty": 1.05},
     "reasoning": {"temperature": 0.5, "top_p": 0.9, "top_k": 50},
@@ -16,7 +17,7 @@ TASK_PRESETS: dict[str, dict] = {
 MIN_SCALE, MAX_SCALE = 0.001, 100.0
 
 # What the circuit breaker switches to after two rollbacks in one generation.
-CONSERVATIVE = {"temperature": 0.3, "top_p": 0.85}
+CONSERVATIVE: dict[str, Any] = {"temperature": 0.3, "top_p": 0.85}
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class SamplingParams:
         return self.temperature == 0
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> SamplingParams:
+    def from_dict(cls, d: dict[str, Any] | None) -> SamplingParams:
         d = dict(d or {})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
@@ -69,11 +70,11 @@ class SamplingParams:
         return cls(**d)
 
     @classmethod
-    def for_task(cls, task_type: str, **overrides) -> SamplingParams:
+    def for_task(cls, task_type: str, **overrides: Any) -> SamplingParams:
         _check(task_type in TASK_PRESETS, f"unknown task type {task_type!r}")
         return cls(**{**TASK_PRESETS[task_type], **overrides})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def conservative(self) -> SamplingParams:
@@ -89,17 +90,17 @@ def _check(ok: bool, message: str) -> None:
         raise SamplingConfigError(message)
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     """An integer, as JSON writes one: not 2.5, not 3.0, not true, not "3"."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_finite(value) -> bool:
+def _is_finite(value: object) -> bool:
     if _is_int(value):
         return abs(value) < 2**1023  # converts to a float
     return isinstance(value, float) and math.isfinite(value)
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"

@@ -1,15 +1,26 @@
 """Edits at a pause: replace a span, choose an alternative token, truncate, append.
 
-Every edit is planned and validated first (EditError, state untouched), then applied as
-one splice: generated ids are kept up to the first changed token and the new tail is
-tokenized and prefilled, so only the KV from the edit point on is recomputed.
+Every edit is planned and validated first (``plan``: EditError, state untouched), then
+applied as one splice (``apply``): generated ids are kept up to the first changed token and
+the new tail is prefilled, so only the KV from the edit point on is recomputed. A rollback
+is a splice with no tail (``truncate_to``). The engine calls these; they never call it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from inference.signals import top1_and_entropy
+from inference.text import Tokenizer
+
+if TYPE_CHECKING:
+    from inference.runner import ModelRunner, StepOutput
+    from inference.state import DecodeState
+
+Description = dict[str, Any]  # one edit: kind, char span, text before and after
+Parts = tuple[int, list[int], list[Description]]  # (ids kept, new tail, descriptions)
 
 
 class EditError(ValueError):
@@ -22,29 +33,30 @@ class Replace:
     end: int
     text: str
     unit: str = "char"  # "char": offsets into the generated text; "token": generated indices
-    kind = "replace"
+    kind: ClassVar[str] = "replace"
 
 
 @dataclass(frozen=True)
 class Choose:
     token_id: int
     position: int | None = None  # default: the next token
-    kind = "choose"
+    kind: ClassVar[str] = "choose"
 
 
 @dataclass(frozen=True)
 class Truncate:
     position: int  # keep generated ids[:position]
-    kind = "truncate"
+    kind: ClassVar[str] = "truncate"
 
 
 @dataclass(frozen=True)
 class Append:
     text: str
-    kind = "append"
+    kind: ClassVar[str] = "append"
 
 
-EDIT_KINDS = {cls.kind: cls for cls in (Replace, Choose, Truncate, Append)}
+Edit = Replace | Choose | Truncate | Append
+EDIT_KINDS: dict[str, type[Edit]] = {cls.kind: cls for cls in (Replace, Choose, Truncate, Append)}
 
 
 @dataclass(frozen=True)
@@ -58,11 +70,11 @@ class EditResult:
     text_before: str
     text_after: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def from_dict(d: dict):
+def from_dict(d: dict[str, Any]) -> Edit:
     d = dict(d)
     cls = EDIT_KINDS.get(d.pop("kind", None))
     if cls is None:
@@ -77,7 +89,7 @@ def from_dict(d: dict):
 class Vocabulary:
     """What planning an edit needs to know about the model's tokens."""
 
-    tokenizer: Any
+    tokenizer: Tokenizer
     token_text: Callable[[int], str]  # one token id -> its text
     vocab_size: int
     eos_ids: frozenset[int]
@@ -89,44 +101,45 @@ class Plan:
 
     keep: int
     tail: list[int]
-    descriptions: list[dict]  # per edit: kind, char span, text before and after
+    descriptions: list[Description]
 
     def results(self, old_length: int) -> list[EditResult]:
         """What each edit did, once the splice has been applied to ``old_length`` tokens."""
-        done = dict(token_start=self.keep, token_end=old_length)
-        done["new_token_end"] = self.keep + len(self.tail)
+        done = dict(
+            token_start=self.keep, token_end=old_length, new_token_end=self.keep + len(self.tail)
+        )
         return [EditResult(**{**d, **done}) for d in self.descriptions]
 
 
-def plan(vocab: Vocabulary, state, edits: list) -> Plan:
+def plan(vocab: Vocabulary, state: DecodeState, edits: Sequence[Edit | dict[str, Any]]) -> Plan:
     """Validate edits (Edit objects or dicts) against a paused state; EditError if any is
     invalid. Reads the state, never changes it."""
-    edits = [from_dict(e) if isinstance(e, dict) else e for e in edits]
-    return Plan(*_plan(vocab, state, edits))
+    return Plan(*_plan(vocab, state, [from_dict(e) if isinstance(e, dict) else e for e in edits]))
 
 
-def _plan(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
+def _plan(vocab: Vocabulary, state: DecodeState, edits: list[Edit]) -> Parts:
     """(tokens to keep, new tail ids, per-edit descriptions) or EditError."""
     if not edits:
         raise EditError("no edit given")
     kinds = {e.kind for e in edits}
     if len(edits) > 1 and not kinds <= {"replace", "append"}:
         raise EditError("truncate and choose edits must be applied alone")
-    if kinds == {"truncate"}:
+    if isinstance(edits[0], Truncate):
         return _truncate(state, edits[0])
-    if kinds == {"choose"}:
+    if isinstance(edits[0], Choose):
         return _choose(vocab, state, edits[0])
-    units = {e.unit for e in edits if e.kind == "replace"}
+    rewrites = [e for e in edits if isinstance(e, Replace | Append)]
+    units = {e.unit for e in rewrites if isinstance(e, Replace)}
     if not units <= {"char", "token"}:
         raise EditError('edit unit must be "char" or "token"')
     if "token" in units:
         if units != {"token"} or "append" in kinds:
             raise EditError("token-range replacements cannot be mixed with other edits")
-        return _replace_tokens(vocab, state, edits)
-    return _rewrite(vocab, state, edits)
+        return _replace_tokens(vocab, state, [e for e in rewrites if isinstance(e, Replace)])
+    return _rewrite(vocab, state, rewrites)
 
 
-def _replace_tokens(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
+def _replace_tokens(vocab: Vocabulary, state: DecodeState, edits: list[Replace]) -> Parts:
     """Token ranges swapped for the tokens of new text; the tokens after them are kept."""
     ids, n = state.generated_ids, len(state.generated_ids)
     for e in edits:
@@ -135,7 +148,9 @@ def _replace_tokens(vocab: Vocabulary, state, edits: list) -> tuple[int, list[in
     for a, b in zip(edits, edits[1:], strict=False):
         if b.start < a.end or a.start == b.start:
             raise EditError(f"edits overlap: tokens [{a.start}, {a.end}) and [{b.start}, {b.end})")
-    new_ids, cursor, results = [], 0, []
+    new_ids: list[int] = []
+    results: list[Description] = []
+    cursor = 0
     for e in edits:
         new_ids += ids[cursor : e.start] + _encode_plain(vocab, e.text)
         before = vocab.tokenizer.decode(ids[e.start : e.end], skip_special_tokens=True)
@@ -147,7 +162,7 @@ def _replace_tokens(vocab: Vocabulary, state, edits: list) -> tuple[int, list[in
     return keep, new_ids[keep:], results
 
 
-def _truncate(state, edit: Truncate) -> tuple[int, list[int], list[dict]]:
+def _truncate(state: DecodeState, edit: Truncate) -> Parts:
     n = len(state.generated_ids)
     _check_int(edit.position, 0, n, "truncate position")
     start, _ = state.detok.token_span_chars(edit.position, n)
@@ -155,7 +170,7 @@ def _truncate(state, edit: Truncate) -> tuple[int, list[int], list[dict]]:
     return edit.position, [], [_result("truncate", start, len(state.text), removed, "")]
 
 
-def _choose(vocab: Vocabulary, state, edit: Choose) -> tuple[int, list[int], list[dict]]:
+def _choose(vocab: Vocabulary, state: DecodeState, edit: Choose) -> Parts:
     n = len(state.generated_ids)
     position = n if edit.position is None else edit.position
     _check_int(position, 0, n, "choose position")
@@ -165,17 +180,20 @@ def _choose(vocab: Vocabulary, state, edit: Choose) -> tuple[int, list[int], lis
     return position, [edit.token_id], [_result("choose", start, end, state.text[start:end], text)]
 
 
-def _rewrite(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], list[dict]]:
-    """Replaces (char or token ranges) and appends, composed into one new text."""
+def _rewrite(vocab: Vocabulary, state: DecodeState, edits: list[Replace | Append]) -> Parts:
+    """Character-range replaces and appends, composed into one new text."""
     text = state.text
-    spans = sorted((_char_span(state, e), i) for i, e in enumerate(edits) if e.kind == "replace")
+    spans = sorted((_char_span(state, e), i) for i, e in enumerate(edits) if isinstance(e, Replace))
     for ((a0, a1), _), ((b0, b1), _) in zip(spans, spans[1:], strict=False):
         if b0 < a1 or (a0 == b0):
             raise EditError(f"edits overlap: chars [{a0}, {a1}) and [{b0}, {b1})")
-    appended = "".join(e.text for e in edits if e.kind == "append")
-    if any(e.kind == "append" for e in edits) and not appended:
+    appends = [e.text for e in edits if isinstance(e, Append)]
+    appended = "".join(appends)
+    if appends and not appended:
         raise EditError("append needs some text")
-    pieces, cursor, results = [], 0, []
+    pieces: list[str] = []
+    results: list[Description] = []
+    cursor = 0
     for (start, end), i in spans:
         pieces += [text[cursor:start], edits[i].text]
         results.append(_result("replace", start, end, text[start:end], edits[i].text))
@@ -189,7 +207,7 @@ def _rewrite(vocab: Vocabulary, state, edits: list) -> tuple[int, list[int], lis
     return keep, list(tail), results
 
 
-def _cut(state, char: int, eos_ids) -> tuple[int, int]:
+def _cut(state: DecodeState, char: int, eos_ids: frozenset[int]) -> tuple[int, int]:
     if char >= len(state.text):  # at the end: keep every token (a final EOS goes)
         keep = len(state.generated_ids)
         if keep and state.generated_ids[-1] in eos_ids:
@@ -198,24 +216,24 @@ def _cut(state, char: int, eos_ids) -> tuple[int, int]:
     return state.detok.cut_for_char(char)
 
 
-def _char_span(state, edit: Replace) -> tuple[int, int]:
+def _char_span(state: DecodeState, edit: Replace) -> tuple[int, int]:
     if edit.unit != "char":
         raise EditError(f'edit unit must be "char" or "token", not {edit.unit!r}')
     _check_range(edit.start, edit.end, len(state.text), "char range")
     return edit.start, edit.end
 
 
-def _check_range(start, end, size: int, what: str) -> None:
+def _check_range(start: object, end: object, size: int, what: str) -> None:
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= size):
         raise EditError(f"{what} [{start}, {end}) is outside [0, {size}]")
 
 
-def _check_int(value, lo: int, hi: int, what: str) -> None:
+def _check_int(value: object, lo: int, hi: int, what: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise EditError(f"{what} {value!r} is outside [{lo}, {hi}]")
 
 
-def _result(kind, char_start, char_end, before, after) -> dict:
+def _result(kind: str, char_start: int, char_end: int, before: str, after: str) -> Description:
     return dict(
         kind=kind, char_start=char_start, char_end=char_end, text_before=before, text_after=after
     )
@@ -224,3 +242,66 @@ def _result(kind, char_start, char_end, before, after) -> dict:
 def _encode_plain(vocab: Vocabulary, text: str) -> list[int]:
     """A reviewer's text as plain text: typing "<|im_end|>" must not end the generation."""
     return vocab.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+
+
+# ---- applying: one splice ---------------------------------------------------------------
+def apply(
+    runner: ModelRunner, vocab: Vocabulary, state: DecodeState, plan: Plan
+) -> list[EditResult]:
+    """Apply a validated plan to the state; what each edit did."""
+    old_length = len(state.generated_ids)
+    splice(runner, vocab, state, plan.keep, plan.tail)
+    return plan.results(old_length)
+
+
+def truncate_to(runner: ModelRunner, vocab: Vocabulary, state: DecodeState, keep: int) -> None:
+    """Keep generated ids[:keep]; recompute only the last kept token's step."""
+    splice(runner, vocab, state, keep, [])
+
+
+def splice(
+    runner: ModelRunner, vocab: Vocabulary, state: DecodeState, keep: int, tail: list[int]
+) -> None:
+    """Replace generated ids[keep:] with ``tail``; only the KV from the edit point on is
+    recomputed. The distribution that draws tail[0] does not depend on the token that
+    stood there, so the tail runs right after the kept tokens; a truncation re-runs
+    the last kept token for its next-token logits. A pending last token is only run when
+    the splice keeps it."""
+    if keep == len(state.generated_ids):
+        state.settle(runner)  # the cache must cover every kept token
+    state.pending = None  # a pending token past ``keep`` is dropped with the rest
+    first = _stats_before(state, keep) if tail else None
+    if tail:
+        start, run_ids = len(state.prompt_ids) + keep, tail
+    else:  # the last kept token (or prompt token) again, for its next-token logits
+        start = len(state.prompt_ids) + keep - 1
+        run_ids = [(state.prompt_ids + state.generated_ids)[start]]
+    runner.crop(state.cache, start)
+    hidden = state.prompt_hidden is not None
+    out = runner.forward(run_ids, state.cache, keep=len(run_ids), hidden=hidden)
+    state.detok.truncate(keep)
+    state.detok.extend(vocab.tokenizer, tail)
+    state.truncate_histories(keep)
+    state.policies.truncate(keep)
+    if first is not None:
+        _extend_histories(state, first, out)
+    state.next_logits = out.logits[-1]
+
+
+def _extend_histories(state: DecodeState, first: tuple[float, float], out: StepOutput) -> None:
+    """The tail's histories: its first token's from the distribution that drew it, the
+    others' from the tail's own forward (logits [T, V], hidden [T, H])."""
+    top1, entropy = top1_and_entropy(out.logits[:-1])
+    state.top1_history += [first[0], *top1]
+    state.entropy_history += [first[1], *entropy]
+    for i in range(len(out.logits)):
+        hidden = out.hidden[i] if out.hidden is not None else None
+        state.similarity_history.append(state.similarity(hidden))
+
+
+def _stats_before(state: DecodeState, index: int) -> tuple[float, float]:
+    """(top1 prob, entropy) of the distribution that draws generated token ``index``."""
+    if index < len(state.top1_history):
+        return state.top1_history[index], state.entropy_history[index]
+    top1, entropy = top1_and_entropy(state.next_logits[None])
+    return top1[0], entropy[0]

@@ -2,7 +2,7 @@
 
 Per step, with the state always "KV covers every token, next_logits ready":
     boundary: control handle -> after_token pauses -> EOS / token limit
-              -> signals(next_logits) -> before_token policies -> external pause
+              -> signals(next_logits) -> before_token policies -> manual pause
     step:     sample -> append -> forward(new token) -> after_token policies
 Every reason to stop is decided in ``_boundary``; nothing is computed past a pause.
 """
@@ -11,28 +11,29 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import torch
 
 from inference import attention as attention_mod
 from inference import edits as edits_mod
+from inference import rebuild as rebuild_mod
 from inference import snapshot as snapshot_mod
 from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
+from inference.edits import Edit, EditResult
 from inference.policies import Decision, PolicySet, StepContext
-from inference.prompt import encode_prompt
-from inference.runner import ModelRunner
+from inference.prompt import Prompt, encode_prompt
+from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
-from inference.state import Checkpoint, DecodeState
-from inference.text import TokenTexts
-
-CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
-HISTORY_CHUNK = 256  # positions per lm_head pass when rebuilding histories
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
+from inference.text import Tokenizer, TokenTexts
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class StopInfo:
     decisions: tuple[Decision, ...] = ()
     position: int = 0  # generated tokens when it stopped
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "decision": self.decision.to_dict() if self.decision else None,
@@ -60,10 +61,10 @@ class _Run:
     limit: int
     pause_at: int | None
     live_layers: set[int] | None = None  # live attention: layers to average, None if off
-    recorder: object = None
+    recorder: AttentionRecorder | None = None
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
-    logprobs: object = None  # numpy [V] log-probs of the next token
+    logprobs: np.ndarray | None = None  # [V] log-probs of the next token
 
 
 class Engine:
@@ -73,7 +74,7 @@ class Engine:
     backend = "transformers"
     features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
 
-    def __init__(self, runner: ModelRunner, tokenizer) -> None:
+    def __init__(self, runner: ModelRunner, tokenizer: Tokenizer) -> None:
         self.runner = runner
         self.tokenizer = tokenizer
         self.token_text = TokenTexts(tokenizer)
@@ -83,15 +84,15 @@ class Engine:
         )
 
     # ---- starting -----------------------------------------------------------------------
-    def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]:
+    def encode_prompt(self, prompt: Prompt, system: str | None = None) -> list[int]:
         """A string (user message), chat messages, or token ids -> prompt ids."""
         return encode_prompt(self.tokenizer, prompt, system)
 
     def start(
         self,
-        prompt: str | Sequence,
-        params: SamplingParams | dict | None = None,
-        policies: PolicySet | list[dict] | None = None,
+        prompt: Prompt,
+        params: SamplingParams | dict[str, Any] | None = None,
+        policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
     ) -> DecodeState:
         """Prefill the prompt; returns a state ready for ``run``."""
@@ -100,57 +101,12 @@ class Engine:
             raise ValueError("the prompt is empty")
         policy_set = _policy_set(policies)
         record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
-        return self._rebuild(record, policy_set)
+        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
         """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
-        return self._rebuild(record, PolicySet.from_specs(record.policy_specs))
-
-    def _rebuild(self, record: Checkpoint, policy_set: PolicySet) -> DecodeState:
-        if record.policy_state:
-            policy_set.load_state_dict(record.policy_state)
-        state = self._prefill(
-            record.prompt_ids, record.generated_ids, record.sampling, policy_set, record.histories
-        )
-        state.attempt, state.rollbacks = record.attempt, record.rollbacks
-        state.conservative = (
-            record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
-            if record.conservative is None
-            else record.conservative
-        )
-        state.skip_before_at = record.skip_before_at
-        return state
-
-    def _prefill(self, prompt_ids, generated_ids, params, policy_set, histories) -> DecodeState:
-        cache = self.runner.new_cache()
-        need_states = policy_set.needs_hidden_states or (generated_ids and histories is None)
-        if need_states:
-            out, states = self.runner.hidden_states(prompt_ids + generated_ids, cache)
-        else:
-            out, states = self.runner.forward(prompt_ids + generated_ids, cache), None
-        state = DecodeState(prompt_ids, params, policy_set, cache, out.logits[-1])
-        state.detok.extend(self.tokenizer, generated_ids)
-        if policy_set.needs_hidden_states:
-            state.prompt_hidden = states[: len(prompt_ids)].mean(0)
-        if histories is not None:
-            state.top1_history = list(histories["top1"])
-            state.entropy_history = list(histories["entropy"])
-            state.similarity_history = list(histories["similarity"])
-        elif generated_ids:
-            self._recompute_histories(state, states)
-        return state
-
-    def _recompute_histories(self, state: DecodeState, states: torch.Tensor) -> None:
-        """top1/entropy/similarity of every generated token from the prefill's hidden states."""
-        first = len(state.prompt_ids) - 1  # hidden state that predicted generated token 0
-        count = len(state.generated_ids)
-        for lo in range(0, count, HISTORY_CHUNK):
-            chunk = states[first + lo : first + min(lo + HISTORY_CHUNK, count)]  # [C, H]
-            top1, entropy = _stats(self.runner.logits_from_hidden(chunk))
-            state.top1_history += top1
-            state.entropy_history += entropy
-        for i in range(len(state.generated_ids)):
-            state.similarity_history.append(self._similarity(state, states[first + 1 + i]))
+        policy_set = PolicySet.from_specs(record.policy_specs)
+        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
 
     # ---- the loop -----------------------------------------------------------------------
     def run(
@@ -167,7 +123,8 @@ class Engine:
         exist; ``live_attention`` ("mean" or a layer index) adds an attention row per token."""
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
         self.settle(state)
-        run = _Run(sink or Sink(), control, limit, pause_at, self._live_layers(live_attention))
+        layers = attention_mod.live_layers(live_attention, self.runner.num_layers)
+        run = _Run(sink or Sink(), control, limit, pause_at, layers)
         with self._recording(run):
             while (stop := self._boundary(state, run)) is None:
                 self._step(state, run)
@@ -195,7 +152,9 @@ class Engine:
             state.skip_before_at = None
             return self._requested_pause(state, run, command, position)
 
-    def _hard_stop(self, state, run: _Run, command, position: int) -> StopInfo | None:
+    def _hard_stop(
+        self, state: DecodeState, run: _Run, command: str | None, position: int
+    ) -> StopInfo | None:
         """A cancel, a pending after_token pause, EOS or the token limit."""
         if command == CANCEL:
             return StopInfo("cancel", position=position)
@@ -207,7 +166,9 @@ class Engine:
             return StopInfo("max_tokens", position=position)
         return None
 
-    def _before_token(self, state, run: _Run, position: int) -> StopInfo | Decision | None:
+    def _before_token(
+        self, state: DecodeState, run: _Run, position: int
+    ) -> StopInfo | Decision | None:
         """The next token's signals, then before_token policies: a pause, a rollback for the
         caller to apply, or nothing. Skipped once right after a resume."""
         run.signals, run.logprobs = summarize(
@@ -215,20 +176,24 @@ class Engine:
         )
         if state.skip_before_at == position:
             return None
-        before = self._evaluate(state, run, "before_token", run.signals, len(state.text))
+        before = self._evaluate(state, "before_token", run.signals, len(state.text))
         pauses, rollback = self._route(state, run, before, position)
         if pauses:
             return self._pause(state, run, "before_token", pauses)
         return rollback
 
-    def _requested_pause(self, state, run: _Run, command, position: int) -> StopInfo | None:
+    def _requested_pause(
+        self, state: DecodeState, run: _Run, command: str | None, position: int
+    ) -> StopInfo | None:
         """A pause asked for from outside: through the control handle or ``pause_at``."""
-        if command == PAUSE or run.pause_at == position:
-            reason = run.control.reason if command == PAUSE else f"pause at token {position}"
-            if command == PAUSE:
-                run.control.clear()
-            return self._pause(state, run, "external", [_external(reason, position)])
-        return None
+        if command == PAUSE and run.control is not None:
+            reason = run.control.reason
+            run.control.clear()
+        elif run.pause_at == position:
+            reason = f"pause at token {position}"
+        else:
+            return None
+        return self._pause(state, run, "manual", [_manual(reason, position)])
 
     def _step(self, state: DecodeState, run: _Run) -> None:
         """Sample one token, append it, forward it, evaluate after_token policies."""
@@ -237,6 +202,7 @@ class Engine:
         token = sample(
             state.next_logits, params, self._context(state, params), state.position, state.attempt
         )
+        assert run.signals is not None and run.logprobs is not None  # the boundary's summary
         signals = with_chosen(run.signals, run.logprobs, token)
         start, delta = state.detok.append(self.tokenizer, token)
         state.top1_history.append(signals.top1_prob)
@@ -252,7 +218,7 @@ class Engine:
             self._forward(state, token)
         if live:  # the token's attention row comes from its own forward
             run.sink.on_token(dataclasses.replace(event, attention=self._row(run)))
-        decisions = self._evaluate(state, run, "after_token", signals, start)
+        decisions = self._evaluate(state, "after_token", signals, start)
         run.after, rollback = self._route(state, run, decisions, position)
         if rollback is not None:
             self._rollback(state, run, rollback, position)
@@ -263,7 +229,7 @@ class Engine:
         out = self.runner.forward([token], state.cache, hidden=state.prompt_hidden is not None)
         state.next_logits = out.logits[-1]
         hidden = out.hidden[-1] if out.hidden is not None else None
-        state.similarity_history.append(self._similarity(state, hidden))
+        state.similarity_history.append(state.similarity(hidden))
 
     def _ends_run(self, state: DecodeState, run: _Run, token: int, position: int) -> bool:
         """Whether this token certainly ends the run (EOS or the token limit), so its forward
@@ -272,15 +238,12 @@ class Engine:
         return not needs_forward and (token in self.eos_ids or position + 1 >= run.limit)
 
     def settle(self, state: DecodeState) -> None:
-        """Run a token that a finished run left pending, restoring the invariant that the KV
-        cache covers every token and next_logits is ready."""
-        if state.pending is None:
-            return
-        token, state.pending = state.pending, None
-        out = self.runner.forward([token], state.cache)
-        state.next_logits = out.logits[-1]
+        """Run a token that a finished run left pending (see ``DecodeState.settle``)."""
+        state.settle(self.runner)
 
-    def _evaluate(self, state, run, phase, signals, new_text_start) -> list[Decision]:
+    def _evaluate(
+        self, state: DecodeState, phase: str, signals: Signals, new_text_start: int
+    ) -> list[Decision]:
         ctx = StepContext(
             phase=phase,
             position=len(state.generated_ids) - (phase == "after_token"),
@@ -294,7 +257,7 @@ class Engine:
         return state.policies.evaluate(ctx)
 
     def _route(
-        self, state, run, decisions: list[Decision], position: int
+        self, state: DecodeState, run: _Run, decisions: list[Decision], position: int
     ) -> tuple[list[Decision], Decision | None]:
         """Report flags; returns the decisions that pause and a rollback to apply.
 
@@ -323,10 +286,11 @@ class Engine:
         )
 
     def _rollback(self, state: DecodeState, run: _Run, decision: Decision, position: int) -> None:
+        assert decision.rollback_to is not None  # checked by _may_roll_back
         keep = max(0, min(decision.rollback_to, position))
         removed_ids = tuple(state.generated_ids[keep:])
         removed_text = state.text[state.detok.token_span_chars(keep, keep)[0] :]
-        self.truncate_to(state, keep)
+        edits_mod.truncate_to(self.runner, self.vocab, state, keep)
         state.attempt += 1
         state.rollbacks += 1
         state.conservative = state.conservative or state.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
@@ -336,7 +300,9 @@ class Engine:
         )  # fmt: skip
         run.sink.on_rollback(event)
 
-    def _pause(self, state, run, phase: str, decisions: list[Decision]) -> StopInfo:
+    def _pause(
+        self, state: DecodeState, run: _Run, phase: str, decisions: list[Decision]
+    ) -> StopInfo:
         position = len(state.generated_ids)
         run.after = []
         if phase != "after_token":
@@ -351,26 +317,8 @@ class Engine:
             return torch.empty(0, dtype=torch.long)
         return torch.tensor(state.prompt_ids + state.generated_ids, dtype=torch.long)
 
-    @staticmethod
-    def _similarity(state: DecodeState, hidden: torch.Tensor | None) -> float | None:
-        if hidden is None or state.prompt_hidden is None:
-            return None
-        return float(torch.cosine_similarity(hidden, state.prompt_hidden, dim=0))
-
-    def _live_layers(self, live_attention: int | str | None) -> set[int] | None:
-        if live_attention is None:
-            return None
-        layers = self.runner.num_layers
-        if live_attention == "mean":
-            return set(range(layers))
-        if isinstance(live_attention, int) and -layers <= live_attention < layers:
-            return {live_attention % layers}
-        raise ValueError(
-            f'live_attention must be "mean" or a layer in [0, {layers}), not {live_attention!r}'
-        )
-
     @contextlib.contextmanager
-    def _recording(self, run: _Run):
+    def _recording(self, run: _Run) -> Iterator[None]:
         if run.live_layers is None:
             yield
             return
@@ -384,78 +332,35 @@ class Engine:
         row = run.recorder.mean_row() if run.recorder is not None else None
         return row.tolist() if row is not None else None
 
-    # ---- truncation shared by rollbacks and edits ---------------------------------------
-    def truncate_to(self, state: DecodeState, keep: int) -> None:
-        """Keep generated ids[:keep]; recompute only the last kept token's step."""
-        self.splice(state, keep, [])
-
-    def splice(self, state: DecodeState, keep: int, tail: list[int]) -> None:
-        """Replace generated ids[keep:] with ``tail``; only the KV from the edit point on is
-        recomputed. The distribution that draws tail[0] does not depend on the token that
-        stood there, so the tail runs right after the kept tokens; a truncation re-runs
-        the last kept token for its next-token logits."""
-        if keep == len(state.generated_ids):
-            self.settle(state)  # the cache must cover every kept token
-        state.pending = None  # a pending token past ``keep`` is dropped with the rest
-        first_stats = self._stats_before(state, keep) if tail else None
-        if tail:
-            start, run_ids = len(state.prompt_ids) + keep, tail
-        else:  # the last kept token (or prompt token) again, for its next-token logits
-            start = len(state.prompt_ids) + keep - 1
-            run_ids = [(state.prompt_ids + state.generated_ids)[start]]
-        self.runner.crop(state.cache, start)
-        hidden = state.prompt_hidden is not None
-        out = self.runner.forward(run_ids, state.cache, keep=len(run_ids), hidden=hidden)
-        state.detok.truncate(keep)
-        state.detok.extend(self.tokenizer, tail)
-        state.truncate_histories(keep)
-        state.policies.truncate(keep)
-        if tail:
-            top1, entropy = _stats(out.logits[:-1])
-            state.top1_history += [first_stats[0], *top1]
-            state.entropy_history += [first_stats[1], *entropy]
-            for i in range(len(tail)):
-                h = out.hidden[i] if hidden else None
-                state.similarity_history.append(self._similarity(state, h))
-        state.next_logits = out.logits[-1]
-
-    @staticmethod
-    def _stats_before(state: DecodeState, index: int) -> tuple[float, float]:
-        """(top1 prob, entropy) of the distribution that draws generated token ``index``."""
-        if index < len(state.top1_history):
-            return state.top1_history[index], state.entropy_history[index]
-        top1, entropy = _stats(state.next_logits[None])
-        return top1[0], entropy[0]
-
     # ---- snapshot, edits, attention -----------------------------------------------------
     def snapshot(self, state: DecodeState) -> bytes:
         self.settle(state)
         return snapshot_mod.dumps(state, self.runner)
 
     def restore(self, data: bytes) -> DecodeState:
-        return snapshot_mod.loads(data, self.runner, self.tokenizer)
+        return snapshot_mod.loads(data, self.runner)
 
-    def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
+    def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:
         """Apply edits (Edit objects or dicts) at a pause; all or nothing. A pending last
-        token is only run when the edit keeps it (see ``splice``)."""
-        plan = edits_mod.plan(self.vocab, state, list(edits))
-        old_length = len(state.generated_ids)
-        self.splice(state, plan.keep, plan.tail)
-        return plan.results(old_length)
+        token is only run when the edit keeps it (see ``edits.splice``)."""
+        plan = edits_mod.plan(self.vocab, state, edits)
+        return edits_mod.apply(self.runner, self.vocab, state, plan)
 
-    def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+    def replace_text(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
         return self.edit(state, edits_mod.Replace(start, end, text))[0]
 
-    def replace_tokens(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+    def replace_tokens(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
         return self.edit(state, edits_mod.Replace(start, end, text, unit="token"))[0]
 
-    def choose_alternative(self, state, token_id: int, position: int | None = None):
+    def choose_alternative(
+        self, state: DecodeState, token_id: int, position: int | None = None
+    ) -> EditResult:
         return self.edit(state, edits_mod.Choose(token_id, position))[0]
 
-    def truncate(self, state, position: int) -> edits_mod.EditResult:
+    def truncate(self, state: DecodeState, position: int) -> EditResult:
         return self.edit(state, edits_mod.Truncate(position))[0]
 
-    def append_text(self, state, text: str) -> edits_mod.EditResult:
+    def append_text(self, state: DecodeState, text: str) -> EditResult:
         return self.edit(state, edits_mod.Append(text))[0]
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
@@ -468,35 +373,28 @@ class Engine:
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
 
 
-def _stats(logits: torch.Tensor) -> tuple[list[float], list[float]]:
-    """Per row of [T, V] logits: (top1 probability, entropy in nats)."""
-    logprobs = torch.log_softmax(logits, dim=-1)
-    top1 = logprobs.max(-1).values.exp().tolist()
-    entropy = (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
-    return top1, entropy
-
-
-def _params(params: SamplingParams | dict | None) -> SamplingParams:
+def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:
     return params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
 
 
-def _policy_set(policies: PolicySet | list[dict] | None) -> PolicySet:
+def _policy_set(policies: PolicySet | list[dict[str, Any]] | None) -> PolicySet:
     if isinstance(policies, PolicySet):
         return policies
     return PolicySet.from_specs(list(policies or []))
 
 
-def _external(reason: str, position: int) -> Decision:
+def _manual(reason: str, position: int) -> Decision:
+    """The synthetic decision behind a pause asked for from outside (not a policy)."""
     return Decision(
-        policy="external",
-        kind="external",
+        policy="manual",
+        kind="manual",
         action="pause",
         reason=f"Paused: {reason}",
         evidence={"source": "control", "requested": reason, "position": position},
     )
 
 
-def _eos_ids(tokenizer, model) -> frozenset[int]:
+def _eos_ids(tokenizer: Tokenizer, model: object) -> frozenset[int]:
     ids = {tokenizer.eos_token_id}
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids.update(configured if isinstance(configured, list) else [configured])

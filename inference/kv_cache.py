@@ -8,8 +8,10 @@ filled part, so a token is one small write; the buffer doubles when full.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, PretrainedConfig
 from transformers.cache_utils import DynamicLayer
 
 MIN_CAPACITY = 256  # positions reserved at first use
@@ -22,7 +24,9 @@ class GrowingLayer(DynamicLayer):
         super().lazy_initialization(key_states, value_states)
         self._set(key_states[..., :0, :].clone(), value_states[..., :0, :].clone(), 0)
 
-    def update(self, key_states, value_states, *args, **kwargs):
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         start = self.get_seq_length()
@@ -34,7 +38,7 @@ class GrowingLayer(DynamicLayer):
         self._expose(end)
         if start == 0:  # a prefill attends over exactly its own (contiguous) keys and values
             return key_states, value_states
-        return self.keys, self.values
+        return keys_values(self)
 
     def get_seq_length(self) -> int:
         return self._length if self.is_initialized else 0
@@ -62,7 +66,8 @@ class GrowingLayer(DynamicLayer):
 
     def _grow(self, needed: int) -> None:
         capacity = max(needed, 2 * self._key_buffer.shape[-2], MIN_CAPACITY)
-        self._set(_resized(self.keys, capacity), _resized(self.values, capacity), self._length)
+        keys, values = keys_values(self)
+        self._set(_resized(keys, capacity), _resized(values, capacity), self._length)
 
     def _set(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int) -> None:
         self._key_buffer, self._value_buffer = key_buffer, value_buffer
@@ -81,12 +86,35 @@ def _resized(filled: torch.Tensor, capacity: int) -> torch.Tensor:
     return buffer
 
 
-def new_cache(config) -> DynamicCache:
+def new_cache(config: PretrainedConfig) -> DynamicCache:
     """A DynamicCache for ``config`` with every plain dynamic layer made a GrowingLayer
     (sliding-window and other special layers keep their own class)."""
     cache = DynamicCache(config=config)
-    cache.layers = [GrowingLayer() if type(la) is DynamicLayer else la for la in cache.layers]
+    cache.layers = [
+        GrowingLayer()  # type: ignore[no-untyped-call]  # transformers' __init__ is unannotated
+        if type(la) is DynamicLayer
+        else la
+        for la in cache.layers
+    ]
     return cache
+
+
+def layers(cache: DynamicCache) -> list[DynamicLayer]:
+    """The cache's layers, each holding keys and values (a DynamicLayer, of which a
+    GrowingLayer is one). A linear-attention layer's state is no KV cache: refused."""
+    found = []
+    for layer in cache.layers:
+        if not isinstance(layer, DynamicLayer):
+            raise TypeError(f"unsupported cache layer {type(layer).__name__}: no keys and values")
+        found.append(layer)
+    return found
+
+
+def keys_values(layer: DynamicLayer) -> tuple[torch.Tensor, torch.Tensor]:
+    """A filled layer's (keys, values), each [B, H_kv, S, D]."""
+    if layer.keys is None or layer.values is None:
+        raise ValueError("the cache layer holds no keys yet (nothing was run)")
+    return layer.keys, layer.values
 
 
 def truncate(cache: DynamicCache, length: int) -> None:
@@ -94,7 +122,7 @@ def truncate(cache: DynamicCache, length: int) -> None:
     current = cache.get_seq_length()
     if not 0 <= length <= current:
         raise ValueError(f"cannot crop a cache of {current} positions to {length}")
-    for layer in cache.layers:
+    for layer in layers(cache):
         if isinstance(layer, GrowingLayer):
             layer.truncate(length)
         elif layer.get_seq_length() > length:
@@ -103,12 +131,14 @@ def truncate(cache: DynamicCache, length: int) -> None:
 
 def tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per layer (keys, values), each [B, H_kv, S, D] (views: copy before keeping them)."""
-    return [(layer.keys, layer.values) for layer in cache.layers]
+    return [keys_values(layer) for layer in layers(cache)]
 
 
-def from_tensors(config, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
+def from_tensors(
+    config: PretrainedConfig, kv: list[tuple[torch.Tensor, torch.Tensor]]
+) -> DynamicCache:
     cache = new_cache(config)
-    for layer, (keys, values) in zip(cache.layers, kv, strict=True):
+    for layer, (keys, values) in zip(layers(cache), kv, strict=True):
         if isinstance(layer, GrowingLayer):
             layer.assign(keys, values)
         else:
@@ -120,9 +150,9 @@ def from_tensors(config, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> Dynamic
 def nbytes(cache: DynamicCache) -> int:
     """Memory the cache holds, spare room included."""
     total = 0
-    for layer in cache.layers:
+    for layer in layers(cache):
         if isinstance(layer, GrowingLayer):
             total += layer.capacity_bytes()
         elif layer.is_initialized:
-            total += sum(t.numel() * t.element_size() for t in (layer.keys, layer.values))
+            total += sum(t.numel() * t.element_size() for t in keys_values(layer))
     return total

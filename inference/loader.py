@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import torch
 
 from inference.backend import BACKENDS, Backend
 from inference.engine import Engine
 from inference.runner import ModelRunner
+from inference.text import Tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -46,7 +48,8 @@ def load_backend(
     if backend == "vllm":
         from inference.vllm_backend import load_vllm_engine
 
-        return load_vllm_engine(path, dtype)
+        engine: Backend = load_vllm_engine(path, dtype)
+        return engine
     return _load_transformers(path, dtype)
 
 
@@ -64,6 +67,8 @@ def model_path(model_dir: str | Path | None = None) -> Path:
 def _load_transformers(path: Path, dtype: torch.dtype) -> Engine:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    # transformers types decode() for batches too (-> str | list[str]); the engine decodes
+    # one sequence at a time, which gives a str: the Tokenizer protocol says so.
+    tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
     return Engine(ModelRunner(model, name=path.name), tokenizer)

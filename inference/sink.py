@@ -3,13 +3,15 @@ imports it. Every event has a JSON-able ``to_dict()``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from inference.policies import Decision
 from inference.signals import Signals
 
 
-def _decisions(decisions) -> list[dict]:
+def _decisions(decisions: Sequence[Decision]) -> list[dict[str, Any]]:
     return [d.to_dict() for d in decisions]
 
 
@@ -23,7 +25,7 @@ class TokenEvent:
     attempt: int
     attention: list[float] | None = None  # live mode: the new token's row over the context
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "token",
             "position": self.position,
@@ -42,12 +44,12 @@ class PauseNotice:
     is the ``PauseEvent`` model; this is what the engine tells its sink.)"""
 
     position: int  # generated tokens so far; the next token would have this index
-    phase: str  # "before_token" | "after_token" | "external"
+    phase: str  # "before_token" | "after_token" | "manual"
     reason: str
-    decisions: tuple = ()  # policy Decisions behind the pause (one synthetic for external)
+    decisions: tuple[Decision, ...] = ()  # behind the pause (one synthetic for manual)
     signals: Signals | None = None  # the next token's distribution: what the reviewer sees
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "pause",
             "position": self.position,
@@ -60,7 +62,7 @@ class PauseNotice:
 
 @dataclass(frozen=True)
 class RollbackEvent:
-    decision: Any  # the drift Decision
+    decision: Decision  # the drift policy's
     removed_from: int  # first generated index removed
     removed_to: int  # one past the last removed
     removed_ids: tuple[int, ...]
@@ -69,7 +71,7 @@ class RollbackEvent:
     rollbacks: int
     conservative: bool  # whether the circuit breaker switched decoding to conservative
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "rollback",
             "decision": self.decision.to_dict(),
@@ -86,9 +88,9 @@ class RollbackEvent:
 @dataclass(frozen=True)
 class FlagEvent:
     position: int
-    decision: Any
+    decision: Decision
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "flag", "position": self.position, "decision": self.decision.to_dict()}
 
 
@@ -98,7 +100,7 @@ class FinishEvent:
     generated_tokens: int
     text: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "type": "finish",
             "reason": self.reason,
@@ -121,11 +123,15 @@ class Sink:
     def on_finish(self, event: FinishEvent) -> None: ...
 
 
+Event = TokenEvent | PauseNotice | RollbackEvent | FlagEvent | FinishEvent
+E = TypeVar("E", TokenEvent, PauseNotice, RollbackEvent, FlagEvent, FinishEvent)
+
+
 @dataclass
 class CollectingSink(Sink):
     """Keeps every event, in order; for tests and batch use."""
 
-    events: list = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
     def on_token(self, event: TokenEvent) -> None:
         self.events.append(event)
@@ -142,7 +148,7 @@ class CollectingSink(Sink):
     def on_finish(self, event: FinishEvent) -> None:
         self.events.append(event)
 
-    def of(self, kind: type) -> list:
+    def of(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
 
     @property

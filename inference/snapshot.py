@@ -16,12 +16,16 @@ import hashlib
 import json
 import struct
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from inference.policies import PolicySet
 from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer
+
+if TYPE_CHECKING:
+    from inference.runner import ModelRunner
 
 MAGIC = b"CAESURA\x00"
 FORMAT_VERSION = 1
@@ -50,7 +54,7 @@ class SnapshotModelError(SnapshotError):
 
 
 # ---- writing ----------------------------------------------------------------------------
-def dumps(state: DecodeState, runner) -> bytes:
+def dumps(state: DecodeState, runner: ModelRunner) -> bytes:
     tensors = _tensors(state, runner)
     header = {
         "format_version": FORMAT_VERSION,
@@ -70,8 +74,8 @@ def dumps(state: DecodeState, runner) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
-def _tensors(state: DecodeState, runner) -> list[tuple[str, torch.Tensor]]:
-    out = []
+def _tensors(state: DecodeState, runner: ModelRunner) -> list[tuple[str, torch.Tensor]]:
+    out: list[tuple[str, torch.Tensor]] = []
     for i, (keys, values) in enumerate(runner.cache_tensors(state.cache)):
         out += [(f"k{i}", keys), (f"v{i}", values)]  # each [B, H_kv, S, D]
     out.append(("next_logits", state.next_logits))  # [V]
@@ -89,13 +93,13 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 # ---- reading ----------------------------------------------------------------------------
-def loads(data: bytes, runner, tokenizer) -> DecodeState:
+def loads(data: bytes, runner: ModelRunner) -> DecodeState:
     header, payload_start = read_header(data, runner.fingerprint)
     tensors = _read_tensors(data, header["tensors"], payload_start)
     return _state(header, tensors, runner)
 
 
-def read_header(data: bytes, fingerprint: str | None = None) -> tuple[dict, int]:
+def read_header(data: bytes, fingerprint: str | None = None) -> tuple[dict[str, Any], int]:
     """Validated header and payload offset; checks everything but the tensors' bytes."""
     if len(data) < _PREFIX.size + _DIGEST:
         raise SnapshotFormatError(f"snapshot truncated: {len(data)} bytes is too short")
@@ -112,7 +116,7 @@ def read_header(data: bytes, fingerprint: str | None = None) -> tuple[dict, int]
             "snapshot checksum mismatch: the bytes are truncated or corrupted"
         )
     try:
-        header = json.loads(bytes(body[_PREFIX.size : _PREFIX.size + header_len]))
+        header: dict[str, Any] = json.loads(bytes(body[_PREFIX.size : _PREFIX.size + header_len]))
     except ValueError as exc:
         raise SnapshotFormatError(f"snapshot header is unreadable: {exc}") from None
     if fingerprint is not None and header.get("model_fingerprint") != fingerprint:
@@ -129,7 +133,7 @@ def read_header(data: bytes, fingerprint: str | None = None) -> tuple[dict, int]
     return header, payload_start
 
 
-def _nbytes(spec: dict) -> int:
+def _nbytes(spec: dict[str, Any]) -> int:
     count = 1
     for n in spec["shape"]:
         count *= n
@@ -143,24 +147,24 @@ def _dtype(name: str) -> torch.dtype:
     return dtype
 
 
-def _read_tensors(data: bytes, specs: list[dict], offset: int) -> dict[str, torch.Tensor]:
+def _read_tensors(data: bytes, specs: list[dict[str, Any]], offset: int) -> dict[str, torch.Tensor]:
     out = {}
     with warnings.catch_warnings():  # read-only buffer: we clone before use
         warnings.simplefilter("ignore", UserWarning)
         for spec in specs:
-            n = _nbytes(spec)
-            flat = torch.frombuffer(data, dtype=torch.uint8, count=n, offset=offset) if n else None
-            t = (
-                flat.view(_dtype(spec["dtype"]))
-                if n
-                else torch.empty(0, dtype=_dtype(spec["dtype"]))
-            )
+            n, dtype = _nbytes(spec), _dtype(spec["dtype"])
+            if n:
+                t = torch.frombuffer(data, dtype=torch.uint8, count=n, offset=offset).view(dtype)
+            else:
+                t = torch.empty(0, dtype=dtype)
             out[spec["name"]] = t.reshape(spec["shape"]).clone()
             offset += n
     return out
 
 
-def _state(header: dict, tensors: dict[str, torch.Tensor], runner) -> DecodeState:
+def _state(
+    header: dict[str, Any], tensors: dict[str, torch.Tensor], runner: ModelRunner
+) -> DecodeState:
     record = Checkpoint.from_dict(header["state"])  # older headers' extra keys are ignored
     layers = runner.num_layers
     if "k0" not in tensors:  # the vLLM backend keeps its KV in vLLM
@@ -169,7 +173,8 @@ def _state(header: dict, tensors: dict[str, torch.Tensor], runner) -> DecodeStat
         )
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
     policies = PolicySet.from_specs(record.policy_specs)
-    policies.load_state_dict(record.policy_state)
+    if record.policy_state:
+        policies.load_state_dict(record.policy_state)
     histories = record.histories or {}
     state = DecodeState(
         prompt_ids=record.prompt_ids,

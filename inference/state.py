@@ -2,31 +2,37 @@
 
 Invariant between steps: the KV cache covers prompt + generated ids, and ``next_logits``
 is the distribution for the next generated token. One exception: a run that ended on EOS or
-its token limit leaves its last token ``pending``; ``Engine.settle`` runs it when needed.
+its token limit leaves its last token ``pending``; ``settle`` runs it when needed.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from inference.config import SamplingParams
 from inference.text import Detokenizer
 
+if TYPE_CHECKING:
+    from inference.policies import PolicySet
+    from inference.runner import ModelRunner
+
+CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
+
 
 @dataclass
 class DecodeState:
     prompt_ids: list[int]
     params: SamplingParams  # as requested; see ``effective_params`` for the circuit breaker
-    policies: Any  # inference.policies.PolicySet
-    cache: Any  # the runner's KV cache, covering prompt + generated ids
+    policies: PolicySet
+    cache: Any  # the runner's KV cache (opaque here), covering prompt + generated ids
     next_logits: torch.Tensor  # [V]
     detok: Detokenizer = field(default_factory=Detokenizer)  # generated ids and their text
     attempt: int = 0  # bumped by every rollback; part of the sampling key
     rollbacks: int = 0
-    conservative: bool = False  # circuit breaker: switched after two rollbacks
+    conservative: bool = False  # the circuit breaker: see CIRCUIT_BREAKER_ROLLBACKS
     top1_history: list[float] = field(default_factory=list)  # one per generated token
     entropy_history: list[float] = field(default_factory=list)
     similarity_history: list[float | None] = field(default_factory=list)
@@ -51,10 +57,25 @@ class DecodeState:
     def effective_params(self) -> SamplingParams:
         return self.params.conservative() if self.conservative else self.params
 
+    def settle(self, runner: ModelRunner) -> None:
+        """Run a token that a finished run left pending, restoring the invariant that the KV
+        cache covers every token and next_logits is ready."""
+        if self.pending is None:
+            return
+        token, self.pending = self.pending, None
+        self.next_logits = runner.forward([token], self.cache).logits[-1]
+
+    def similarity(self, hidden: torch.Tensor | None) -> float | None:
+        """Cosine similarity of a token's last-layer hidden state [H] to the prompt's mean;
+        None when drift is not watched (no prompt baseline) or the state was not computed."""
+        if hidden is None or self.prompt_hidden is None:
+            return None
+        return float(torch.cosine_similarity(hidden, self.prompt_hidden, dim=0))
+
     def truncate_histories(self, n: int) -> None:
         del self.top1_history[n:], self.entropy_history[n:], self.similarity_history[n:]
 
-    def histories(self) -> dict:
+    def histories(self) -> dict[str, list[Any]]:
         return {
             "top1": list(self.top1_history),
             "entropy": list(self.entropy_history),
@@ -75,7 +96,7 @@ class DecodeState:
             skip_before_at=self.skip_before_at,
         )
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """JSON-able description without tensors: the checkpoint record and the text."""
         return {**self.checkpoint().to_dict(), "text": self.text}
 
@@ -89,13 +110,17 @@ class Checkpoint:
 
     prompt_ids: list[int]
     generated_ids: list[int]
-    params: SamplingParams | dict | None = None  # a dict or None is read as SamplingParams
-    policy_specs: list[dict] = field(default_factory=list)
-    policy_state: dict | None = None  # PolicySet.state_dict(): firings and cooldowns
+    params: SamplingParams | dict[str, Any] | None = (
+        None  # a dict or None is read as SamplingParams
+    )
+    policy_specs: list[dict[str, Any]] = field(default_factory=list)
+    policy_state: dict[str, Any] | None = None  # PolicySet.state_dict(): firings and cooldowns
     attempt: int = 0
     rollbacks: int = 0
     conservative: bool | None = None  # None: derived from ``rollbacks`` (the circuit breaker)
-    histories: dict | None = None  # top1/entropy/similarity per token; None: recomputed
+    histories: dict[str, list[Any]] | None = (
+        None  # top1/entropy/similarity per token; None: recomputed
+    )
     skip_before_at: int | None = None
 
     # Left out of a session's checkpoint meta: what the session row keeps in its own
@@ -115,17 +140,17 @@ class Checkpoint:
         assert isinstance(self.params, SamplingParams)  # see __post_init__
         return self.params
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["params"] = self.sampling.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: dict, **overrides: Any) -> Checkpoint:
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Checkpoint:
         known = {f.name for f in fields(cls)}
         return cls(**{**{k: v for k, v in data.items() if k in known}, **overrides})
 
-    def meta(self) -> dict:
+    def meta(self) -> dict[str, Any]:
         """The JSON a session stores next to its own columns."""
         out = self.to_dict()
         for name in self.NOT_IN_META:

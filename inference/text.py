@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 REPLACEMENT = "\ufffd"  # a token ending inside a multi-byte character decodes to this
+
+
+class Tokenizer(Protocol):
+    """What the engine uses of a tokenizer; a transformers tokenizer has all of it."""
+
+    @property
+    def eos_token_id(self) -> int | None: ...
+
+    def encode(self, text: str, **options: Any) -> list[int]: ...
+
+    def decode(self, token_ids: Sequence[int], **options: Any) -> str: ...
+
+    def apply_chat_template(
+        self, conversation: list[Mapping[str, str]], **options: Any
+    ) -> Mapping[str, Any]: ...
 
 
 class TokenTexts:
     """Text of single tokens, decoded once per vocabulary entry (for alternatives, heatmaps)."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer) -> None:
         self._tokenizer = tokenizer
         self._cache: dict[int, str] = {}
 
@@ -41,7 +58,7 @@ class Detokenizer:
 
     WINDOW = 4  # tokens of left context when decoding the newest token
 
-    def append(self, tokenizer, token_id: int) -> tuple[int, str]:
+    def append(self, tokenizer: Tokenizer, token_id: int) -> tuple[int, str]:
         """Append one token; returns (char offset where its text starts, its text)."""
         self.ids.append(token_id)
         self.starts.append(len(self.text))
@@ -57,7 +74,7 @@ class Detokenizer:
         self.emitted = len(self.ids)
         return start, delta
 
-    def extend(self, tokenizer, token_ids: list[int]) -> None:
+    def extend(self, tokenizer: Tokenizer, token_ids: list[int]) -> None:
         for token_id in token_ids:
             self.append(tokenizer, token_id)
 
@@ -88,7 +105,7 @@ class Detokenizer:
         bounds = [*self.starts[start:], len(self.text)]
         return [self.text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "emitted": self.emitted,
@@ -97,9 +114,9 @@ class Detokenizer:
         }
 
     @classmethod
-    def from_dict(cls, ids: list[int], d: dict) -> Detokenizer:
+    def from_dict(cls, ids: list[int], d: dict[str, Any]) -> Detokenizer:
         return cls(list(ids), d["text"], d["emitted"], list(d["starts"]), list(d["marks"]))
 
 
-def _decode(tokenizer, ids: list[int]) -> str:
+def _decode(tokenizer: Tokenizer, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True) if ids else ""

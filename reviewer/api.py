@@ -8,8 +8,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from reviewer import arguments, auth, commands, events, openapi, services
-from reviewer.models import Edit, PauseEvent, ReviewSession
+from reviewer import arguments, auth, command_table, events, openapi, services
+from reviewer.models import PauseEvent, ReviewSession
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 LIST_LIMIT = 100
@@ -106,7 +106,7 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict:
         "decision_comment": session.decision_comment,
         "finished_at": _iso(session.finished_at),
         "pauses": [pause_json(p, attention) for p in session.pauses.all()],
-        "edits": [edit_json(e) for e in session.edits.select_related("author")],
+        "edits": [e.as_dict() for e in session.edits.select_related("author")],
     }
 
 
@@ -128,24 +128,6 @@ def pause_json(pause: PauseEvent, attention: bool = False) -> dict:
     if attention:
         data["attention"] = pause.attention
     return data
-
-
-def edit_json(edit: Edit) -> dict:
-    return {
-        "id": edit.pk,
-        "pause": edit.pause_id,
-        "kind": edit.kind,
-        "start": edit.start,
-        "end": edit.end,
-        "token_id": edit.token_id,
-        "text_before": edit.text_before,
-        "text_after": edit.text_after,
-        "glossary_term": edit.glossary_term_id,
-        "author": edit.author.username,
-        "applied": edit.applied,
-        "error": edit.error,
-        "created_at": edit.created_at.isoformat(),
-    }
 
 
 def _iso(value) -> str | None:
@@ -176,7 +158,7 @@ def start_session(request: HttpRequest) -> JsonResponse:
         max_new_tokens=body.get("max_new_tokens"),
         decoding=body.get("decoding"),
         task_type=body.get("task_type"),
-        command_id=commands.command_id_of(body),
+        command_id=command_table.command_id_of(body),
     )
     return JsonResponse(result, status=201)
 
@@ -196,11 +178,11 @@ def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
 
 
 def command_view(name: str) -> Callable:
-    status = commands.COMMANDS[name].status
+    status = command_table.COMMANDS[name].status
 
     @api_view("POST")
     def view(request: HttpRequest, session_id: int) -> JsonResponse:
-        result = commands.run(request.user, session_id, name, body_of(request))
+        result = command_table.run(request.user, session_id, name, body_of(request))
         return JsonResponse(result, status=status)
 
     view.__name__ = f"{name}_session"

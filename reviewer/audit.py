@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -28,7 +30,9 @@ def record_hash(
     return hashlib.sha256(content.encode()).hexdigest()
 
 
-def append(action: str, actor: str, session=None, payload: dict | None = None) -> AuditRecord:
+def append(
+    action: str, actor: str, session=None, payload: Mapping[str, Any] | None = None
+) -> AuditRecord:
     with transaction.atomic():
         with connection.cursor() as cursor:
             if session is not None:
@@ -42,16 +46,16 @@ def append(action: str, actor: str, session=None, payload: dict | None = None) -
         last = AuditRecord.objects.order_by("-id").only("hash").first()
         prev_hash = last.hash if last else GENESIS
         created_at = timezone.now()
-        payload = json.loads(json.dumps(payload or {}, default=str))  # store what was hashed
+        stored = json.loads(json.dumps(payload or {}, default=str))  # store what was hashed
         session_id = session.pk if session is not None else None
         return AuditRecord.objects.create(
             session_id=session_id,
             actor=actor,
             action=action,
-            payload=payload,
+            payload=stored,
             created_at=created_at,
             prev_hash=prev_hash,
-            hash=record_hash(prev_hash, session_id, actor, action, payload, created_at),
+            hash=record_hash(prev_hash, session_id, actor, action, stored, created_at),
         )
 
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from reviewer import arguments, commands, events, services
+from reviewer import arguments, command_table, events, services
 from reviewer.models import ReviewSession
 
 UNAUTHENTICATED, NOT_FOUND = 4401, 4404
@@ -27,7 +27,7 @@ def events_after(session_id: int, after: int) -> list[dict]:
 
 @database_sync_to_async
 def run_command(user, session_id: int, name: str, message: dict) -> dict:
-    return commands.run(user, session_id, name, message)
+    return command_table.run(user, session_id, name, message)
 
 
 def non_negative_int(value, default: int = 0) -> int:
@@ -104,7 +104,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def command(self, message: dict) -> None:
         name, command_id = message.get("command"), echoed_id(message)
-        name = name if isinstance(name, str) and name in commands.COMMANDS else None
+        name = name if isinstance(name, str) and name in command_table.COMMANDS else None
         try:
             result = await run_command(
                 self.scope["user"], self.session_id, message.get("command"), message
@@ -135,6 +135,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 def echoed_id(message: dict) -> str | None:
     """The command id to echo in a reply: the client's own, when it is one we could take."""
     try:
-        return commands.command_id_of(message)
+        return command_table.command_id_of(message)
     except services.CommandError:
         return None

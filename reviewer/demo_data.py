@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 DOMAINS = [
     {
         "name": "Clinical note",
@@ -102,7 +104,7 @@ DOMAINS = [
 ]
 
 # Pause policies per domain, modelled on where a human reviewer would want to look.
-POLICIES = {
+POLICIES: dict[str, list[dict[str, Any]]] = {
     "clinical-note": [
         {
             "name": "Recommendation",

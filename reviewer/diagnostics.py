@@ -49,7 +49,8 @@ class RunResult:
 
 class TimingSink(Sink):
     def __init__(self, started: float) -> None:
-        self.started, self.first_token_at, self.rollbacks = started, None, 0
+        self.started, self.rollbacks = started, 0
+        self.first_token_at: float | None = None
 
     def on_token(self, event: TokenEvent) -> None:
         if self.first_token_at is None:

@@ -12,8 +12,8 @@ position, which the engine applies as an edit), ``attention``, ``status``, ``err
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -180,7 +180,7 @@ KINDS: dict[str, type] = {
 
 def mismatches(type: str, payload: dict) -> list[str]:
     """How a payload differs from its kind's declared fields; empty when it matches."""
-    kind = KINDS.get(type)
+    kind: Any = KINDS.get(type)  # a TypedDict class: it knows its keys
     if kind is None:
         return [f"unknown kind {type!r}"]
     required, optional = kind.__required_keys__, kind.__optional_keys__
@@ -200,6 +200,7 @@ def round_list(values: Iterable[float | None], digits: int = 4) -> list[float | 
 
 def token(event: TokenEvent) -> Token:
     signals = event.signals
+    assert signals.chosen_prob is not None  # a drawn token always has its probability
     return {
         "position": event.position,
         "token_id": event.token_id,
@@ -222,7 +223,9 @@ def pause_report(
 ) -> PauseReport:
     """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
     decision = stop.decision
-    manual = decision.kind == "external"
+    if decision is None:
+        raise ValueError("a pause report needs the decision behind the pause")
+    manual = decision.kind == "manual"
     return {
         "position": stop.position,
         "trigger": "manual" if manual else decision.policy,
@@ -267,11 +270,12 @@ def edit_report(
         {"text": text, "top1": top1[i], "entropy": entropy[i]}
         for i, text in enumerate(pieces, result.token_start)
     ]
-    return {
+    report = {
         **result.to_dict(),
         "alternatives": [alt.to_dict() for alt in alternatives],
         "tokens": tokens,
     }
+    return cast(EditReport, report)
 
 
 def edit_applied(report: EditReport, edit: int, text: str, token_ids: list[int]) -> Edited:
@@ -291,7 +295,7 @@ def rollback(event: RollbackEvent) -> Rollback:
 
 
 def flag(event: FlagEvent) -> Flag:
-    return {"position": event.position, **event.decision.to_dict()}
+    return cast(Flag, {"position": event.position, **event.decision.to_dict()})
 
 
 def attention(layer: int, heads: Iterable[Sequence[float]], position: int) -> Attention:
@@ -345,12 +349,12 @@ def next_seq(session_id: int) -> int:
     return row[0]
 
 
-def emit(session_id: int, type: str, payload: dict | None = None) -> SessionEvent:
+def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
     """Store the event; broadcast it once the surrounding transaction commits."""
     assert type in KINDS, type
     with transaction.atomic():
         event = SessionEvent.objects.create(
-            session_id=session_id, seq=next_seq(session_id), type=type, payload=payload or {}
+            session_id=session_id, seq=next_seq(session_id), type=type, payload=dict(payload or {})
         )
         transaction.on_commit(lambda: broadcast(event))
     return event

@@ -73,7 +73,8 @@ def parse_csv(data: bytes) -> list[TermRow]:
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     columns = check_header(header)
-    rows, errors, seen = [], [], {}
+    seen: dict[str, int] = {}  # term -> the line it first appeared on
+    rows, errors = [], []
     try:
         for record in reader:
             if not any(cell.strip() for cell in record):

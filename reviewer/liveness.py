@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import logging
 import uuid
+from collections.abc import Set as AbstractSet
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
@@ -88,7 +89,7 @@ def _close(holder) -> None:
 class AliveWorkers:
     """A snapshot of the incarnations alive now; ``identity in alive`` asks about one."""
 
-    def __init__(self, keys: set[int], hosts: set[int] = frozenset()) -> None:
+    def __init__(self, keys: set[int], hosts: AbstractSet[int] = frozenset()) -> None:
         self.keys, self.hosts = keys, hosts
 
     def __contains__(self, worker: object) -> bool:

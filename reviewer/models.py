@@ -211,6 +211,24 @@ class Edit(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
 
+    def as_dict(self) -> dict:
+        """The one serialisation of an edit: the API's answer and the audit record's."""
+        return {
+            "id": self.pk,
+            "pause": self.pause_id,
+            "kind": self.kind,
+            "start": self.start,
+            "end": self.end,
+            "token_id": self.token_id,
+            "text_before": self.text_before,
+            "text_after": self.text_after,
+            "glossary_term": self.glossary_term_id,
+            "author": self.author.username,
+            "applied": self.applied,
+            "error": self.error,
+            "created_at": self.created_at.isoformat(),
+        }
+
 
 class SessionEvent(models.Model):
     """What the browser saw, numbered per session, so a client that missed one can catch up."""

@@ -1,17 +1,18 @@
 """The OpenAPI 3 description of the JSON API, served at /api/schema for client authors.
 
 Request bodies and parameters come from the argument readers (reviewer/arguments.py) and
-the commands table (reviewer/commands.py), so the limits described are the ones enforced;
+the commands table (reviewer/command_table.py), so the limits described are the ones enforced;
 a test checks that every API URL and every command is described.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer import arguments
-from reviewer.commands import COMMANDS
+from reviewer.command_table import COMMANDS
 from reviewer.models import ReviewSession
 
 OPENAPI_VERSION = "3.0.3"
@@ -93,7 +94,7 @@ def decoding_schema() -> dict:
     properties = {}
     for field in fields(SamplingParams):
         low, high, hint = DECODING_RANGES.get(field.name, (None, None, ""))
-        schema = {"type": "integer" if field.type in ("int", int) else "number"}
+        schema: dict[str, Any] = {"type": "integer" if field.type in ("int", int) else "number"}
         schema.update({"minimum": low} if low is not None else {})
         schema.update({"maximum": high} if high is not None else {})
         properties[field.name] = {**schema, "description": hint}

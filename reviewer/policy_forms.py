@@ -134,7 +134,7 @@ def field_for(name: str, schema: dict) -> forms.Field:
 
 def params_from(cleaned: dict, policy_cls: type[Policy]) -> dict:
     """The params object to validate: empty optional fields fall back to the engine's default."""
-    params = {}
+    params: dict[str, Any] = {}
     for name, schema in policy_cls.param_schema().items():
         value = cleaned.get(param_field_name(name))
         if value in (None, "", []) and schema["type"] != "boolean":
@@ -216,7 +216,7 @@ class PolicyForm(forms.ModelForm):
 
     def form_field(self, engine_field: str | None) -> str | None:
         """The form field an engine error belongs to; None puts it above the form."""
-        if engine_field in self.policy_class.param_schema():
+        if engine_field is not None and engine_field in self.policy_class.param_schema():
             return param_field_name(engine_field)
         if engine_field in self.fields and engine_field in SPEC_FIELDS:
             return engine_field

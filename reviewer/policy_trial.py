@@ -57,7 +57,7 @@ def token_ends(text: str) -> list[int]:
 
 def to_pause(number: int, decision: Decision, text: str, ends: list[int]) -> TrialPause:
     token = int(decision.evidence.get("position", 0))
-    span = tuple(decision.span) if decision.span is not None else None
+    span = (decision.span[0], decision.span[1]) if decision.span is not None else None
     # The engine feeds one extra end-of-sample token, so a stop may fall after the last one.
     offset = ends[token] if token < len(ends) else (ends[-1] if ends else 0)
     return TrialPause(

@@ -178,7 +178,7 @@ def figures(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
     pauses = sum(r.pauses for r in rows)
     policy_pauses = sum(r.policy_pauses for r in rows)
     offered = sum(r.pauses_with_alternatives for r in rows)
-    by_trigger = Counter()
+    by_trigger: Counter[str] = Counter()
     for row in rows:
         by_trigger.update(row.pauses_by_trigger)
     latencies = [ms for r in rows for ms in r.manual_latencies_ms]

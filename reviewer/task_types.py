@@ -82,7 +82,7 @@ class TaskClassifier:
 
     def predict(self, text: str) -> str:
         scores = self.scores(text)
-        return max(scores, key=scores.get)
+        return max(scores, key=scores.__getitem__)
 
 
 # --- data ----------------------------------------------------------------------------------
@@ -102,7 +102,8 @@ def load_examples(path: Path = DATA_FILE) -> list[Example]:
 
 def split(examples: Sequence[Example]) -> tuple[list[Example], list[Example]]:
     """A fixed, stratified split: the same examples are held out on every machine."""
-    train, held_out = [], []
+    train: list[Example] = []
+    held_out: list[Example] = []
     seen: Counter = Counter()
     for example in examples:
         group = (example.label, example.domain, example.lang)

@@ -129,7 +129,7 @@ def reason_values(evidence: dict) -> dict:
     return values
 
 
-def reason_templates() -> dict[str, str]:
+def reason_templates() -> dict[str, str | None]:
     """The templates for the session page's script, which fills them from each decision's
     evidence. English pages show the engine's own wording, so they need none."""
     if (translation.get_language() or "en").startswith("en"):
@@ -179,8 +179,9 @@ def audit_detail(action: str, payload: dict) -> str:
         return payload.get("comment", "")
     if action.startswith("edit_") and "text_after" in payload:
         return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
-    if action.endswith("_requested") and payload.get("text"):
-        return f"→ “{payload['text']}”"
+    requested_text = payload.get("text_after") or payload.get("text")  # older records: "text"
+    if action.endswith("_requested") and requested_text:
+        return f"→ “{requested_text}”"
     if action == "generated":
         return _("%(tokens)s tokens (%(reason)s)") % {
             "tokens": payload.get("tokens", "?"),

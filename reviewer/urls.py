@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 
 from reviewer import api, views
-from reviewer.commands import COMMANDS
+from reviewer.command_table import COMMANDS
 
 api_commands = [
     path(f"api/sessions/<int:session_id>/{name}", api.command_view(name), name=f"api-{name}")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from django.conf import settings
 
 NONCE_BYTES = 12
 
@@ -53,3 +54,8 @@ class Vault:
 
     def discard(self, session_id: int) -> None:
         self.path(session_id).unlink(missing_ok=True)
+
+
+def configured() -> Vault:
+    """The vault this installation's settings name (read each time: tests override them)."""
+    return Vault(settings.VAULT_DIR, settings.VAULT_KEY)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-import threading
-import time
 from collections import OrderedDict
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
 from inference.control import CANCEL
 from inference.edits import EditError
@@ -24,26 +22,19 @@ from inference.loader import load_engine
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
-from reviewer import events, liveness, metrics, services
-from reviewer.control import RedisControl
-from reviewer.health import ALIVE_TTL_S, alive_key, redis_client
+from reviewer import events, liveness, metrics, services, vault
 from reviewer.models import Edit, ReviewSession, SessionEvent
-from reviewer.vault import Vault, VaultError
+from reviewer.pause_flags import RedisControl
+from reviewer.vault import VaultError
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
-SWEEP_S = 1  # seconds between two looks for sessions whose worker died
-RETAKE_QUIET_S = 5  # no sweep for this long after this worker had to take its lock again
 
 
 @functools.cache
 def engine() -> Engine:
     return load_engine(settings.MODEL_DIR)
-
-
-def vault() -> Vault:
-    return Vault(settings.VAULT_DIR, settings.VAULT_KEY)
 
 
 # --- paused states in memory ---------------------------------------------------------------
@@ -94,92 +85,6 @@ def state_bytes(state: DecodeState) -> int:
 states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 
 
-# --- liveness ------------------------------------------------------------------------------
-
-
-def start_heartbeat(hostname: str) -> threading.Thread:
-    """Hold this process's liveness lock, announce it in Redis for /healthz, and every second
-    take back the sessions of workers that died (this one's previous incarnation included)."""
-    liveness.hold(hostname)
-    _guarded("orphan sweep", recover_orphans)  # a previous incarnation's sessions, at once
-    _guarded("heartbeat", lambda: announce(hostname))
-
-    def beat() -> None:
-        quiet_until = 0.0
-        while True:
-            time.sleep(SWEEP_S)
-            if _guarded("liveness lock", lambda: liveness.hold(hostname)):
-                # Lost with the connection: Postgres restarted, or was out of reach. The
-                # other workers are taking their locks again too; give them time to.
-                quiet_until = time.monotonic() + RETAKE_QUIET_S
-            if time.monotonic() >= quiet_until:
-                _guarded("orphan sweep", recover_orphans)
-            _guarded("heartbeat", lambda: announce(hostname))
-            close_old_connections()
-
-    thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)
-    thread.start()
-    return thread
-
-
-def announce(hostname: str) -> None:
-    redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
-
-
-def _guarded(what: str, step):
-    """One failing step (Redis or Postgres out of reach) must neither kill the thread nor
-    keep the others from running. The step's result, None if it failed."""
-    try:
-        return step()
-    except Exception as exc:
-        log.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
-        return None
-
-
-def stop_heartbeat(hostname: str) -> None:
-    redis_client().delete(alive_key(hostname))
-
-
-def recover_orphans() -> list[int]:
-    alive = liveness.alive()
-    orphans = services.orphaned_sessions(alive)
-    for session_id, lost in orphans:
-        log.warning("session %s lost its worker %s; restarting its segment", session_id, lost)
-        services.redispatch(session_id, lost)
-    hand_over_dead_queues(alive, {lost for _, lost in orphans})
-    return [session_id for session_id, _ in orphans]
-
-
-def hand_over_dead_queues(alive: liveness.AliveWorkers, lost: set[str]) -> None:
-    """Commands left in the own queue of a worker that died and did not come back under its
-    name (an attention request, an edit or a resume sent as it died) go to the shared queue.
-    A segment redispatched meanwhile makes a handed-over segment stale: it is skipped.
-
-    Senders look at the lock before they pick a queue, so only what was sent around the
-    moment of death lands there: each dead name's queue is watched for a minute."""
-    from reviewer import tasks
-
-    workers = ReviewSession.objects.exclude(status__in=ReviewSession.FINAL).exclude(worker="")
-    workers = lost | set(workers.values_list("worker", flat=True).distinct())
-    hosts = {liveness.hostname_of(w) for w in workers}
-    now = time.monotonic()
-    for hostname, since in list(_dead_since.items()):
-        if hostname not in hosts and now - since >= DEAD_QUEUE_WATCH_S:
-            del _dead_since[hostname]  # watched long enough, and no session names it
-    for hostname in hosts:
-        if alive.runs_under(hostname):
-            _dead_since.pop(hostname, None)
-        else:
-            _dead_since.setdefault(hostname, now)
-    watched = sorted(h for h, since in _dead_since.items() if now - since < DEAD_QUEUE_WATCH_S)
-    for hostname, moved in tasks.hand_over_queues(watched).items():
-        log.warning("%d command(s) left for dead worker %s handed over", moved, hostname)
-
-
-DEAD_QUEUE_WATCH_S = 60
-_dead_since: dict[str, float] = {}  # dead worker names, by when this process first saw them
-
-
 # --- a segment -----------------------------------------------------------------------------
 
 
@@ -189,8 +94,7 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
         return "stale"
     state = load_state(session)
     apply_pending_edits(session, state)
-    session.refresh_from_db(fields=["status"])
-    if session.status != ReviewSession.RUNNING:
+    if not services.generates(session):  # edits applied at a pause: it stays paused
         keep_paused(session, state)
         return "edited"
     control = RedisControl(session.pk)
@@ -209,43 +113,44 @@ def live_mode() -> str | None:
 def finish_segment(
     session: ReviewSession, state: DecodeState, stop: StopInfo, control: RedisControl
 ) -> str:
+    """Report what the engine did; services decide what it means for the session."""
     checkpoint(session, state)
-    if stop.reason != "cancel" and control.poll() == CANCEL:
-        # A cancel that a policy pause or the end of generation overtook still wins.
-        stop = StopInfo("cancel", position=stop.position)
-    if stop.reason == "pause":
-        requested_at = _manual_request_time(stop, control)
-        services.record_pause(session, pause_report(state, stop), requested_at)
+    outcome = services.record_stop(session, stop_report(state, stop, control))
+    if outcome == "pause":
         keep_paused(session, state)
-    elif stop.reason == "cancel":
-        control.clear()
-        states.drop(session.pk)
-        services.record_cancelled(session)
     else:
         states.drop(session.pk)
-        services.record_generated(session, stop.reason)
-    return stop.reason
+    return outcome
+
+
+def stop_report(state: DecodeState, stop: StopInfo, control: RedisControl) -> services.StopReport:
+    return services.StopReport(
+        reason=stop.reason,
+        position=stop.position,
+        pause=pause_report(state, stop) if stop.reason == "pause" else None,
+        requested_at=_manual_request_time(stop, control),
+        cancel_waiting=stop.reason != "cancel" and control.poll() == CANCEL,
+    )
 
 
 def keep_paused(session: ReviewSession, state: DecodeState) -> None:
-    vault().put(session.pk, engine().snapshot(state))
+    vault.configured().put(session.pk, engine().snapshot(state))
     states.put(session.pk, state)
-    session.refresh_from_db(fields=["status"])
-    if session.is_final:  # ended (approved, cancelled) while the snapshot was being written
-        vault().discard(session.pk)
+    if services.has_ended(session):  # approved or cancelled while the snapshot was written
+        vault.configured().discard(session.pk)
         states.drop(session.pk)
 
 
 def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
-    if stop.decision is None or stop.decision.kind != "external":
+    if stop.decision is None or stop.decision.kind != "manual":
         return None
     return control.requested_at
 
 
 def attention_view(session_id: int, layer: int) -> None:
     """One layer's attention per head at the pause, sent to the page as an event."""
-    session = ReviewSession.objects.filter(pk=session_id).first()
-    if session is None or session.status != ReviewSession.PAUSED:
+    session = services.paused_session(session_id)
+    if session is None:
         return  # resumed or ended meanwhile: there is no pause to look into
     state = load_state(session)
     view = engine().attention(state, layer)
@@ -284,7 +189,7 @@ def start_state(session: ReviewSession) -> DecodeState:
 
 def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
     try:
-        data = vault().get(session.pk)
+        data = vault.configured().get(session.pk)
         state = engine().restore(data) if data is not None else None
     except (VaultError, SnapshotError) as exc:
         log.warning("session %s: vault snapshot refused (%s)", session.pk, exc)

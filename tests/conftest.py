@@ -74,10 +74,10 @@ def stop_process(process: subprocess.Popen | None) -> None:
 def no_stale_control_flags(django_db_setup):
     """Session ids start again at 1 in each new test database: a pause or cancel flag that an
     earlier run left in Redis under the same id must not stop this run's session."""
-    from reviewer import control
+    from reviewer import pause_flags
 
-    client = control.redis_client()
-    for key in client.scan_iter(match=control.control_key("*")):
+    client = pause_flags.redis_client()
+    for key in client.scan_iter(match=pause_flags.control_key("*")):
         client.delete(key)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from reviewer import services
 from reviewer.models import Domain, PauseEvent, ReviewSession
+from reviewer.services import inputs, transitions
 
 TEXT = "The patient has a fever."
 ALTERNATIVES = [
@@ -62,8 +62,8 @@ def stub_worker(monkeypatch) -> list[int]:
         session.save(update_fields=["segment"])
         calls.append(session.pk)
 
-    monkeypatch.setattr(services, "_dispatch_segment", dispatch)
-    monkeypatch.setattr(services, "_check_context_fits", lambda *args: None)
-    monkeypatch.setattr(services, "_check_edit_fits", lambda *args: None)
-    monkeypatch.setattr(services, "_release_state", lambda *args: None)
+    monkeypatch.setattr(transitions, "dispatch_segment", dispatch)
+    monkeypatch.setattr(inputs, "check_context_fits", lambda *args: None)
+    monkeypatch.setattr(inputs, "check_edit_fits", lambda *args: None)
+    monkeypatch.setattr(transitions, "release_state", lambda *args: None)
     return calls

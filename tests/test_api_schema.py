@@ -12,7 +12,7 @@ from django.urls import URLPattern
 
 from inference.config import SamplingParams
 from reviewer import openapi, urls
-from reviewer.commands import COMMANDS
+from reviewer.command_table import COMMANDS
 
 pytestmark = pytest.mark.django_db
 

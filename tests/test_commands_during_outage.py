@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from kombu.exceptions import OperationalError
 
-from reviewer import services, tasks
+from reviewer import dispatch, services
 from reviewer.models import AuditRecord, ReviewSession
 from tests.conftest import free_port
 from tests.db_snapshot import snapshot
@@ -65,11 +65,11 @@ def test_it_refuses_a_resume_it_cannot_clear_the_way_for_and_changes_nothing(
 def test_it_answers_a_socket_command_during_the_outage_with_a_503_frame(
     alice, redis_away, django_capture_on_commit_callbacks
 ):
-    from reviewer import commands
+    from reviewer import command_table
 
     session = make_session(alice, status=S.RUNNING)
     with pytest.raises(services.Unavailable) as refused:
-        commands.run(alice, session.pk, "pause", {"command": "pause"})
+        command_table.run(alice, session.pk, "pause", {"command": "pause"})
     assert refused.value.status == 503
     assert not AuditRecord.objects.filter(session=session, action="pause_requested").exists()
 
@@ -83,7 +83,7 @@ def test_it_fails_a_resumed_session_whose_segment_could_not_be_queued_and_resume
     def broker_away(args, holder):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(tasks, "dispatch_segment", broker_away)
+    monkeypatch.setattr(dispatch, "segment", broker_away)
     with django_capture_on_commit_callbacks(execute=True):
         response = post(api, f"/api/sessions/{session.pk}/resume")
     assert response.status_code == 200  # the resume itself was taken and audited
@@ -93,7 +93,7 @@ def test_it_fails_a_resumed_session_whose_segment_could_not_be_queued_and_resume
     errors = [json.dumps(e.payload) for e in session.events.filter(type="error")]
     assert any("resume it to try again" in e for e in errors)
 
-    monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: sent.append(args))
+    monkeypatch.setattr(dispatch, "segment", lambda args, holder: sent.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         response = post(api, f"/api/sessions/{session.pk}/resume")
     assert response.status_code == 200

@@ -5,6 +5,7 @@ from django.test import override_settings
 
 from reviewer import services
 from reviewer.models import ReviewSession
+from reviewer.services import transitions
 from tests.db_snapshot import snapshot
 from tests.session_factory import make_session
 
@@ -13,12 +14,12 @@ pytestmark = [pytest.mark.model, pytest.mark.django_db]
 
 @pytest.fixture(autouse=True)
 def no_worker(monkeypatch):
-    monkeypatch.setattr(services, "_dispatch_segment", lambda session: None)
+    monkeypatch.setattr(transitions, "dispatch_segment", lambda session: None)
 
 
 @override_settings(CAESURA_MAX_EDIT_CHARS=200_000)
 def test_it_refuses_an_edit_that_would_overflow_the_context_and_stores_nothing(alice):
-    from reviewer.tokens import context_length
+    from reviewer.tokenizer import context_length
 
     session = make_session(alice)
     before = snapshot()
@@ -29,7 +30,7 @@ def test_it_refuses_an_edit_that_would_overflow_the_context_and_stores_nothing(a
 
 
 def test_it_counts_the_prompt_the_worker_recorded(alice):
-    from reviewer.tokens import context_length, text_length
+    from reviewer.tokenizer import context_length, text_length
 
     session = make_session(alice, max_new_tokens=1)
     edited = "The woman has a fever."
@@ -46,7 +47,7 @@ def test_it_counts_the_prompt_the_worker_recorded(alice):
 
 
 def test_it_keeps_room_for_the_tokens_still_to_generate(alice):
-    from reviewer.tokens import context_length
+    from reviewer.tokenizer import context_length
 
     session = make_session(alice, max_new_tokens=context_length())
     ReviewSession.objects.filter(pk=session.pk).update(prompt_ids=[1] * 5)

@@ -31,7 +31,7 @@ SIGNALS = Signals(
 )
 DRIFT = Decision("drift", "drift", "rollback", "Entropy rose", {"entropy": 3.1}, rollback_to=2)
 TERMS = Decision("terms", "keyword", "flag", "Matched", {"keyword": "fever"}, span=(16, 21))
-MANUAL = Decision("manual", "external", "pause", "Reviewer asked", {})
+MANUAL = Decision("manual", "manual", "pause", "Reviewer asked", {})
 ATTENTION = {"tokens": ["a", "b"], "prompt_length": 1, "layers": [[0.123456, 0.876544]],
              "layer": 0, "heads": [[0.5, 0.5]]}  # fmt: skip
 

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
-from reviewer import events, liveness, services, tasks
+from reviewer import dispatch, events, liveness, services
 from reviewer.models import ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
@@ -112,8 +112,8 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
 ):
     victim, victim_name = start_worker("failover-victim")
     survivor, _ = start_worker("failover-survivor")
-    dispatch = tasks.dispatch_segment
-    monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name))
+    send = dispatch.segment
+    monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
     try:
         sid = start(alice)
         wait_for(tokens_streamed(sid, 8), timeout=120, what="eight tokens")
@@ -134,19 +134,17 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_d
     victim, victim_name = start_worker("queue-victim")
     survivor, _ = start_worker("queue-survivor")
     try:
-        dispatch = tasks.dispatch_segment
-        monkeypatch.setattr(
-            tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name)
-        )
+        send = dispatch.segment
+        monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
         sid = start(alice)
         wait_for(tokens_streamed(sid, 3), timeout=120, what="three tokens")
         services.pause(alice, sid)
         wait_for(status_is(sid, "paused"), what="the pause")
         kill(victim)
         # Sent to the victim's own queue as it died, when it still looked alive.
-        attention = tasks.dispatch_attention
+        attention = dispatch.attention
         monkeypatch.setattr(
-            tasks, "dispatch_attention", lambda args, holder: attention(args, victim_name)
+            dispatch, "attention", lambda args, holder: attention(args, victim_name)
         )
         services.attention(alice, sid, 2)
         end = len(session(sid).text)
@@ -183,10 +181,10 @@ def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
 
         killed_at = kill(first)
         # A resume that reached the worker's own queue as it died (it looked alive a moment ago).
-        dispatch = tasks.dispatch_segment
-        monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: dispatch(args, name))
+        send = dispatch.segment
+        monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, name))
         services.resume(alice, held)
-        monkeypatch.setattr(tasks, "dispatch_segment", dispatch)
+        monkeypatch.setattr(dispatch, "segment", send)
         seen = {sid: session(sid).last_seq for sid in (held, killed)}
 
         restarted_at = time.time()

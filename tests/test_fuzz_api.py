@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from reviewer import arguments, openapi
 from reviewer.auth import issue_token
-from reviewer.commands import COMMANDS
+from reviewer.command_table import COMMANDS
 from reviewer.models import ReviewSession
 from tests.db_snapshot import snapshot
 from tests.session_factory import clinical_notes, make_session, stub_worker

@@ -9,7 +9,7 @@ import pytest
 import redis
 from django.test import Client
 
-from reviewer import control, events, liveness, services
+from reviewer import events, liveness, pause_flags, services
 from reviewer.models import AuditRecord, Edit, ReviewSession
 from tests.conftest import free_port, wait_for
 from tests.session_factory import make_session, stub_worker
@@ -30,10 +30,10 @@ def holder(monkeypatch):
 @pytest.fixture
 def dispatched(monkeypatch) -> list[tuple]:
     """Redispatches sent to the shared queue, without a broker."""
-    from reviewer import tasks
+    from reviewer import dispatch
 
     sent: list[tuple] = []
-    monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: sent.append(args))
+    monkeypatch.setattr(dispatch, "segment", lambda args, holder: sent.append(args))
     return sent
 
 
@@ -94,8 +94,8 @@ def test_it_leaves_the_cancel_of_a_live_worker_s_session_to_its_engine(
         services.cancel(alice, session.pk)
     session.refresh_from_db()
     assert session.status == S.RUNNING  # the engine stops at the next token and reports
-    assert control.redis_client().get(control.control_key(session.pk)) is not None
-    control.clear(session.pk)
+    assert pause_flags.redis_client().get(pause_flags.control_key(session.pk)) is not None
+    pause_flags.clear(session.pk)
 
 
 def test_a_superseded_segment_failing_does_not_fail_the_session(alice):
@@ -181,10 +181,10 @@ def test_a_failed_broadcast_does_not_fail_what_emitted_the_event(alice, monkeypa
 def test_the_control_poll_rides_out_an_outage_shorter_than_the_grace(settings, alice):
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     settings.CAESURA_REDIS_GRACE_S = 1
-    handle = control.RedisControl(make_session(alice).pk)
+    handle = pause_flags.RedisControl(make_session(alice).pk)
     assert handle.poll() is None  # the outage starts: no request, generation goes on
     handle.clear()
     assert handle.poll() is None
     time.sleep(1.1)
-    with pytest.raises(control.RedisUnavailable, match="CAESURA_REDIS_GRACE_S"):
+    with pytest.raises(pause_flags.RedisUnavailable, match="CAESURA_REDIS_GRACE_S"):
         handle.poll()

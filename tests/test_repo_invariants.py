@@ -3,6 +3,8 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 WEB_LAYER = {"django", "channels", "celery", "reviewer", "webapp", "channels_redis", "daphne"}
 INFERENCE = Path(__file__).resolve().parent.parent / "inference"
 
@@ -29,3 +31,70 @@ def test_it_keeps_the_web_layer_out_of_inference():
     }
     assert list(INFERENCE.rglob("*.py")), "inference/ has no modules"
     assert {name: mods for name, mods in offenders.items() if mods} == {}
+
+
+# --- the web side's layers ---------------------------------------------------------------
+
+ROOT = INFERENCE.parent
+# The web side hands work to workers by task name (reviewer/dispatch.py), so nothing a
+# request runs through loads the worker runtime or the task module.
+WEB_SIDE = [
+    "reviewer.services",
+    "reviewer.api",
+    "reviewer.views",
+    "reviewer.consumers",
+    "reviewer.command_table",
+    "reviewer.dispatch",
+]
+WORKER_SIDE = {"reviewer.worker", "reviewer.tasks", "reviewer.heartbeat"}
+
+
+def module_path(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def project_imports(module: str) -> set[str]:
+    """The project modules one module imports, anywhere in it (inside functions too)."""
+    path = module_path(module)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())) if path else ():
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if module_path(name) and name.split(".")[0] == "reviewer"}
+
+
+def reachable(module: str) -> set[str]:
+    seen, todo = set(), [module]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo.extend(project_imports(current))  # a package: what its __init__ imports
+    return seen - {module}
+
+
+def test_it_follows_imports_inside_functions_and_packages():
+    assert "reviewer.services.review" in reachable("reviewer.services")
+    assert "reviewer.worker" in reachable("reviewer.tasks")
+    assert "reviewer.models" in project_imports("reviewer.worker")
+
+
+@pytest.mark.parametrize("module", WEB_SIDE)
+def test_it_keeps_the_worker_runtime_out_of_the_web_side(module):
+    assert module_path(module), f"{module} is gone: update WEB_SIDE"
+    assert sorted(reachable(module) & WORKER_SIDE) == []
+
+
+def test_it_keeps_the_tasks_thin():
+    """Tasks take ids and call the worker runtime: no queries, no decisions of their own."""
+    tree = ast.parse(module_path("reviewer.tasks").read_text())
+    assert "reviewer.models" not in project_imports("reviewer.tasks")
+    for func in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        assert len(func.body) <= 6, f"task {func.name} has grown: move its work to the worker"

@@ -2,9 +2,10 @@
 
 import pytest
 
-from reviewer import control, services
+from reviewer import pause_flags, services
 from reviewer.health import redis_client
 from reviewer.models import ReviewSession
+from reviewer.services import review
 from tests.session_factory import make_session, stub_worker
 
 pytestmark = pytest.mark.django_db
@@ -32,10 +33,10 @@ def test_it_forgets_an_overtaken_pause_request_when_resuming(
 ):
     stub_worker(monkeypatch)
     session = make_session(alice)
-    control.request_pause(session.pk)  # asked while running; a policy pause came first
+    pause_flags.request_pause(session.pk)  # asked while running; a policy pause came first
     with django_capture_on_commit_callbacks(execute=True):
         services.resume(alice, session.pk)
-    assert redis_client().get(control.control_key(session.pk)) is None
+    assert redis_client().get(pause_flags.control_key(session.pk)) is None
 
 
 def test_it_does_not_redispatch_a_session_no_worker_has_claimed_yet(alice):
@@ -63,7 +64,7 @@ def test_the_same_command_id_sent_twice_at_once_runs_once_and_answers_both(alice
         time.sleep(0.4)
         return summary(s)
 
-    monkeypatch.setattr(services, "summary", slow_summary)
+    monkeypatch.setattr(review, "summary", slow_summary)
     answers: list = []
 
     def send() -> None:

@@ -18,7 +18,7 @@ def test_it_refuses_an_input_longer_than_the_context_and_creates_nothing(alice, 
 
 
 def test_it_counts_the_system_prompt_and_the_token_limit(alice, plain_domain):
-    from reviewer.tokens import context_length, prompt_length
+    from reviewer.tokenizer import context_length, prompt_length
 
     length = prompt_length(plain_domain.system_prompt, "hello")
     assert 5 < length < 100

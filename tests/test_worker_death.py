@@ -10,7 +10,7 @@ from django.conf import settings
 
 from inference.loader import load_engine
 from inference.state import Checkpoint
-from reviewer import services, tasks
+from reviewer import dispatch, services
 from reviewer.models import Edit, ReviewSession
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transac
 
 def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, monkeypatch):
     victim, victim_name = start_worker("victim")
-    dispatch = tasks.dispatch_segment
-    monkeypatch.setattr(tasks, "dispatch_segment", lambda args, holder: dispatch(args, victim_name))
+    send = dispatch.segment
+    monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
     successor = None
     try:
         sid = services.start_session(alice, "Plain", PROMPT, seed=11, max_new_tokens=48)["id"]
@@ -43,7 +43,7 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
             e.payload["position"]: e.payload["token_id"]
             for e in session(sid).events.filter(type="token")
         }
-        monkeypatch.setattr(tasks, "dispatch_segment", dispatch)
+        monkeypatch.setattr(dispatch, "segment", send)
         successor, _ = start_worker("successor")
         wait_for(
             status_is(sid, "generated", "failed"),

@@ -15,7 +15,7 @@ Firing rules shared by every kind:
 
 Modules: ``base`` (value types and the Policy base class), ``text`` (keyword, regex),
 ``signal_based`` (low confidence, high entropy, overconfidence, drift), ``sentence_count``,
-``tool_call`` (with its JSON scanner), ``specs`` (the kinds and spec validation),
+``tool_call`` (with its JSON scanner), ``learned`` (a trained pause model), ``specs`` (the kinds and spec validation),
 ``policy_set`` and ``dry_run``. Import from this package; the names below are its surface.
 """
 
@@ -35,6 +35,7 @@ from inference.policies.dry_run import (
     simulated_tokens,
     text_step,
 )
+from inference.policies.learned import LearnedPolicy
 from inference.policies.policy_set import PolicySet
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
@@ -78,6 +79,7 @@ __all__ = [
     "DriftPolicy",
     "HighEntropyPolicy",
     "KeywordPolicy",
+    "LearnedPolicy",
     "LowConfidencePolicy",
     "MAX_REMEMBERED_FIRINGS",
     "OverconfidencePolicy",

@@ -57,11 +57,11 @@ class Decision:
     kind: str
     action: str  # "pause" | "rollback" | "flag"
     reason: str
-    evidence: dict
+    evidence: dict[str, Any]
     span: tuple[int, int] | None = None  # offsets into ctx.text of the matched text
     rollback_to: int | None = None  # keep generated ids[:rollback_to] and resample
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["span"] = list(self.span) if self.span is not None else None
         return data
@@ -84,7 +84,7 @@ class Param:
     def required(self) -> bool:
         return self.default is _REQUIRED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = {"type": self.type, "help": self.help, "required": self.required}
         if not self.required:
             data["default"] = (
@@ -111,7 +111,9 @@ class Policy:
     default_action: ClassVar[str] = "pause"
     PARAMS: ClassVar[tuple[Param, ...]] = ()
 
-    def __init__(self, name: str, action: str, cooldown: int, params: dict, description: str = ""):
+    def __init__(
+        self, name: str, action: str, cooldown: int, params: dict[str, Any], description: str = ""
+    ):
         self.name = name
         self.action = action
         self.cooldown = cooldown
@@ -120,7 +122,7 @@ class Policy:
         self.prepare()
 
     @classmethod
-    def param_schema(cls) -> dict:
+    def param_schema(cls) -> dict[str, Any]:
         """Parameters with types, defaults and bounds, for generating an admin form."""
         return {param.name: param.to_dict() for param in cls.PARAMS}
 
@@ -137,11 +139,13 @@ class Policy:
             field,
         )
 
-    def decide(self, ctx: StepContext, reason: str, evidence: dict, **extra: Any) -> Decision:
+    def decide(
+        self, ctx: StepContext, reason: str, evidence: dict[str, Any], **extra: Any
+    ) -> Decision:
         evidence = {**evidence, "position": ctx.position, "signals": ctx.signals.to_dict()}
         return Decision(self.name, self.kind, self.action, reason, evidence, **extra)
 
-    def to_spec(self) -> dict:
+    def to_spec(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import regex
 
 from inference.policies.base import CJK_SCRIPTS, Decision, StepContext
@@ -15,10 +17,11 @@ _END_OF_SAMPLE = "\n"
 def simulated_tokens(text: str) -> list[str]:
     """Split like a tokenizer might: each word with its leading space, CJK characters and
     punctuation marks one at a time."""
-    return _SIMULATED_TOKEN.findall(text)
+    tokens: list[str] = _SIMULATED_TOKEN.findall(text)  # regex's findall is untyped
+    return tokens
 
 
-def scan_text(specs: list[dict], text: str) -> list[Decision]:
+def scan_text(specs: list[dict[str, Any]], text: str) -> list[Decision]:
     """Dry run of the text policies over sample text, for an admin's "try this policy".
 
     The text is fed in simulated tokens (`simulated_tokens`) through the after_token text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from inference.policies.base import (
     MAX_REMEMBERED_FIRINGS,
@@ -14,6 +15,14 @@ from inference.policies.base import (
 from inference.policies.specs import build_policy
 
 
+class Firing(NamedTuple):
+    """One remembered firing; stored as the list [position, span start, span end]."""
+
+    position: int
+    start: int | None  # the matched span, None when the decision has none
+    end: int | None
+
+
 class PolicySet:
     """The policies of one session, with the firing memory that cooldowns need."""
 
@@ -23,11 +32,10 @@ class PolicySet:
         if duplicate is not None:
             raise PolicyConfigError(f'Policy name "{duplicate}" is used twice', duplicate, "name")
         self.policies = list(policies)
-        # name -> [[position, span_start, span_end], ...]; span entries None when spanless
-        self.fired: dict[str, list[list[int | None]]] = {name: [] for name in names}
+        self.fired: dict[str, list[Firing]] = {name: [] for name in names}
 
     @classmethod
-    def from_specs(cls, specs: list[dict]) -> PolicySet:
+    def from_specs(cls, specs: list[dict[str, Any]]) -> PolicySet:
         """Build every enabled policy; disabled specs are skipped (and not in to_specs)."""
         if not isinstance(specs, list):
             raise PolicyConfigError("Policies must be a list of policy specs")
@@ -57,32 +65,34 @@ class PolicySet:
     def cooling_down(self, policy: Policy, position: int) -> bool:
         """Silent at and before its last firing, and for `cooldown` positions after it."""
         history = self.fired[policy.name]
-        return bool(history) and position - history[-1][0] <= policy.cooldown
+        return bool(history) and position - history[-1].position <= policy.cooldown
 
     def already_fired(self, name: str, span: tuple[int, int] | None) -> bool:
-        return span is not None and any(entry[1:] == list(span) for entry in self.fired[name])
+        return span is not None and any(
+            (entry.start, entry.end) == tuple(span) for entry in self.fired[name]
+        )
 
     def remember(self, name: str, position: int, span: tuple[int, int] | None) -> None:
-        entry = [position, *(span if span is not None else (None, None))]
+        entry = Firing(position, *span) if span is not None else Firing(position, None, None)
         self.fired[name] = [*self.fired[name], entry][-MAX_REMEMBERED_FIRINGS:]
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "version": 1,
             "fired": {name: [list(e) for e in h] for name, h in self.fired.items()},
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore firings; policies no longer in the set are ignored."""
         fired = state.get("fired", {})
         for name in self.fired:
-            entries = [[int(e[0]), e[1], e[2]] for e in fired.get(name, [])]
-            self.fired[name] = sorted(entries, key=lambda e: e[0])  # cooldown reads the last
+            entries = [Firing(int(e[0]), e[1], e[2]) for e in fired.get(name, [])]
+            self.fired[name] = sorted(entries, key=lambda e: e.position)  # cooldown reads the last
 
     def truncate(self, position: int) -> None:
         """Forget firings at positions >= position: that text was edited or rolled back."""
         for name, history in self.fired.items():
-            self.fired[name] = [entry for entry in history if entry[0] < position]
+            self.fired[name] = [entry for entry in history if entry.position < position]
 
-    def to_specs(self) -> list[dict]:
+    def to_specs(self) -> list[dict[str, Any]]:
         return [policy.to_spec() for policy in self.policies]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from inference.policies.base import DEFAULT_ABSOLUTE_WORDS, Decision, Param, Policy, StepContext
 from inference.policies.text import literal_pattern, matched_word_index, text_evidence
@@ -162,14 +163,14 @@ class DriftPolicy(Policy):
         first = last - self.params["window"] + 1
         if first < 0 or last >= len(ctx.entropy_history) or last >= len(ctx.similarity_history):
             return None
-        similarities = ctx.similarity_history[first : last + 1]
-        if any(s is None for s in similarities):
+        similarities = [s for s in ctx.similarity_history[first : last + 1] if s is not None]
+        if len(similarities) != last + 1 - first:  # some were not computed
             return None
         entropies = ctx.entropy_history[first : last + 1]
         return math.fsum(entropies) / len(entropies), math.fsum(similarities) / len(similarities)
 
     def drifted(self, mean_entropy: float, mean_similarity: float) -> bool:
-        return (
+        return bool(
             mean_entropy > self.params["entropy_threshold"]
             and mean_similarity < self.params["similarity_threshold"]
         )
@@ -183,7 +184,7 @@ class DriftPolicy(Policy):
 
     def drift_evidence(
         self, means: tuple[float, float], start: int, end: int, rollback_to: int
-    ) -> dict:
+    ) -> dict[str, Any]:
         return {
             "mean_entropy": means[0],
             "mean_similarity": means[1],

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inference.policies.base import SPEC_KEYS, Param, Policy, PolicyConfigError
+from inference.policies.learned import LearnedPolicy
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
     DriftPolicy,
@@ -28,11 +29,12 @@ POLICY_KINDS: dict[str, type[Policy]] = {
         SentenceCountPolicy,
         ToolCallPolicy,
         DriftPolicy,
+        LearnedPolicy,
     )
 }
 
 
-def build_policy(spec: dict) -> Policy:
+def build_policy(spec: dict[str, Any]) -> Policy:
     """A validated policy from its JSON-able spec; PolicyConfigError says what is wrong."""
     if not isinstance(spec, dict):
         raise PolicyConfigError(f"A policy spec must be an object, not {type(spec).__name__}")
@@ -54,7 +56,7 @@ def build_policy(spec: dict) -> Policy:
     return cls(name, action, cooldown, params, description)
 
 
-def spec_name(spec: dict) -> str:
+def spec_name(spec: dict[str, Any]) -> str:
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
         kind = spec.get("kind", "unknown kind")
@@ -62,7 +64,7 @@ def spec_name(spec: dict) -> str:
     return name.strip()
 
 
-def spec_kind(spec: dict, label: str, name: str) -> type[Policy]:
+def spec_kind(spec: dict[str, Any], label: str, name: str) -> type[Policy]:
     kind = spec.get("kind")
     if kind not in POLICY_KINDS:
         known = ", ".join(POLICY_KINDS)
@@ -70,15 +72,15 @@ def spec_kind(spec: dict, label: str, name: str) -> type[Policy]:
     return POLICY_KINDS[kind]
 
 
-def spec_action(spec: dict, cls: type[Policy], label: str, name: str) -> str:
+def spec_action(spec: dict[str, Any], cls: type[Policy], label: str, name: str) -> str:
     action = spec.get("action", cls.default_action)
     if action not in cls.actions:
         allowed = " or ".join(f'"{a}"' for a in cls.actions)
         raise PolicyConfigError(f"{label}: action {action!r} must be {allowed}", name, "action")
-    return action
+    return str(action)
 
 
-def spec_cooldown(spec: dict, label: str, name: str) -> int:
+def spec_cooldown(spec: dict[str, Any], label: str, name: str) -> int:
     cooldown = spec.get("cooldown", 0)
     if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
         message = f'{label}: "cooldown" must be a whole number of tokens >= 0, not {cooldown!r}'
@@ -86,7 +88,7 @@ def spec_cooldown(spec: dict, label: str, name: str) -> int:
     return cooldown
 
 
-def validate_params(raw: Any, cls: type[Policy], label: str, name: str) -> dict:
+def validate_params(raw: Any, cls: type[Policy], label: str, name: str) -> dict[str, Any]:
     """Params checked against the kind's schema, with defaults filled in."""
     if not isinstance(raw, dict):
         raise PolicyConfigError(f'{label}: "params" must be an object', name, "params")
@@ -99,7 +101,7 @@ def validate_params(raw: Any, cls: type[Policy], label: str, name: str) -> dict:
     return {param.name: check_param(param, raw, label, name) for param in cls.PARAMS}
 
 
-def check_param(param: Param, raw: dict, label: str, name: str) -> Any:
+def check_param(param: Param, raw: dict[str, Any], label: str, name: str) -> Any:
     def fail(message: str) -> PolicyConfigError:
         return PolicyConfigError(f'{label}: parameter "{param.name}" {message}', name, param.name)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import regex
 
@@ -43,7 +44,7 @@ def matched_word_index(match: regex.Match) -> int:
     return int(match.lastgroup[1:])
 
 
-def text_evidence(match: regex.Match) -> dict:
+def text_evidence(match: regex.Match) -> dict[str, Any]:
     return {"matched": match.group(), "start": match.start(), "end": match.end()}
 
 
@@ -81,7 +82,7 @@ class KeywordPolicy(Policy):
         that a whole word ending in a letter must wait for."""
         keyword = self.params["keywords"][matched_word_index(match)]
         waits = self.params["whole_word"] and WORD_CHAR.match(keyword[-1]) is not None
-        return match.end() + waits > ctx.new_text_start
+        return bool(match.end() + waits > ctx.new_text_start)
 
     def evaluate(self, ctx: StepContext) -> Decision | None:
         found = [

@@ -4,6 +4,7 @@ object that names a tool."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import regex
 
@@ -78,7 +79,7 @@ def handle_string_char(char: str, i: int, skip_until: int) -> tuple[bool, int]:
     return char != '"', skip_until
 
 
-def parse_object(candidate: str) -> dict | None:
+def parse_object(candidate: str) -> dict[str, Any] | None:
     try:
         value = json.loads(candidate)
     except ValueError:

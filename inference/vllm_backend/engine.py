@@ -13,34 +13,45 @@ The object is not thread-safe: one thread submits and steps (see ServingLoop).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import torch
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
 from inference.backend import BATCHING, UnsupportedFeature, check_policies
 from inference.config import SamplingParams
 from inference.control import ControlHandle
-from inference.engine import CIRCUIT_BREAKER_ROLLBACKS, StopInfo
+from inference.edits import Edit, EditResult
+from inference.engine import StopInfo
 from inference.policies import PolicySet
-from inference.prompt import encode_prompt
+from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, Sink
-from inference.state import Checkpoint, DecodeState
-from inference.text import Detokenizer, TokenTexts
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
+from inference.text import Detokenizer, Tokenizer, TokenTexts
 from inference.vllm_backend.generation import Generation, Model
 from inference.vllm_backend.processor import EXTRA_KEY, REGISTRY
 
+if TYPE_CHECKING:
+    from inference.runner import ModelRunner
+
 SETTLE_LIMIT = 1 << 30  # a settling generation stops when its replay is done
+UNKNOWN = torch.empty(0)  # next_logits not computed yet (after a rebuild, restore or edit)
+
+
+def logits_known(state: DecodeState) -> bool:
+    return state.next_logits.numel() > 0
 
 
 class SnapshotIdentity:
     """What the snapshot format asks of a runner, for a backend whose KV lives in vLLM."""
 
-    def __init__(self, fingerprint: str, name: str, dtype) -> None:
+    def __init__(self, fingerprint: str, name: str, dtype: torch.dtype) -> None:
         self.fingerprint, self.name, self.dtype = fingerprint, name, dtype
 
     @staticmethod
-    def cache_tensors(cache) -> list:
+    def cache_tensors(cache: object) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return []  # the KV cache stays in vLLM; a restore resubmits the ids
 
 
@@ -49,13 +60,19 @@ class VllmEngine:
     features = frozenset({BATCHING})
 
     def __init__(
-        self, llm, tokenizer, identity: SnapshotIdentity, max_model_len: int, eos_ids
+        self,
+        llm: Any,  # vllm.LLMEngine (vLLM ships no type information for it)
+        tokenizer: Tokenizer,
+        identity: SnapshotIdentity,
+        max_model_len: int,
+        eos_ids: frozenset[int],
     ) -> None:
         self.llm = llm  # vllm.LLMEngine, in this process
         self.tokenizer = tokenizer
         self.token_text = TokenTexts(tokenizer)
         self.eos_ids = frozenset(eos_ids)
-        self.vocab = edits_mod.Vocabulary(tokenizer, self.token_text, len(tokenizer), self.eos_ids)
+        vocab_size = len(cast(Any, tokenizer))
+        self.vocab = edits_mod.Vocabulary(tokenizer, self.token_text, vocab_size, self.eos_ids)
         self.model = Model(tokenizer, self.token_text, self.eos_ids)
         self.identity = identity
         self.max_model_len = max_model_len
@@ -67,14 +84,14 @@ class VllmEngine:
         return self.identity.fingerprint
 
     # ---- states ---------------------------------------------------------------------
-    def encode_prompt(self, prompt: str | Sequence, system: str | None = None) -> list[int]:
+    def encode_prompt(self, prompt: Prompt, system: str | None = None) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, system)
 
     def start(
         self,
-        prompt: str | Sequence,
-        params: SamplingParams | dict | None = None,
-        policies: PolicySet | list[dict] | None = None,
+        prompt: Prompt,
+        params: SamplingParams | dict[str, Any] | None = None,
+        policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
     ) -> DecodeState:
         """A state ready for ``run``; nothing is computed until it runs."""
@@ -90,12 +107,14 @@ class VllmEngine:
         recomputed by replaying the generated ids (one step per token)."""
         return self._state(record, PolicySet.from_specs(record.policy_specs))
 
-    def _state(self, record: Checkpoint, policy_set: PolicySet, detok=None) -> DecodeState:
+    def _state(
+        self, record: Checkpoint, policy_set: PolicySet, detok: Detokenizer | None = None
+    ) -> DecodeState:
         check_policies(policy_set, self.features, self.backend)
         self._check_length(len(record.prompt_ids) + len(record.generated_ids))
         if record.policy_state:
             policy_set.load_state_dict(record.policy_state)
-        state = DecodeState(record.prompt_ids, record.sampling, policy_set, None, None)
+        state = DecodeState(record.prompt_ids, record.sampling, policy_set, None, UNKNOWN)
         state.attempt, state.rollbacks = record.attempt, record.rollbacks
         state.conservative = (
             record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
@@ -227,7 +246,7 @@ class VllmEngine:
     # ---- settling: the next token's logits, and histories of replayed tokens ----------
     def settle(self, state: DecodeState) -> None:
         """Make sure the next token's logits are known (one cached resubmission)."""
-        if state.next_logits is None:
+        if not logits_known(state):
             self._settle(state, [])
 
     def _settle(self, state: DecodeState, tail: list[int]) -> None:
@@ -239,7 +258,8 @@ class VllmEngine:
     def snapshot(self, state: DecodeState) -> bytes:
         """The snapshot format without KV tensors: token ids, params, policy state."""
         self.settle(state)
-        return snapshot_mod.dumps(state, self.identity)
+        # the format asks a runner for its identity and KV tensors: this object answers both
+        return snapshot_mod.dumps(state, cast("ModelRunner", self.identity))
 
     def restore(self, data: bytes) -> DecodeState:
         """A state from a snapshot of either backend (KV tensors are not needed here)."""
@@ -249,7 +269,7 @@ class VllmEngine:
         return self._state(record, PolicySet.from_specs(record.policy_specs), detok)
 
     # ---- edits and signals at a pause ---------------------------------------------------
-    def edit(self, state: DecodeState, *edits) -> list[edits_mod.EditResult]:
+    def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:
         """Edits at a pause (all or nothing, planned by inference/edits.py); the new tail
         is replayed through vLLM so its tokens get their probabilities and entropies."""
         plan = edits_mod.plan(self.vocab, state, list(edits))
@@ -258,23 +278,25 @@ class VllmEngine:
         state.detok.truncate(plan.keep)
         state.truncate_histories(plan.keep)
         state.policies.truncate(plan.keep)
-        state.next_logits = None
+        state.next_logits = UNKNOWN
         self._settle(state, plan.tail)
         return plan.results(old_length)
 
-    def replace_text(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+    def replace_text(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
         return self.edit(state, edits_mod.Replace(start, end, text))[0]
 
-    def replace_tokens(self, state, start: int, end: int, text: str) -> edits_mod.EditResult:
+    def replace_tokens(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
         return self.edit(state, edits_mod.Replace(start, end, text, unit="token"))[0]
 
-    def choose_alternative(self, state, token_id: int, position: int | None = None):
+    def choose_alternative(
+        self, state: DecodeState, token_id: int, position: int | None = None
+    ) -> EditResult:
         return self.edit(state, edits_mod.Choose(token_id, position))[0]
 
-    def truncate(self, state, position: int) -> edits_mod.EditResult:
+    def truncate(self, state: DecodeState, position: int) -> EditResult:
         return self.edit(state, edits_mod.Truncate(position))[0]
 
-    def append_text(self, state, text: str) -> edits_mod.EditResult:
+    def append_text(self, state: DecodeState, text: str) -> EditResult:
         return self.edit(state, edits_mod.Append(text))[0]
 
     def signals(self, state: DecodeState) -> Signals:
@@ -282,18 +304,18 @@ class VllmEngine:
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
 
-    def attention(self, state: DecodeState, layer: int = -1):
+    def attention(self, state: DecodeState, layer: int = -1) -> None:
         raise UnsupportedFeature(
             "attention needs the transformers backend: vLLM's attention kernels do not "
             "return attention weights"
         )
 
 
-def _params(params: SamplingParams | dict | None) -> SamplingParams:
+def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:
     return params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
 
 
-def _policy_set(policies: PolicySet | list[dict] | None) -> PolicySet:
+def _policy_set(policies: PolicySet | list[dict[str, Any]] | None) -> PolicySet:
     if isinstance(policies, PolicySet):
         return policies
     return PolicySet.from_specs(list(policies or []))

@@ -8,7 +8,7 @@ computed past it: the engine aborts the request before vLLM runs another step.
 
 Per call, with ``row`` the next token's raw logits [V]:
     boundary: control handle -> after_token pauses -> EOS / token limit
-              -> signals(row) -> before_token policies -> external pause
+              -> signals(row) -> before_token policies -> manual pause
     step:     sample (position-keyed) -> append -> report -> after_token policies
 
 A settling generation (``forced`` set) replays given tokens instead: it records each
@@ -19,26 +19,30 @@ rebuilds use it; it evaluates no policy and reports nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.engine import StopInfo
+from inference.engine import _manual as manual_decision
 from inference.policies import Decision, StepContext
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import DecodeState
+from inference.text import Tokenizer
 
 
 @dataclass
 class Model:
     """What a generation needs to know about the model's tokens."""
 
-    tokenizer: object
-    token_text: object  # TokenTexts: one id -> its text
+    tokenizer: Tokenizer
+    token_text: Callable[[int], str]  # one id -> its text (TokenTexts)
     eos_ids: frozenset[int]
 
 
@@ -107,13 +111,14 @@ class Generation:
             if pauses := self._route(before, position):
                 return self._pause("before_token", pauses)
         state.skip_before_at = None
-        if command == PAUSE or self.pause_at == position:
+        if command == PAUSE and self.control is not None:
+            reason = self.control.reason
+            self.control.clear()
+        elif self.pause_at == position:
             reason = f"pause at token {position}"
-            if command == PAUSE and self.control is not None:
-                reason = self.control.reason
-                self.control.clear()
-            return self._pause("external", [external(reason, position)])
-        return None
+        else:
+            return None
+        return self._pause("manual", [manual_decision(reason, position)])
 
     def _step(self, row: torch.Tensor) -> int:
         """Sample one token (position-keyed), append it, report it, evaluate after_token."""
@@ -121,6 +126,7 @@ class Generation:
         position = len(state.generated_ids)
         params = state.effective_params
         token = sample(row, params, self._context(params), state.position, state.attempt)
+        assert self.signals is not None and self.logprobs is not None  # the boundary's
         signals = with_chosen(self.signals, self.logprobs, token)
         start, delta = state.detok.append(self.model.tokenizer, token)
         state.top1_history.append(signals.top1_prob)
@@ -182,19 +188,8 @@ class Generation:
         self.sink.on_pause(notice)
         return StopInfo("pause", decisions[0], tuple(decisions), position)
 
-    def _context(self, params) -> torch.Tensor:
+    def _context(self, params: SamplingParams) -> torch.Tensor:
         if params.repetition_penalty == 1.0:
             return torch.empty(0, dtype=torch.long)
         state = self.state
         return torch.tensor(state.prompt_ids + state.generated_ids, dtype=torch.long)
-
-
-def external(reason: str, position: int) -> Decision:
-    """The synthetic decision behind a pause asked for from outside (as the engine's)."""
-    return Decision(
-        policy="external",
-        kind="external",
-        action="pause",
-        reason=f"Paused: {reason}",
-        evidence={"source": "control", "requested": reason, "position": position},
-    )

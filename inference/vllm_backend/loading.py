@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import torch
 
+from inference.text import Tokenizer
 from inference.vllm_backend.settings import VllmSettings, prepare_environment
+
+if TYPE_CHECKING:
+    from inference.vllm_backend.engine import VllmEngine
 
 
 def load_vllm_engine(
     model_dir: str | Path,
     dtype: torch.dtype = torch.float32,
     settings: VllmSettings | None = None,
-):
+) -> VllmEngine:
     """The model in ``model_dir`` served by vLLM in this process. Raises ImportError with
     install instructions when vLLM is missing."""
     prepare_environment()
@@ -29,14 +34,14 @@ def load_vllm_engine(
 
     path = Path(model_dir)
     settings = settings or VllmSettings.from_env()
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))  # see inference/loader.py
     fingerprint, eos_ids = _model_facts(path, tokenizer)
     llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
     identity = SnapshotIdentity(fingerprint, path.name, dtype)
     return VllmEngine(llm, tokenizer, identity, settings.max_model_len, eos_ids)
 
 
-def _model_facts(path: Path, tokenizer) -> tuple[str, frozenset[int]]:
+def _model_facts(path: Path, tokenizer: Tokenizer) -> tuple[str, frozenset[int]]:
     """The transformers runner's fingerprint of these weights (so snapshots of both
     backends name the same model) and the EOS ids, read from one load of the model."""
     from transformers import AutoModelForCausalLM

@@ -10,7 +10,10 @@ engine aborts the request right after the step, so the token is never run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import (
     BatchUpdate,
     LogitsProcessor,
@@ -27,12 +30,12 @@ REGISTRY: dict[str, Generation] = {}
 
 
 class CaesuraLogitsProcessor(LogitsProcessor):
-    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
+    def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         # batch row -> (generation, the request's output ids: vLLM's live list)
         self.rows: dict[int, tuple[Generation, list[int]]] = {}
 
     @classmethod
-    def validate_params(cls, sampling_params) -> None:
+    def validate_params(cls, sampling_params: SamplingParams) -> None:
         key = (sampling_params.extra_args or {}).get(EXTRA_KEY)
         if key is not None and key not in REGISTRY:
             raise ValueError(f"no Caesura generation is registered under {key!r}")
@@ -46,7 +49,7 @@ class CaesuraLogitsProcessor(LogitsProcessor):
         for index in batch_update.removed:
             self.rows.pop(index, None)
         for index, params, _prompt_ids, output_ids in batch_update.added:
-            generation = REGISTRY.get((params.extra_args or {}).get(EXTRA_KEY))
+            generation = REGISTRY.get(str((params.extra_args or {}).get(EXTRA_KEY)))
             if generation is None:
                 self.rows.pop(index, None)  # not ours: vLLM samples it as usual
             else:

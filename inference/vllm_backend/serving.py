@@ -24,21 +24,24 @@ from inference.vllm_backend.generation import Generation
 
 IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
 
+# fn(engine, *args, **kwargs), its arguments, and the future that takes its result
+Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
+
 
 class ServingLoop:
     def __init__(self, engine: VllmEngine) -> None:
         self.engine = engine
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        self._waiting: dict[str, tuple[Generation, Future]] = {}
+        self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
+        self._waiting: dict[str, tuple[Generation, Future[StopInfo]]] = {}
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="vllm-serving", daemon=True)
         self._thread.start()
 
     # ---- from any thread ----------------------------------------------------------------
-    def call(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(engine, *args, **kwargs)`` in the loop thread; its result or exception."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         self._put(fn, args, kwargs, future)
         return future.result()
 
@@ -49,9 +52,9 @@ class ServingLoop:
         control: ControlHandle | None = None,
         max_new_tokens: int | None = None,
         pause_at: int | None = None,
-    ) -> Future:
+    ) -> Future[StopInfo]:
         """Start generating; the future gives the StopInfo (or raises what the run raised)."""
-        future: Future = Future()
+        future: Future[StopInfo] = Future()
 
         def start(engine: VllmEngine) -> None:
             try:
@@ -64,11 +67,17 @@ class ServingLoop:
         self._put(start, (), {}, None)
         return future
 
-    def run(self, state: DecodeState, *args, **kwargs) -> StopInfo:
+    def run(self, state: DecodeState, *args: Any, **kwargs: Any) -> StopInfo:
         """``Engine.run`` for one session, batched with every other session's run."""
         return self.submit(state, *args, **kwargs).result()
 
-    def _put(self, fn, args, kwargs, future: Future | None) -> None:
+    def _put(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        future: Future[Any] | None,
+    ) -> None:
         if self._stopping:
             raise RuntimeError("the serving loop has stopped")
         self._calls.put((fn, args, kwargs, future))
@@ -116,6 +125,7 @@ class ServingLoop:
                 if generation.error is not None:
                     future.set_exception(generation.error)
                 else:
+                    assert generation.stop is not None  # done without an error
                     future.set_result(generation.stop)
 
     def _fail_all(self, exc: Exception) -> None:

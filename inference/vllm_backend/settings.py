@@ -7,7 +7,9 @@ processor that decides pauses calls each session's sink and control handle direc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -51,10 +53,10 @@ class VllmSettings:
             raise ValueError("tensor_parallel_size must be >= 1")
 
     @classmethod
-    def from_env(cls, **overrides) -> VllmSettings:
+    def from_env(cls, **overrides: Any) -> VllmSettings:
         """CAESURA_VLLM_MAX_MODEL_LEN, _MAX_NUM_SEQS, _BLOCK_SIZE, _GPU_MEMORY_UTILIZATION,
         _TENSOR_PARALLEL_SIZE, _ENFORCE_EAGER; arguments override them."""
-        read = {
+        read: dict[str, Callable[[str], Any]] = {
             "max_model_len": int,
             "max_num_seqs": int,
             "block_size": int,
@@ -62,7 +64,7 @@ class VllmSettings:
             "tensor_parallel_size": int,
             "enforce_eager": lambda v: v.strip().lower() in ("1", "true", "yes", "on"),
         }
-        values = {}
+        values: dict[str, Any] = {}
         for name, convert in read.items():
             raw = os.environ.get(f"CAESURA_VLLM_{name.upper()}")
             if raw:
@@ -72,11 +74,11 @@ class VllmSettings:
                     raise ValueError(f"CAESURA_VLLM_{name.upper()}={raw!r} is not valid") from None
         return cls(**{**values, **overrides})
 
-    def engine_args(self, model_dir: str, dtype: torch.dtype) -> dict:
+    def engine_args(self, model_dir: str, dtype: torch.dtype) -> dict[str, Any]:
         """Keyword arguments for ``vllm.EngineArgs``."""
         from inference.vllm_backend.processor import CaesuraLogitsProcessor
 
-        args = dict(
+        args: dict[str, Any] = dict(
             model=model_dir,
             dtype=str(dtype).removeprefix("torch."),
             enforce_eager=self.enforce_eager,

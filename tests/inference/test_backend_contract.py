@@ -55,7 +55,7 @@ def test_it_pauses_at_the_asked_token_and_resumes_identically(backend):
     state = backend.start(PROMPT, GREEDY, system=SYSTEM)
     stop = backend.run(state, pause_at=7)
     assert (stop.reason, stop.position, len(state.generated_ids)) == ("pause", 7, 7)
-    assert stop.decision.kind == "external"
+    assert stop.decision.kind == "manual"
     backend.run(state)
     assert state.generated_ids == reference(backend, GREEDY)
 
@@ -66,7 +66,7 @@ def test_a_manual_pause_stops_at_the_next_boundary(backend):
     state = backend.start(PROMPT, GREEDY, system=SYSTEM)
     stop = backend.run(state, sink, control)
     assert (stop.reason, len(state.generated_ids)) == ("pause", 5)
-    assert sink.events[0].phase == "external" and control.poll() is None
+    assert sink.events[0].phase == "manual" and control.poll() is None
     backend.run(state)
     assert state.generated_ids == reference(backend, GREEDY)
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from inference.control import ControlHandle
 from inference.sink import CollectingSink, FlagEvent, PauseNotice, TokenEvent
 
 PROMPT = "We recommend a follow-up visit."
@@ -120,6 +121,18 @@ def test_it_does_not_compute_past_a_requested_pause(engine):
     assert state.generated_ids == [] and engine.runner.forward_calls == calls
     assert engine.run(state, pause_at=3).reason == "pause"
     assert len(state.generated_ids) == 3 and engine.runner.forward_calls - calls == 3
+
+
+def test_a_pause_asked_for_from_outside_is_a_manual_pause(engine):
+    state = engine.start(PROMPT, PARAMS)
+    control = ControlHandle()
+    control.request_pause("reviewer asked")
+    sink = CollectingSink()
+    stop = engine.run(state, sink, control)
+    assert (stop.reason, stop.decision.policy, stop.decision.kind) == ("pause", "manual", "manual")
+    assert sink.of(PauseNotice)[0].phase == "manual"
+    assert stop.decision.evidence["requested"] == "reviewer asked"
+    assert control.poll() is None  # honoured once
 
 
 def test_it_reports_tokens_and_finish_to_the_sink(engine, reference):

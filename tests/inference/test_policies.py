@@ -522,7 +522,7 @@ def test_it_rejects_duplicate_policy_names():
 def test_it_describes_every_kind_for_an_admin_form():
     assert set(POLICY_KINDS) == {
         "keyword", "regex", "low_confidence", "high_entropy",
-        "overconfidence", "sentence_count", "tool_call", "drift",
+        "overconfidence", "sentence_count", "tool_call", "drift", "learned",
     }  # fmt: skip
     for cls in POLICY_KINDS.values():
         json.dumps(cls.param_schema())

@@ -1,0 +1,219 @@
+"""What a reviewer asks of a session: start, pause, resume, edit, choose, attention,
+rollback, approve, reject, cancel. Each validates, writes, audits, then hands work to a
+worker after the transaction commits; a refused command changes nothing."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+
+from reviewer import arguments, audit, dispatch, events, metrics, pause_flags, task_types
+from reviewer.arguments import InvalidInput
+from reviewer.models import Edit, ReviewSession
+from reviewer.services import inputs, reports, transitions
+from reviewer.services.idempotency import idempotent
+from reviewer.services.transitions import (
+    DECIDABLE,
+    LIVE,
+    QUEUE_UNREACHABLE,
+    RESUMABLE,
+    S,
+    close_open_pause,
+    command_on,
+    finish,
+    live_holder,
+    open_pause,
+    send_after_commit,
+    set_flag,
+    set_status,
+)
+
+
+def summary(session: ReviewSession) -> dict:
+    return {"id": session.pk, "status": session.status}
+
+
+@idempotent("start")
+def start_session(
+    user,
+    domain: str,
+    input_text: str,
+    seed=None,
+    max_new_tokens=None,
+    decoding=None,
+    task_type=None,
+) -> dict:
+    domain_obj = inputs.domain_named(domain)
+    text = inputs.clean_input(input_text)
+    task, task_source = inputs.task_type(text, task_type)
+    preset = task_types.preset_for(domain_obj, task)
+    params = inputs.sampling_params(domain_obj, seed, max_new_tokens, decoding, preset)
+    inputs.check_context_fits(domain_obj, text, params.max_new_tokens)
+    with transaction.atomic():
+        session = S.objects.create(
+            owner=user,
+            domain=domain_obj,
+            input_text=text,
+            model_name=settings.MODEL_DIR.name,
+            decoding=params.to_dict(),
+            seed=params.seed,
+            max_new_tokens=params.max_new_tokens,
+            policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            task_type=task,
+            task_source=task_source,
+        )
+        started = {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()}
+        started |= {"task_type": task, "task_source": task_source}
+        audit.append("start", user.username, session, started)
+        set_status(session, S.RUNNING)
+        transitions.dispatch_segment(session)
+    metrics.generation_started(task)
+    return summary(session)
+
+
+@idempotent("pause")
+def pause(user, session_id) -> dict:
+    with command_on(user, session_id, {S.RUNNING}, "pause") as session:
+        audit.append("pause_requested", user.username, session)
+        # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
+        set_flag(pause_flags.request_pause, session.pk)
+    return summary(session)
+
+
+@idempotent("resume")
+def resume(user, session_id) -> dict:
+    """Continue a paused session; or a failed one, from the token ids stored for it (a worker
+    rebuilds its state from them), e.g. after an outage longer than the grace."""
+    with command_on(user, session_id, RESUMABLE, "resume") as session:
+        close_open_pause(session, outcome="resumed")
+        if session.status == S.FAILED:
+            audit.append("resume", user.username, session, {"failed_with": session.error})
+            session.error, session.finished_at = "", None
+            session.save(update_fields=["error", "finished_at"])
+        else:
+            audit.append("resume", user.username, session)
+        # A pause request that a policy pause overtook must not stop the resumed run at once.
+        set_flag(pause_flags.clear, session.pk)
+        set_status(session, S.RUNNING)
+        events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
+        transitions.dispatch_segment(session)
+    return summary(session)
+
+
+@idempotent("edit")
+def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
+    start, end = arguments.START(start), arguments.END(end)
+    text = arguments.EDIT_TEXT(text)
+    with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
+        if not 0 <= start <= end <= len(session.text):
+            raise InvalidInput(
+                f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
+            )
+        term = inputs.glossary_term(session, glossary_term)
+        inputs.check_edit_fits(session, session.text[:start] + text + session.text[end:])
+        record = _queue_edit(
+            session,
+            user,
+            "replace",
+            start=start,
+            end=end,
+            text_before=session.text[start:end],
+            text_after=text,
+            glossary_term=term,
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("choose")
+def choose(user, session_id, token_id) -> dict:
+    token_id = arguments.TOKEN_ID(token_id)
+    allowed, command = {S.PAUSED}, "choose an alternative for"
+    with command_on(user, session_id, allowed, command, edits_applied=True) as session:
+        offered = {alt["token_id"]: alt["text"] for alt in open_pause(session).alternatives}
+        if token_id not in offered:
+            raise InvalidInput(
+                f"Token {token_id} is not among the alternatives offered at this pause"
+            )
+        start = len(session.generated_ids)
+        record = _queue_edit(
+            session, user, "choose", start=start, token_id=token_id, text_after=offered[token_id]
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("attention")
+def attention(user, session_id, layer) -> dict:
+    """Ask for one layer's attention per head at the pause. Reading the frozen state changes
+    nothing: a worker answers with an ``attention`` event."""
+    layer = arguments.LAYER(layer)
+    allowed, command = {S.PAUSED}, "show the attention of"
+    with command_on(user, session_id, allowed, command, edits_applied=True) as session:
+        layers = len((open_pause(session).attention or {}).get("layers") or [])
+        if layers and not 0 <= layer < layers:
+            raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
+        holder = live_holder(session.worker)
+        args = (session.pk, layer)
+        transaction.on_commit(
+            lambda: send_after_commit(
+                lambda: dispatch.attention(args, holder),
+                lambda: reports.record_attention_failed(args[0], QUEUE_UNREACHABLE),
+            )
+        )
+    return summary(session)
+
+
+@idempotent("rollback")
+def rollback(user, session_id, position) -> dict:
+    position = arguments.POSITION(position)
+    with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
+        if not 0 <= position < len(session.generated_ids):
+            raise InvalidInput(
+                f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
+            )
+        end = len(session.generated_ids)
+        record = _queue_edit(session, user, "truncate", start=position, end=end)
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("approve")
+def approve(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.COMPLETED, "approve", comment)
+
+
+@idempotent("reject")
+def reject(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.REJECTED, "reject", comment)
+
+
+@idempotent("cancel")
+def cancel(user, session_id) -> dict:
+    with command_on(user, session_id, {S.DRAFT, *LIVE, S.GENERATED}, "cancel") as session:
+        audit.append("cancel", user.username, session)
+        if session.status == S.RUNNING and live_holder(session.worker):
+            # The engine stops at the next token and reports the cancel itself.
+            set_flag(pause_flags.request_cancel, session.pk)
+        else:
+            close_open_pause(session, outcome="cancelled")
+            finish(session, S.CANCELLED)
+    return summary(session)
+
+
+def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
+    comment = arguments.COMMENT(comment)
+    with command_on(user, session_id, DECIDABLE, command, edits_applied=True) as session:
+        close_open_pause(session, outcome=status)
+        session.decision_comment = comment
+        session.save(update_fields=["decision_comment"])
+        audit.append(command, user.username, session, {"comment": comment, "text": session.text})
+        finish(session, status)
+    return summary(session)
+
+
+def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:
+    record = Edit.objects.create(
+        session=session, pause=open_pause(session), kind=kind, author=user, **fields
+    )
+    audit.append(f"{kind}_requested", user.username, session, record.as_dict())
+    # A worker applies it to the frozen state; the session stays paused.
+    transitions.dispatch_segment(session)
+    return record
