@@ -13,17 +13,21 @@ The object is not thread-safe: one thread submits and steps (see ServingLoop).
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
+from inference.attention import AttentionView
 from inference.backend import BATCHING, UnsupportedFeature, check_policies
 from inference.config import SamplingParams
 from inference.control import ControlHandle
 from inference.edits import Edit, EditResult
-from inference.engine import StopInfo
+from inference.engine import Engine, StopInfo
+from inference.loader import load_engine
 from inference.policies import PolicySet
 from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
@@ -66,6 +70,7 @@ class VllmEngine:
         identity: SnapshotIdentity,
         max_model_len: int,
         eos_ids: frozenset[int],
+        model_dir: Path | None = None,
     ) -> None:
         self.llm = llm  # vllm.LLMEngine, in this process
         self.tokenizer = tokenizer
@@ -77,6 +82,8 @@ class VllmEngine:
         self.identity = identity
         self.max_model_len = max_model_len
         self.active: dict[str, Generation] = {}
+        # attention at a pause: the model directory, then the transformers engine over it
+        self.reference: Path | Engine | None = model_dir
         self.steps = 0  # vLLM steps run, for tests and benchmarks
 
     @property
@@ -304,11 +311,16 @@ class VllmEngine:
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
 
-    def attention(self, state: DecodeState, layer: int = -1) -> None:
-        raise UnsupportedFeature(
-            "attention needs the transformers backend: vLLM's attention kernels do not "
-            "return attention weights"
-        )
+    def attention(self, state: DecodeState, layer: int = -1) -> AttentionView:
+        """Attention at a pause, from the same weights through the transformers runner:
+        one prefill over the paused context on the CPU (about 4 s at 1,024 tokens here),
+        and the transformers model kept in memory once asked for."""
+        if self.reference is None:
+            raise UnsupportedFeature("attention needs the model directory this engine loaded")
+        if not isinstance(self.reference, Engine):
+            self.reference = load_engine(self.reference)
+        copy = self.reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
+        return self.reference.attention(copy, layer)
 
 
 def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:

@@ -38,7 +38,7 @@ def load_vllm_engine(
     fingerprint, eos_ids = _model_facts(path, tokenizer)
     llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
     identity = SnapshotIdentity(fingerprint, path.name, dtype)
-    return VllmEngine(llm, tokenizer, identity, settings.max_model_len, eos_ids)
+    return VllmEngine(llm, tokenizer, identity, settings.max_model_len, eos_ids, path)
 
 
 def _model_facts(path: Path, tokenizer: Tokenizer) -> tuple[str, frozenset[int]]:

@@ -155,6 +155,20 @@ def test_vllm_refuses_what_it_cannot_do(vllm_engine):
         vllm_engine.run(state, live_attention="mean")
 
 
+def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_engine, vllm_engine):
+    import torch
+
+    views = []
+    for engine in (real_engine, vllm_engine):
+        state = engine.start(PROMPT, GREEDY, system=SYSTEM)
+        engine.run(state, pause_at=5)
+        views.append(engine.attention(state, layer=3))
+    a, b = views
+    assert (a.tokens, a.prompt_length, a.layer) == (b.tokens, b.prompt_length, b.layer)
+    assert torch.allclose(torch.tensor(a.layers), torch.tensor(b.layers), atol=1e-5)
+    assert torch.allclose(torch.tensor(a.heads), torch.tensor(b.heads), atol=1e-5)
+
+
 def test_a_vllm_pause_computes_nothing_past_it(vllm_engine):
     state = vllm_engine.start(PROMPT, GREEDY, system=SYSTEM)
     generation = vllm_engine.submit(state, pause_at=6)
