@@ -158,6 +158,8 @@ class VllmEngine:
         pause_at: int | None = None,
     ) -> Generation:
         """Start generating for ``state``; ``step`` advances it with the others."""
+        if any(g.state is state for g in self.active.values()):
+            raise ValueError("this session is already generating")
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
         generation = Generation(state, self.model, sink or Sink(), control, limit, pause_at)
         room = self.max_model_len - state.position

@@ -56,6 +56,8 @@ def test_a_pause_leaves_the_batch_at_once_and_resumes_identically(vllm_engine, a
         vllm_engine.submit(states[1], sinks[1], control),
         *(vllm_engine.submit(s, k) for s, k in zip(states[2:], sinks[2:], strict=True)),
     ]
+    with pytest.raises(ValueError, match="already generating"):
+        vllm_engine.submit(states[2])
     ended_at: dict[int, int] = {}
     step = 0
     while not all(g.done for g in generations):
