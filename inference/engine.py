@@ -22,6 +22,7 @@ from inference import attention as attention_mod
 from inference import edits as edits_mod
 from inference import rebuild as rebuild_mod
 from inference import snapshot as snapshot_mod
+from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.edits import Edit, EditResult
@@ -69,6 +70,9 @@ class _Run:
 class Engine:
     """Pause/resume decoding over one model. Backend-neutral surface: start, run, snapshot,
     restore, rebuild, edits and attention all take and return plain data + DecodeState."""
+
+    backend = "transformers"
+    features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
 
     def __init__(self, runner: ModelRunner, tokenizer: Tokenizer) -> None:
         self.runner = runner

@@ -8,6 +8,7 @@ from typing import cast
 
 import torch
 
+from inference.backend import BACKENDS, Backend
 from inference.engine import Engine
 from inference.runner import ModelRunner
 from inference.text import Tokenizer
@@ -30,14 +31,42 @@ def default_model_dir() -> Path:
 
 
 def load_engine(model_dir: str | Path | None = None, dtype: torch.dtype = torch.float32) -> Engine:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """The transformers engine: the reference backend (live attention, hidden states)."""
+    return _load_transformers(model_path(model_dir), dtype)
 
+
+def load_backend(
+    backend: str = "transformers",
+    model_dir: str | Path | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Backend:
+    """The model served by ``backend``: "transformers" (``load_engine``) or "vllm" (many
+    sessions in one batch; inference/vllm_backend/). ValueError names the choices."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    path = model_path(model_dir)
+    if backend == "vllm":
+        from inference.vllm_backend import load_vllm_engine
+
+        engine: Backend = load_vllm_engine(path, dtype)
+        return engine
+    return _load_transformers(path, dtype)
+
+
+def model_path(model_dir: str | Path | None = None) -> Path:
+    """``model_dir`` or the default; ModelNotFoundError if it holds no model."""
     path = Path(model_dir) if model_dir else default_model_dir()
     if not (path / "config.json").is_file():
         raise ModelNotFoundError(
             f"no model at {path} (config.json missing). Prepare the default model "
             "(inference/preparation.py) or point CAESURA_MODEL at a local model directory."
         )
+    return path
+
+
+def _load_transformers(path: Path, dtype: torch.dtype) -> Engine:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     # transformers types decode() for batches too (-> str | list[str]); the engine decodes
     # one sequence at a time, which gives a str: the Tokenizer protocol says so.
     tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))

@@ -166,6 +166,10 @@ def _state(
 ) -> DecodeState:
     record = Checkpoint.from_dict(header["state"])  # older headers' extra keys are ignored
     layers = runner.num_layers
+    if "k0" not in tensors:  # the vLLM backend keeps its KV in vLLM
+        raise SnapshotFormatError(
+            "snapshot holds no KV cache (written by the vllm backend): rebuild from its token ids"
+        )
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
     policies = record.policy_set()
     histories = record.histories or {}

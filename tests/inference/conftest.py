@@ -47,3 +47,25 @@ def real_engine() -> Engine:
             "or set CAESURA_MODEL to a local model directory"
         )
     return load_engine(path)
+
+
+@pytest.fixture(scope="session")
+def vllm_engine():
+    """The default model served by vLLM in this process (about 20 s to start)."""
+    pytest.importorskip("vllm", reason="vLLM is not installed (requirements-vllm.txt)")
+    from inference.loader import default_model_dir
+    from inference.vllm_backend import load_vllm_engine
+    from inference.vllm_backend.settings import VllmSettings
+
+    path = default_model_dir()
+    if not (path / "config.json").is_file():
+        pytest.fail(f"the default model is missing at {path}")
+    return load_vllm_engine(path, settings=VllmSettings(max_model_len=2048, max_num_seqs=16))
+
+
+@pytest.fixture(params=["transformers", "vllm"])
+def backend(request):
+    """Each backend on the real model: the contract tests run against both."""
+    return request.getfixturevalue(
+        "real_engine" if request.param == "transformers" else "vllm_engine"
+    )

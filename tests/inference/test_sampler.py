@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from inference.config import SamplingConfigError, SamplingParams
-from inference.sampler import apply_repetition_penalty, filtered_probs, sample
+from inference.sampler import apply_repetition_penalty, filtered_probs, nucleus, sample
 
 
 def logits(seed: int = 0, n: int = 50) -> torch.Tensor:
@@ -121,3 +121,20 @@ def test_it_round_trips_through_a_dict_and_switches_to_conservative():
     params = SamplingParams.for_task("open", seed=4)
     assert SamplingParams.from_dict(params.to_dict()) == params
     assert (params.conservative().temperature, params.conservative().top_p) == (0.3, 0.85)
+
+
+def full_sort_nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The nucleus by sorting the whole vocabulary: what the fast path must equal."""
+    sorted_probs, order = torch.sort(probs, descending=True)
+    drop = (sorted_probs.cumsum(0) - sorted_probs) >= top_p
+    return torch.zeros_like(probs).scatter(0, order, sorted_probs.masked_fill(drop, 0.0))
+
+
+@pytest.mark.parametrize("scale", [0.5, 2.0, 8.0, 30.0])
+@pytest.mark.parametrize("top_p", [0.5, 0.9, 0.95, 0.999])
+def test_the_ranked_nucleus_is_the_full_sorts_bit_for_bit(scale, top_p):
+    gen = torch.Generator().manual_seed(int(scale * 1000 + top_p * 100))
+    for _ in range(5):
+        # flat (many candidates: the fallback) to peaked (a few dominate: the fast path)
+        probs = torch.softmax(torch.randn(49152, generator=gen) * scale, dim=-1)
+        assert torch.equal(nucleus(probs, top_p), full_sort_nucleus(probs, top_p))

@@ -1,0 +1,283 @@
+"""Benchmark serving many sessions at the engine level; prints one JSON object.
+
+    python bench/serving.py                      # both backends, a few minutes
+    python bench/serving.py --quick              # tiny sizes: checks that it runs
+    python bench/serving.py --backends=vllm      # one backend
+
+Per backend: aggregate tokens/s with 1, 4 and 8 sessions generating at once; manual pause
+latency (from a reviewer's request, made by another thread at a random moment, to the
+end of the step that halts the session) with 8 sessions generating; the mean step time of
+one session; time to the first token after a resume at 1,024 tokens of context against a
+cold prefill. vLLM decodes the sessions in one batch; the transformers engine interleaves
+them one token at a time (its solo worker serves them one after another).
+
+Shape: {"transformers": {"aggregate_tok_s": {"1": x, "4": x, "8": x}, "pause_latency_ms":
+{"p50": x, "p95": x}, "step_ms": x, ...}, "vllm": {..., "resume_1024": {"prefix_cache_s": x,
+"cold_prefill_s": x}}, "ratios": {...}, "setup": {...}}. Ratios compare figures of one run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from inference.control import ControlHandle  # noqa: E402
+from inference.loader import default_model_dir, load_backend  # noqa: E402
+from inference.sink import Sink  # noqa: E402
+
+QUICK = "--quick" in sys.argv[1:]
+BACKENDS = next(
+    (a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--backends=")),
+    ["transformers", "vllm"],
+)
+CONCURRENCY = (1, 2) if QUICK else (1, 4, 8)
+TOKENS = 6 if QUICK else 32  # generated per session in the throughput runs
+ROUNDS = 1 if QUICK else 3  # interleaved throughput rounds
+LOAD_SESSIONS = CONCURRENCY[-1]  # sessions generating while pauses are measured
+PAUSES = 3 if QUICK else 16  # manual pauses measured
+CONTEXT = 96 if QUICK else 1024  # tokens of context at the resume
+SUBJECTS = ["a lighthouse keeper", "a glacier", "a market town", "a violin maker",
+            "a night train", "an orchard", "a harbour pilot", "a desert observatory"]  # fmt: skip
+FILLER = (
+    "The committee reviewed the clinical notes, the dosage tables and the follow-up plan. "
+    "Each reviewer wrote comments about the wording, the evidence and the risks involved. "
+)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def params(i: int, tokens: int) -> dict:
+    return {"temperature": 0.7, "top_p": 0.95, "seed": i, "max_new_tokens": tokens}
+
+
+def prompt(i: int) -> str:
+    return f"Write a long, detailed story about {SUBJECTS[i % len(SUBJECTS)]}."
+
+
+# ---- running N sessions at once, per backend ----------------------------------------------
+def run_all(engine, states) -> None:
+    """Generate for every state until each finishes (vLLM: one batch)."""
+    if engine.backend == "vllm":
+        pending = [engine.submit(state) for state in states]
+        while not all(g.done for g in pending):
+            engine.step()
+        return
+    live = list(states)  # transformers: one token per session per turn
+    while live:
+        for state in list(live):
+            if engine.run(state, pause_at=len(state.generated_ids) + 1).reason != "pause":
+                live.remove(state)
+
+
+def aggregate_tok_s(engine, sessions: int) -> float:
+    states = [engine.start(prompt(i), params(i, TOKENS)) for i in range(sessions)]
+    start = time.perf_counter()
+    run_all(engine, states)
+    elapsed = time.perf_counter() - start
+    return sum(len(s.generated_ids) for s in states) / elapsed
+
+
+def step_ms(engine) -> float:
+    state = engine.start(prompt(0), {**params(0, TOKENS), "temperature": 0.0})
+    engine.run(state, pause_at=1)  # the prefill, not timed
+    start = time.perf_counter()
+    engine.run(state)
+    return 1000 * (time.perf_counter() - start) / max(1, len(state.generated_ids) - 1)
+
+
+class Requester(threading.Thread):
+    """Asks sessions to pause at random moments, like reviewers pressing Pause."""
+
+    def __init__(self, controls: list[ControlHandle], count: int) -> None:
+        super().__init__(daemon=True)
+        self.controls, self.count = controls, count
+        self.lock = threading.Lock()
+        self.asked: dict[int, float] = {}  # session -> when its pause was asked
+        self.latencies: list[float] = []
+
+    @property
+    def finished(self) -> bool:
+        return len(self.latencies) >= self.count
+
+    def run(self) -> None:
+        rng = random.Random(0)
+        while not self.finished:
+            time.sleep(rng.uniform(0.05, 0.3))
+            with self.lock:
+                free = [i for i in range(len(self.controls)) if i not in self.asked]
+                if free and len(self.latencies) + len(self.asked) < self.count:
+                    i = rng.choice(free)
+                    self.controls[i].request_pause("bench")
+                    self.asked[i] = time.perf_counter()
+
+    def check(self) -> None:
+        """Time every pause the engine has honoured (it clears the request)."""
+        with self.lock:
+            for i in [i for i in self.asked if self.controls[i].poll() is None]:
+                self.latencies.append(time.perf_counter() - self.asked.pop(i))
+
+
+def pause_latency_ms(engine) -> dict:
+    """Sessions keep generating; each paused session resumes at once. Also the step time
+    under that load (vLLM: one batched step; transformers: one session's token)."""
+    n = LOAD_SESSIONS
+    states = [engine.start(prompt(i), params(i, 10_000)) for i in range(n)]
+    controls = [ControlHandle() for _ in range(n)]
+    requester = Requester(controls, PAUSES)
+    steps: list[float] = []
+    requester.start()
+    if engine.backend == "vllm":
+        running = {i: engine.submit(states[i], None, controls[i]) for i in range(n)}
+        while not requester.finished:
+            steps.append(timed(engine.step))
+            requester.check()
+            for i, generation in running.items():
+                if generation.done:
+                    running[i] = engine.submit(states[i], None, controls[i])
+        for i in range(n):
+            controls[i].request_cancel()
+        while not all(g.done for g in running.values()):
+            engine.step()
+    else:
+        while not requester.finished:
+            for state, control in zip(states, controls, strict=True):
+                start = time.perf_counter()
+                engine.run(state, None, control, pause_at=len(state.generated_ids) + 1)
+                steps.append(time.perf_counter() - start)
+                requester.check()
+    return {**percentiles(requester.latencies), "step_under_load": percentiles(steps)}
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def percentiles(seconds: list[float]) -> dict:
+    ms = sorted(1000 * x for x in seconds)
+    return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))]}
+
+
+# ---- resume at a long context -------------------------------------------------------
+class FirstToken(Sink):
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def on_token(self, event) -> None:
+        self.at = self.at or time.perf_counter()
+
+
+def long_prompt(engine) -> list[int]:
+    ids = engine.tokenizer.encode(FILLER * (CONTEXT // 30 + 2))[: CONTEXT - 8]
+    return ids
+
+
+def first_token_s(engine, state) -> float:
+    sink = FirstToken()
+    start = time.perf_counter()
+    engine.run(state, sink, pause_at=len(state.generated_ids) + 1)
+    return sink.at - start
+
+
+def resume_vllm(engine) -> dict:
+    """Resubmitting a paused session: its prefix cached, against a cold prefill."""
+    cached, cold = [], []
+    for i in range(1 if QUICK else 3):
+        state = engine.start(long_prompt(engine), params(100 + i, 10_000))
+        engine.run(state, pause_at=8)
+        cached.append(first_token_s(engine, state))
+        engine.llm.reset_prefix_cache()
+        cold.append(first_token_s(engine, state))
+    return {"prefix_cache_s": statistics.median(cached), "cold_prefill_s": min(cold)}
+
+
+def resume_transformers(engine) -> dict:
+    """The KV kept in memory, against a rebuild (one prefill over every id)."""
+    state = engine.start(long_prompt(engine), params(100, 10_000))
+    engine.run(state, pause_at=8)
+    memory = first_token_s(engine, state)
+    rebuilt = engine.rebuild(state.checkpoint())
+    start = time.perf_counter()
+    rebuilt = engine.rebuild(state.checkpoint())
+    prefill = time.perf_counter() - start
+    return {"in_memory_s": memory, "rebuild_s": prefill + first_token_s(engine, rebuilt)}
+
+
+# ---- both backends, then the report ---------------------------------------------------
+def throughput(engines: dict) -> dict:
+    """Aggregate tokens/s, backends and session counts interleaved over rounds (a slow
+    spell of a shared machine hits them alike); the median round per figure."""
+    runs: dict = {name: {str(n): [] for n in CONCURRENCY} for name in engines}
+    for _ in range(ROUNDS):
+        for n in CONCURRENCY:
+            for name, engine in engines.items():
+                runs[name][str(n)].append(aggregate_tok_s(engine, n))
+    return {name: {n: statistics.median(v) for n, v in r.items()} for name, r in runs.items()}
+
+
+def measure(name: str, engine) -> dict:
+    out: dict = {"step_ms": step_ms(engine)}
+    out["pause_latency_ms"] = pause_latency_ms(engine)
+    log(f"{name}: pause latency {out['pause_latency_ms']}, step {out['step_ms']:.1f} ms")
+    resume = resume_vllm if name == "vllm" else resume_transformers
+    out[f"resume_{CONTEXT}"] = resume(engine)
+    log(f"{name}: resume {out[f'resume_{CONTEXT}']}")
+    return out
+
+
+def ratios(report: dict) -> dict:
+    if not {"transformers", "vllm"} <= set(report):
+        return {}
+    t, v = report["transformers"]["aggregate_tok_s"], report["vllm"]["aggregate_tok_s"]
+    top = str(CONCURRENCY[-1])
+    resume = report["vllm"][f"resume_{CONTEXT}"]
+    return {
+        f"vllm_{top}_sessions_vs_transformers_1": v[top] / t["1"],
+        "vllm_vs_transformers_single_stream": v["1"] / t["1"],
+        "vllm_resume_speedup": resume["cold_prefill_s"] / resume["prefix_cache_s"],
+        **{
+            f"{name}_pause_p95_within_step_p95_plus_50ms": (
+                report[name]["pause_latency_ms"]["p95"]
+                <= report[name]["pause_latency_ms"]["step_under_load"]["p95"] + 50
+            )
+            for name in ("transformers", "vllm")
+        },
+    }
+
+
+def main() -> None:
+    engines, report = {}, {}
+    for name in BACKENDS:
+        start = time.perf_counter()
+        engines[name] = load_backend(name, default_model_dir())
+        report[name] = {"load_s": time.perf_counter() - start}
+        aggregate_tok_s(engines[name], 1)  # warm up
+    for name, tok_s in throughput(engines).items():
+        report[name]["aggregate_tok_s"] = tok_s
+        log(f"{name}: {tok_s}")
+    for name, engine in engines.items():
+        report[name].update(measure(name, engine))
+    report["ratios"] = ratios(report)
+    report["setup"] = {
+        "quick": QUICK,
+        "tokens_per_session": TOKENS,
+        "context": CONTEXT,
+        "pauses": PAUSES,
+        "load_sessions": LOAD_SESSIONS,
+        "rounds": ROUNDS,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

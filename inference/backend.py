@@ -1,0 +1,80 @@
+"""The engine contract both backends satisfy: start, run until a stop, snapshot, edits.
+
+``inference.engine.Engine`` (transformers) is the reference: live attention, hidden states
+and every policy kind. ``inference.vllm_backend.VllmEngine`` serves many sessions at once
+(continuous batching, prefix caching) and decides every pause inside a logits processor.
+The web side programs against this Protocol and asks ``features`` what a backend offers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from inference.config import SamplingParams
+from inference.control import ControlHandle
+from inference.edits import Edit, EditResult
+from inference.policies import PolicySet
+from inference.prompt import Prompt
+from inference.signals import Signals
+from inference.sink import Sink
+from inference.state import Checkpoint, DecodeState
+from inference.text import Tokenizer
+
+BACKENDS = ("transformers", "vllm")
+
+# What a backend may offer beyond the shared contract.
+LIVE_ATTENTION = "live_attention"  # an attention row with every token
+HIDDEN_STATES = "hidden_states"  # policies that read hidden states (drift)
+BATCHING = "batching"  # several sessions decode in one batch
+
+
+class UnsupportedFeature(ValueError):
+    """The backend cannot do this; the message says what is missing and why."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    backend: str  # "transformers" | "vllm"
+    features: frozenset[str]
+    tokenizer: Tokenizer
+    eos_ids: frozenset[int]
+
+    def encode_prompt(self, prompt: Prompt, system: str | None = None) -> list[int]: ...
+
+    def start(
+        self,
+        prompt: Prompt,
+        params: SamplingParams | dict[str, Any] | None = None,
+        policies: PolicySet | list[dict[str, Any]] | None = None,
+        system: str | None = None,
+    ) -> DecodeState: ...
+
+    def rebuild(self, record: Checkpoint) -> DecodeState: ...
+
+    def run(
+        self,
+        state: DecodeState,
+        sink: Sink | None = None,
+        control: ControlHandle | None = None,
+        max_new_tokens: int | None = None,
+        pause_at: int | None = None,
+    ) -> Any: ...  # inference.engine.StopInfo
+
+    def snapshot(self, state: DecodeState) -> bytes: ...
+
+    def restore(self, data: bytes) -> DecodeState: ...
+
+    def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]: ...
+
+    def signals(self, state: DecodeState) -> Signals: ...
+
+
+def check_policies(policies: PolicySet, features: frozenset[str], backend: str) -> None:
+    """Refuse, with a clear message, policies this backend cannot evaluate."""
+    if policies.needs_hidden_states and HIDDEN_STATES not in features:
+        names = ", ".join(p.name for p in policies.policies if p.needs_hidden_states)
+        raise UnsupportedFeature(
+            f"the {backend} backend cannot run policies that read hidden states ({names}): "
+            "drift compares each token's hidden state with the prompt's, and this backend "
+            "does not expose hidden states; use the transformers backend for them"
+        )

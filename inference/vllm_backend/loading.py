@@ -1,0 +1,57 @@
+"""Build a VllmEngine from a local model directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import torch
+
+from inference.text import Tokenizer
+from inference.vllm_backend.settings import VllmSettings, prepare_environment
+
+if TYPE_CHECKING:
+    from inference.vllm_backend.engine import VllmEngine
+
+
+def load_vllm_engine(
+    model_dir: str | Path,
+    dtype: torch.dtype = torch.float32,
+    settings: VllmSettings | None = None,
+) -> VllmEngine:
+    """The model in ``model_dir`` served by vLLM in this process. Raises ImportError with
+    install instructions when vLLM is missing."""
+    prepare_environment()
+    try:
+        from vllm import EngineArgs, LLMEngine
+    except ImportError as exc:
+        raise ImportError(
+            f"the vllm backend needs vLLM: pip install --no-deps -r requirements-vllm.txt ({exc})"
+        ) from exc
+    from transformers import AutoTokenizer
+
+    from inference.vllm_backend.engine import SnapshotIdentity, VllmEngine
+
+    path = Path(model_dir)
+    settings = settings or VllmSettings.from_env()
+    tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))  # see inference/loader.py
+    fingerprint, eos_ids = _model_facts(path, tokenizer)
+    llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
+    identity = SnapshotIdentity(fingerprint, path.name, dtype)
+    return VllmEngine(llm, tokenizer, identity, settings.max_model_len, eos_ids, path)
+
+
+def _model_facts(path: Path, tokenizer: Tokenizer) -> tuple[str, frozenset[int]]:
+    """The transformers runner's fingerprint of these weights (so snapshots of both
+    backends name the same model) and the EOS ids, read from one load of the model."""
+    from transformers import AutoModelForCausalLM
+
+    from inference.runner import model_fingerprint
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    ids.update(configured if isinstance(configured, list) else [configured])
+    fingerprint = model_fingerprint(model)
+    del model
+    return fingerprint, frozenset(i for i in ids if i is not None)
