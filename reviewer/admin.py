@@ -11,7 +11,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from inference.policies import POLICY_KINDS, PolicyConfigError
-from reviewer import auth
+from reviewer import auth, pause_models
 from reviewer.calibration import RECENT_SESSIONS, Calibration, calibrate
 from reviewer.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.models import (
@@ -206,6 +206,12 @@ class PausePolicyAdmin(admin.ModelAdmin):
             "preserved_query": request.GET.urlencode(),
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/choose_kind.html", context)
+
+    def save_model(self, request: HttpRequest, obj: PausePolicy, form, change: bool) -> None:
+        before = PausePolicy.objects.filter(pk=obj.pk).first() if change else None
+        super().save_model(request, obj, form, change)
+        if pause_models.goes_live(before, obj):
+            pause_models.record_enabled(obj, request.user.get_username())
 
     def get_urls(self) -> list:
         trial = path(

@@ -41,6 +41,7 @@ class History:
     session: int
     tokens: list[RecordedToken] = field(default_factory=list)
     interventions: list[Intervention] = field(default_factory=list)
+    pauses: list[tuple[int, int]] = field(default_factory=list)  # (pause id, tokens before it)
 
     @property
     def text(self) -> str:
@@ -112,7 +113,7 @@ def history_of(session: ReviewSession) -> History:
     """The session's final tokens, rebuilt from its events in order."""
     history = History(session.pk)
     stored = SessionEvent.objects.filter(session=session).order_by("seq")
-    kinds = (events.TOKEN, events.EDITED, events.TRUNCATED, events.ROLLBACK)
+    kinds = (events.TOKEN, events.EDITED, events.TRUNCATED, events.ROLLBACK, events.PAUSE)
     for event in stored.filter(type__in=kinds).only("type", "payload"):
         apply_event(history, event.type, event.payload)
     return history
@@ -124,6 +125,8 @@ def apply_event(history: History, kind: str, payload: dict) -> None:
         if kind == events.TOKEN:
             del history.tokens[int(payload["position"]) :]
             history.tokens.append(stored_token(payload["text"], payload))
+        elif kind == events.PAUSE:
+            history.pauses.append((int(payload["pause_id"]), len(history.tokens)))
         elif kind == events.ROLLBACK:
             del history.tokens[int(payload["removed_from"]) :]
         else:
