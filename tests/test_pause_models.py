@@ -126,7 +126,9 @@ def test_it_refuses_an_unknown_domain_or_a_bad_threshold(plain_domain):
     assert not PauseModelVersion.objects.exists()
 
 
-def test_a_worker_writes_a_missing_model_file_back_from_postgres(plain_domain, model_dir):
+def test_a_worker_writes_a_missing_model_file_back_from_postgres(
+    admin_user, plain_domain, model_dir
+):
     model, _ = pause_models.train_for(plain_domain)
     version = pause_models.store_version(plain_domain, model, "test")
     policy = pause_models.point_policy(version, None, False, "test")
@@ -134,6 +136,13 @@ def test_a_worker_writes_a_missing_model_file_back_from_postgres(plain_domain, m
     path.unlink()
     spec = {**policy.to_spec(), "enabled": True}
     pause_models.ensure_files([spec, {"name": "k", "kind": "keyword", "params": {}}])
+    assert path.read_bytes() == bytes(version.data)
+    path.unlink()
+    session = ReviewSession.objects.create(
+        owner=admin_user, domain=plain_domain, input_text="x", model_name="tiny",
+        policy_specs=[spec],
+    )  # fmt: skip
+    pause_models.ensure_session_files(session.pk)  # what the segment task does first
     assert path.read_bytes() == bytes(version.data)
     assert build_policy(spec).model.checksum == version.checksum
 
