@@ -103,7 +103,8 @@ DOMAINS = [
     },
 ]
 
-# Pause policies per domain, modelled on where a human reviewer would want to look.
+# Pause policies per domain, modelled on where a human reviewer would want to look, and
+# tuned to pause at most 3 times per 200 generated tokens in median on CASES below.
 POLICIES: dict[str, list[dict[str, Any]]] = {
     "clinical-note": [
         {
@@ -112,10 +113,12 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
             "params": {"keywords": ["recommend", "建议"]},
         },
         {
+            # SmolLM2's top-1 is below 0.35 on a third of a note's tokens: 0.1 leaves the
+            # moments it weighs ten or more continuations, and at most one per 60 tokens.
             "name": "Low confidence",
             "kind": "low_confidence",
-            "params": {"threshold": 0.35},
-            "cooldown": 8,
+            "params": {"threshold": 0.1},
+            "cooldown": 60,
         },
         {
             "name": "Overconfidence",
@@ -136,7 +139,8 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
         {
             "name": "Three-stage review",
             "kind": "sentence_count",
-            "params": {"every": 1, "max_pauses": 3},
+            # two pauses split the assessment into three stages, two sentences apart
+            "params": {"every": 2, "max_pauses": 2},
         },
     ],
     "patent-claims": [
