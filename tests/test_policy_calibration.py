@@ -129,3 +129,14 @@ def test_a_text_policy_keeps_its_sample_trial_and_replays_on_request(
     assert "calibration-summary" not in client.get(url).content.decode()
     page = client.get(url, {"replay": "1", "sessions": "20"}).content.decode()
     assert '<td class="median">1</td>' in page
+
+
+def test_it_replays_a_learned_policy(alice, plain_domain, tmp_path):
+    from tests.inference.pause_models import learned_spec
+
+    stored_session(alice, plain_domain)
+    result = calibrate([learned_spec(tmp_path)], plain_domain)
+    assert result.skipped == [] and len(result.sessions) == 1
+    pauses = result.sessions[0].pauses
+    assert pauses  # "definitely stable." and "Give rest." are what the starter set flags
+    assert all(p.kind == "learned" and "reviewer would likely step in" in p.reason for p in pauses)
