@@ -11,7 +11,8 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from inference.policies import POLICY_KINDS, PolicyConfigError
-from reviewer import auth
+from reviewer import auth, pause_models
+from reviewer.calibration import RECENT_SESSIONS, Calibration, calibrate
 from reviewer.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.models import (
     ApiToken,
@@ -239,6 +240,12 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/choose_kind.html", context)
 
+    def save_model(self, request: HttpRequest, obj: PausePolicy, form, change: bool) -> None:
+        before = PausePolicy.objects.filter(pk=obj.pk).first() if change else None
+        super().save_model(request, obj, form, change)
+        if pause_models.goes_live(before, obj):
+            pause_models.record_enabled(obj, request.user.get_username())
+
     def get_urls(self) -> list:
         trial = path(
             "<path:object_id>/try/",
@@ -258,6 +265,13 @@ class PausePolicyAdmin(admin.ModelAdmin):
         trial, error = None, ""
         if request.method == "POST" and form.is_valid():
             trial, error = self.run_trial(policy, form.cleaned_data)
+        replay_form = CalibrationForm(request.GET if "replay" in request.GET else None)
+        calibration = None
+        if replay_form.is_valid():
+            calibration, error = self.run_calibration(policy, replay_form.cleaned_data)
+        elif not replay_form.is_bound and request.method == "GET" and not is_text_kind(policy.kind):
+            # nothing to type for a signal policy: its history is the only trial it has
+            calibration, error = self.run_calibration(policy, CalibrationForm.DEFAULTS)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -266,20 +280,32 @@ class PausePolicyAdmin(admin.ModelAdmin):
             "form": form,
             "trial": trial,
             "error": error,
+            "replay_form": replay_form if replay_form.is_bound else CalibrationForm(),
+            "calibration": calibration,
             "kind_label": kind_label(policy.kind),
             "text_only": is_text_kind(policy.kind),
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/try.html", context)
 
     def run_trial(self, policy: PausePolicy, data: dict) -> tuple[Trial | None, str]:
-        if data["whole_domain"]:
-            specs = [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]
-        else:
-            specs = [{**policy.to_spec(), "enabled": True}]  # try it even while disabled
         try:
-            return try_policies(specs, data["text"]), ""
+            return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
         except PolicyConfigError as exc:
             return None, str(exc)
+
+    def run_calibration(self, policy: PausePolicy, data: dict) -> tuple[Calibration | None, str]:
+        specs = trial_specs(policy, data["whole_domain"])
+        try:
+            return calibrate(specs, policy.domain, data["sessions"]), ""
+        except PolicyConfigError as exc:
+            return None, str(exc)
+
+
+def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict]:
+    """The policy alone (even while disabled), or the domain's enabled ones together."""
+    if whole_domain:
+        return [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]
+    return [{**policy.to_spec(), "enabled": True}]
 
 
 class PolicyTrialForm(forms.Form):
@@ -291,6 +317,18 @@ class PolicyTrialForm(forms.Form):
     )
     whole_domain = forms.BooleanField(
         label=_("Try all enabled policies of this domain together"), required=False
+    )
+
+
+class CalibrationForm(forms.Form):
+    DEFAULTS = {"sessions": RECENT_SESSIONS, "whole_domain": False}
+
+    replay = forms.CharField(widget=forms.HiddenInput, initial="1")
+    sessions = forms.IntegerField(
+        label=_("Recent sessions"), min_value=1, max_value=200, initial=RECENT_SESSIONS
+    )
+    whole_domain = forms.BooleanField(
+        label=_("Replay all enabled policies of this domain together"), required=False
     )
 
 

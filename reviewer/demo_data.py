@@ -107,7 +107,8 @@ DOMAINS = [
     },
 ]
 
-# Pause policies per domain, modelled on where a human reviewer would want to look.
+# Pause policies per domain, modelled on where a human reviewer would want to look, and
+# tuned to pause at most 3 times per 200 generated tokens in median on CASES below.
 POLICIES: dict[str, list[dict[str, Any]]] = {
     "clinical-note": [
         {
@@ -117,11 +118,13 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
             "params": {"keywords": ["recommend", "建议"]},
         },
         {
+            # SmolLM2's top-1 is below 0.35 on a third of a note's tokens: 0.1 leaves the
+            # moments it weighs ten or more continuations, and at most one per 60 tokens.
             "name": "Low confidence",
             "name_zh": "低置信度",
             "kind": "low_confidence",
-            "params": {"threshold": 0.35},
-            "cooldown": 8,
+            "params": {"threshold": 0.1},
+            "cooldown": 60,
         },
         {
             "name": "Overconfidence",
@@ -150,7 +153,8 @@ POLICIES: dict[str, list[dict[str, Any]]] = {
             "name": "Three-stage review",
             "name_zh": "三段式审查",
             "kind": "sentence_count",
-            "params": {"every": 1, "max_pauses": 3},
+            # two pauses split the assessment into three stages, two sentences apart
+            "params": {"every": 2, "max_pauses": 2},
         },
     ],
     "patent-claims": [
@@ -170,3 +174,104 @@ REVIEWERS = {
     "patent-claims": "attorney_zhao",
 }
 ADMIN_USERNAME = "admin"
+
+# Case texts a reviewer of each demo domain would start from, with fixed seeds: the demo's
+# pause policies are tuned so that these pause at most 3 times per 200 generated tokens in
+# median (tests/test_demo_pause_rate.py measures them with the real model).
+CASES: dict[str, list[dict[str, Any]]] = {
+    "clinical-note": [
+        {
+            "seed": 11,
+            "input": (
+                "Write a progress note: 64-year-old man, 2 days of chest pain on exertion, "
+                "blood pressure 150/95, known high blood pressure and sugar diabetes, ECG "
+                "shows no ST elevation, troponin pending."
+            ),
+        },
+        {
+            "seed": 12,
+            "input": (
+                "Summarise this admission for the discharge letter: 71-year-old woman admitted "
+                "with a lung infection, treated with amoxicillin for 5 days, oxygen weaned, "
+                "now walking independently."
+            ),
+        },
+        {
+            "seed": 13,
+            "input": "为一位有高血压和2型糖尿病的58岁女性写一份门诊随访记录,血压控制良好。",
+        },
+    ],
+    "contract-review": [
+        {
+            "seed": 21,
+            "input": (
+                "Summarise the risks in this clause: 'The Supplier shall not be liable for any "
+                "delay caused by events beyond its reasonable control, including strikes and "
+                "floods. Total liability is capped at the fees paid in the last 12 months.'"
+            ),
+        },
+        {
+            "seed": 22,
+            "input": (
+                "Review the termination clause: either party may terminate for convenience "
+                "with 30 days' notice; the customer pays all fees accrued to that date."
+            ),
+        },
+        {
+            "seed": 23,
+            "input": "总结这份租赁合同中的违约责任条款和不可抗力条款的主要风险。",
+        },
+    ],
+    "underwriting": [
+        {
+            "seed": 31,
+            "input": (
+                "Assess the fire risk of a three-storey timber-frame restaurant with a deep "
+                "fryer, no sprinklers, 12 km from the nearest fire station."
+            ),
+        },
+        {
+            "seed": 32,
+            "input": (
+                "Assess a life insurance application: 45-year-old non-smoker, BMI 31, treated "
+                "high blood pressure, father died of a heart attack at 60."
+            ),
+        },
+        {
+            "seed": 33,
+            "input": "评估一个位于洪水区的仓库的财产保险风险,仓库存放电子产品。",
+        },
+    ],
+    "patent-claims": [
+        {
+            "seed": 41,
+            "input": (
+                "Draft an independent claim for a smartwatch that uses a sensor and a neural "
+                "network on a processor to detect falls and alert a caregiver over a wireless "
+                "link."
+            ),
+        },
+        {
+            "seed": 42,
+            "input": (
+                "Draft a method claim for charging a battery in stages, where the current is "
+                "reduced when the cell temperature exceeds a threshold."
+            ),
+        },
+        {
+            "seed": 43,
+            "input": "为一种利用图像识别检测道路裂缝的无人机系统起草一项独立权利要求。",
+        },
+    ],
+}
+
+# Written to make the model sound certain: the clinical note's overconfidence rule (a
+# confident token right after absolute wording) must still fire on it.
+OVERCONFIDENT_CASE: dict[str, Any] = {
+    "domain": "clinical-note",
+    "seed": 7,
+    "input": (
+        "Write one sentence for the patient that starts exactly with: 'This medicine is "
+        "definitely safe and 100% guaranteed to cure your infection, so'"
+    ),
+}

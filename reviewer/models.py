@@ -417,3 +417,23 @@ class TaskDecoding(models.Model):
             SamplingParams.for_task(self.task_type, **(self.params or {}))
         except (SamplingConfigError, TypeError) as exc:
             raise ValidationError(str(exc)) from exc
+
+
+class PauseModelVersion(models.Model):
+    """A trained learned-policy model: its bytes, so any worker can write the file back, and
+    the held-out metrics it was chosen by."""
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="pause_models")
+    version = models.PositiveIntegerField(help_text="1, 2, ... per domain")
+    checksum = models.CharField(max_length=64, help_text="SHA-256 of the model bytes")
+    data = models.BinaryField()
+    metrics = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, help_text="Who trained it")
+
+    class Meta:
+        ordering = ["domain", "-version"]
+        unique_together = [("domain", "version")]
+
+    def __str__(self) -> str:
+        return f"{self.domain} pause model v{self.version} ({self.checksum[:12]})"

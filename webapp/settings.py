@@ -26,6 +26,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("CAESURA_DATA_DIR", BASE_DIR / "var")
 MODEL_DIR = env_path("CAESURA_MODEL", DATA_DIR / "models" / "smollm2-135m-instruct")
 VAULT_DIR = DATA_DIR / "vault"
+PAUSE_MODEL_DIR = DATA_DIR / "pause_models"  # learned pause models, named by their SHA-256
 
 SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
 VAULT_KEY = env_secret("CAESURA_VAULT_KEY", DATA_DIR / "vault_key")

@@ -16,7 +16,9 @@ Firing rules shared by every kind:
 Modules: ``base`` (value types and the Policy base class), ``text`` (keyword, regex),
 ``signal_based`` (low confidence, high entropy, overconfidence, drift), ``sentence_count``,
 ``tool_call`` (with its JSON scanner), ``learned`` (a trained pause model), ``specs`` (the kinds and spec validation),
-``budget`` (the pause budget), ``policy_set`` and ``dry_run``. Import from this package; the names below are its surface.
+``budget`` (the pause budget), ``policy_set``, ``dry_run`` (text policies over sample text)
+and ``replay`` (any policy over recorded generations). Import from this package; the names
+below are its surface.
 """
 
 from inference.policies.base import (
@@ -38,6 +40,7 @@ from inference.policies.dry_run import (
 )
 from inference.policies.learned import LearnedPolicy
 from inference.policies.policy_set import PolicySet
+from inference.policies.replay import RecordedToken, ReplayStop, replay, unreplayable
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
     DriftPolicy,
@@ -75,6 +78,10 @@ from inference.policies.tool_call import (
 )
 
 __all__ = [
+    "RecordedToken",
+    "ReplayStop",
+    "replay",
+    "unreplayable",
     "DEFAULT_ABSOLUTE_WORDS",
     "Decision",
     "DriftPolicy",

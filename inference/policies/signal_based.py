@@ -11,6 +11,18 @@ from typing import Any
 from inference.policies.base import DEFAULT_ABSOLUTE_WORDS, Decision, Param, Policy, StepContext
 from inference.policies.text import literal_pattern, matched_word_index, text_evidence
 
+MAX_REASON_DIGITS = 6
+
+
+def distinct(value: float, threshold: float) -> tuple[str, str]:
+    """Both numbers with two decimals, or with as many more as it takes to tell them apart,
+    so that a reason never reads "0.35 is below 0.35"; past six, their shortest exact form."""
+    for digits in range(2, MAX_REASON_DIGITS + 1):
+        shown, limit = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+        if shown != limit:
+            return shown, limit
+    return repr(float(value)), repr(float(threshold))
+
 
 class LowConfidencePolicy(Policy):
     kind = "low_confidence"
@@ -30,7 +42,8 @@ class LowConfidencePolicy(Policy):
         top1, threshold = ctx.signals.top1_prob, self.params["threshold"]
         if top1 >= threshold:
             return None
-        reason = f"Top-1 probability {top1:.2f} is below {threshold:.2f}"
+        shown, limit = distinct(top1, threshold)
+        reason = f"Top-1 probability {shown} is below {limit}"
         return self.decide(ctx, reason, {"top1_prob": top1, "threshold": threshold})
 
 
@@ -52,7 +65,8 @@ class HighEntropyPolicy(Policy):
         entropy, threshold = ctx.signals.entropy, self.params["threshold"]
         if entropy <= threshold:
             return None
-        reason = f"Entropy {entropy:.2f} nats is above {threshold:.2f}"
+        shown, limit = distinct(entropy, threshold)
+        reason = f"Entropy {shown} nats is above {limit}"
         return self.decide(ctx, reason, {"entropy": entropy, "threshold": threshold})
 
 
@@ -101,7 +115,8 @@ class OverconfidencePolicy(Policy):
         match = found[-1]  # the newest absolute word; older ones have had their chance
         word = self.params["words"][matched_word_index(match)]
         evidence = {**text_evidence(match), "word": word, "top1_prob": top1, "threshold": threshold}
-        reason = f'Top-1 probability {top1:.2f} above {threshold:.2f} right after "{match.group()}"'
+        shown, limit = distinct(top1, threshold)
+        reason = f'Top-1 probability {shown} above {limit} right after "{match.group()}"'
         return self.decide(ctx, reason, evidence, span=(match.start(), match.end()))
 
 

@@ -1,0 +1,130 @@
+"""A replay of policies over recorded generations: where they would have paused.
+
+A stored session holds, per generated token, its text and the distribution it was drawn
+from. Feeding those steps through a fresh PolicySet, phase by phase as the engine does,
+tells an admin where a policy would have stopped those sessions, without a model. Pausing
+and resuming never changes the tokens, so a pause count from a replay is the count a live
+run would have had; a rollback does change them, so a replay reports it and carries on
+over the recorded text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inference.policies.base import Decision, StepContext
+from inference.policies.policy_set import PolicySet
+from inference.signals import Signals
+
+
+@dataclass(frozen=True)
+class RecordedToken:
+    """One generated token as a session stored it."""
+
+    text: str
+    top1_prob: float
+    entropy: float
+    margin: float = 0.0
+    chosen_prob: float | None = None
+    similarity: float | None = None  # cosine to the prompt; None when it was not recorded
+
+    @classmethod
+    def from_event(cls, payload: Mapping[str, Any]) -> RecordedToken:
+        """From a `token` event's payload (see inference/sink.py); KeyError/TypeError/ValueError
+        when it is not one."""
+        signals = payload["signals"]
+        return cls(
+            text=str(payload["text"]),
+            top1_prob=float(signals["top1_prob"]),
+            entropy=float(signals["entropy"]),
+            margin=float(signals.get("margin") or 0.0),
+            chosen_prob=_number(signals.get("chosen_prob")),
+            similarity=_number(payload.get("similarity")),
+        )
+
+
+@dataclass(frozen=True)
+class ReplayStop:
+    """One place the policies would have acted: a pause, a rollback or a flag."""
+
+    position: int  # generated tokens before the stop (the engine's pause position)
+    phase: str  # "before_token" | "after_token"
+    offset: int  # characters of generated text before the stop
+    decisions: tuple[Decision, ...]
+
+    @property
+    def pauses(self) -> bool:
+        return any(d.action == "pause" for d in self.decisions)
+
+
+def unreplayable(specs: list[dict[str, Any]], tokens: Sequence[RecordedToken]) -> list[str]:
+    """Names of enabled policies a replay over `tokens` cannot judge: those that need the
+    hidden-state similarity when some token has none recorded."""
+    missing = any(token.similarity is None for token in tokens)
+    policies = PolicySet.from_specs(specs).policies
+    return [p.name for p in policies if p.needs_hidden_states and missing]
+
+
+def replay(specs: list[dict[str, Any]], tokens: Sequence[RecordedToken]) -> list[ReplayStop]:
+    """Every stop the enabled policies of `specs` would make over one recorded generation,
+    in order. Policies `unreplayable` names are left out; PolicyConfigError on a bad spec."""
+    skipped = set(unreplayable(specs, tokens))
+    every = PolicySet.from_specs(specs)
+    policies = PolicySet([p for p in every.policies if p.name not in skipped])
+    history = _History()
+    stops: list[ReplayStop] = []
+    for position, token in enumerate(tokens):
+        before = policies.evaluate(history.step("before_token", position, token))
+        stops += _stop(position, "before_token", len(history.text), before)
+        history.append(token)
+        after = policies.evaluate(history.step("after_token", position, token))
+        stops += _stop(position + 1, "after_token", len(history.text), after)
+    return stops
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _stop(position: int, phase: str, offset: int, decisions: list[Decision]) -> list[ReplayStop]:
+    return [ReplayStop(position, phase, offset, tuple(decisions))] if decisions else []
+
+
+class _History:
+    """The text and signal histories a StepContext reads, grown one token at a time."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.new_text_start = 0
+        self.top1: list[float] = []
+        self.entropy: list[float] = []
+        self.similarity: list[float | None] = []
+
+    def append(self, token: RecordedToken) -> None:
+        self.new_text_start = len(self.text)
+        self.text += token.text
+        self.top1.append(token.top1_prob)
+        self.entropy.append(token.entropy)
+        self.similarity.append(token.similarity)
+
+    def step(self, phase: str, position: int, token: RecordedToken) -> StepContext:
+        after = phase == "after_token"
+        signals = Signals(
+            top1_prob=token.top1_prob,
+            entropy=token.entropy,
+            margin=token.margin,
+            alternatives=(),
+            chosen_prob=token.chosen_prob if after else None,
+        )
+        return StepContext(
+            phase=phase,
+            position=position,
+            signals=signals,
+            text=self.text,
+            new_text_start=self.new_text_start if after else len(self.text),
+            top1_history=self.top1,
+            entropy_history=self.entropy,
+            similarity_history=self.similarity,
+        )

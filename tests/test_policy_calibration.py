@@ -1,0 +1,142 @@
+"""Calibrating a policy on history: the admin replays it over the domain's recent sessions
+and sees how often it would pause, where, and whether reviewers acted there."""
+
+from __future__ import annotations
+
+import pytest
+
+from reviewer.calibration import calibrate, history_of
+from reviewer.models import PausePolicy, ReviewSession, SessionEvent
+
+pytestmark = pytest.mark.django_db
+
+WORDS = [" The", " patient", " is", " definitely", " stable", ".", " Give", " rest", "."]
+TOP1 = [0.9, 0.3, 0.95, 0.6, 0.97, 0.9, 0.2, 0.25, 0.9]
+
+
+def token_event(position: int, text: str, top1: float) -> dict:
+    return {
+        "position": position,
+        "token_id": position,
+        "text": text,
+        "probability": round(top1 * 0.9, 4),  # the chosen token's, not always the top-1
+        "entropy": 3.0 if top1 < 0.5 else 0.3,
+        "alternatives": [
+            {"token_id": 1, "text": "x", "prob": top1},
+            {"token_id": 2, "text": "y", "prob": 0.05},
+        ],
+        "attention": [],
+    }
+
+
+def stored_session(owner, domain, edit_at: int | None = None) -> ReviewSession:
+    """A generated session whose events are the tokens above; with `edit_at`, the reviewer
+    rolled back to that token and the model wrote the same words again."""
+    session = ReviewSession.objects.create(
+        owner=owner,
+        domain=domain,
+        input_text="Note.",
+        model_name="tiny",
+        status=ReviewSession.GENERATED,
+        text="".join(WORDS),
+        generated_ids=list(range(len(WORDS))),
+    )
+    payloads = [
+        ("token", token_event(i, w, p)) for i, (w, p) in enumerate(zip(WORDS, TOP1, strict=True))
+    ]
+    if edit_at is not None:
+        truncated = {
+            "token_start": edit_at,
+            "token_end": len(WORDS),
+            "tokens": [],
+            "kind": "truncate",
+        }
+        again = payloads[edit_at:]
+        payloads = [*payloads, ("truncated", truncated), *again]
+    for seq, (kind, payload) in enumerate(payloads, start=1):
+        SessionEvent.objects.create(session=session, seq=seq, type=kind, payload=payload)
+    return session
+
+
+def low_confidence(threshold: float = 0.35, cooldown: int = 0) -> dict:
+    params = {"threshold": threshold}
+    return {"name": "Unsure", "kind": "low_confidence", "params": params, "cooldown": cooldown}
+
+
+def test_it_rebuilds_the_final_tokens_from_stored_events(alice, plain_domain):
+    session = stored_session(alice, plain_domain, edit_at=6)
+    history = history_of(session)
+    assert history.text == "".join(WORDS)
+    assert [t.top1_prob for t in history.tokens] == TOP1  # from the best alternative
+    assert history.interventions[0].start == 6
+
+
+def test_it_counts_pauses_per_session_and_per_100_tokens(alice, plain_domain):
+    stored_session(alice, plain_domain)
+    stored_session(alice, plain_domain, edit_at=6)
+    result = calibrate([low_confidence()], plain_domain)
+    assert result.pause_counts == [3, 3]  # before " patient", " Give" and " rest"
+    assert result.median == 3 and result.worst == 3
+    assert result.per_100_tokens == pytest.approx(100 * 6 / 18)
+    assert result.acted_share == pytest.approx(2 / 6)  # the edited session's last two
+    calm = calibrate([low_confidence(cooldown=5)], plain_domain)
+    assert calm.pause_counts == [2, 2]
+
+
+def test_it_replays_overconfidence_and_marks_where_it_falls(alice, plain_domain):
+    stored_session(alice, plain_domain)
+    spec = {"name": "Sure", "kind": "overconfidence", "params": {"threshold": 0.92}}
+    (example,) = calibrate([spec], plain_domain).examples
+    assert [p.matched for p in example.pauses] == ["definitely"]
+    assert [s.text for s in example.segments if s.marks] == ["definitely"]
+
+
+def test_it_says_drift_cannot_be_replayed(alice, plain_domain):
+    stored_session(alice, plain_domain)
+    result = calibrate([{"name": "Wander", "kind": "drift"}, low_confidence()], plain_domain)
+    assert result.skipped == ["Wander"]
+    assert {p.kind for s in result.sessions for p in s.pauses} == {"low_confidence"}
+
+
+def test_the_admin_sees_a_signal_policy_replayed_on_opening_its_trial(
+    client, admin_user, alice, plain_domain
+):
+    stored_session(alice, plain_domain)
+    policy = PausePolicy.objects.create(domain=plain_domain, enabled=False, **low_confidence())
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/pausepolicy/{policy.pk}/try/"
+    page = client.get(url).content.decode()
+    assert 'id="calibration-summary"' in page
+    assert '<td class="median">3</td>' in page and '<td class="worst">3</td>' in page
+    assert '<td class="per-100">33.33</td>' in page
+    assert page.count("pause-marker") == 3
+    fewer = client.get(url, {"replay": "1", "sessions": "5"}).content.decode()
+    assert '<td class="sessions">1</td>' in fewer
+    bad = client.get(url, {"replay": "1", "sessions": "0"})
+    assert bad.status_code == 200 and "calibration-summary" not in bad.content.decode()
+    assert "errorlist" in bad.content.decode()
+
+
+def test_a_text_policy_keeps_its_sample_trial_and_replays_on_request(
+    client, admin_user, alice, plain_domain
+):
+    stored_session(alice, plain_domain)
+    policy = PausePolicy.objects.create(
+        domain=plain_domain, name="Rest", kind="keyword", params={"keywords": ["rest"]}
+    )
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/pausepolicy/{policy.pk}/try/"
+    assert "calibration-summary" not in client.get(url).content.decode()
+    page = client.get(url, {"replay": "1", "sessions": "20"}).content.decode()
+    assert '<td class="median">1</td>' in page
+
+
+def test_it_replays_a_learned_policy(alice, plain_domain, tmp_path):
+    from tests.inference.pause_models import learned_spec
+
+    stored_session(alice, plain_domain)
+    result = calibrate([learned_spec(tmp_path)], plain_domain)
+    assert result.skipped == [] and len(result.sessions) == 1
+    pauses = result.sessions[0].pauses
+    assert pauses  # "definitely stable." and "Give rest." are what the starter set flags
+    assert all(p.kind == "learned" and "reviewer would likely step in" in p.reason for p in pauses)
