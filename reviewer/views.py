@@ -219,6 +219,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "statusLabels": status_labels(),
             "reasonTemplates": reason_templates(),
             "auditUrl": reverse("session-audit", args=[session.pk]),
+            "redlineUrl": reverse("api-redline", args=[session.pk]),
         },
     }
     return render(request, "reviewer/session_detail.html", context)

@@ -326,6 +326,7 @@
     }
     state.liveRows.length = Math.min(state.liveRows.length, keep);
     if (state.pause) updatePauseAfterEdit(event, keep, exact ? pieces : []);
+    window.CaesuraChanges.refresh($("tokens"), state);
     scheduleRender("full");
     scheduleLiveHeatmap();
   }
@@ -437,7 +438,7 @@
     box.appendChild(fragment);
     renderedCount = state.tokens.length;
     shadeWords(box);
-    if (window.CaesuraChanges) window.CaesuraChanges.draw(box, state);
+    window.CaesuraChanges.draw(box, state);
     if (following) box.scrollTop = box.scrollHeight;
   }
 
@@ -612,7 +613,15 @@
     }
     const element = (node.nodeType === Node.TEXT_NODE ? node.parentElement : node).closest(".tok");
     if (!element || !box.contains(element)) return null;
-    return +element.dataset.start + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+    return +element.dataset.start + textBefore(element, node) + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+  }
+
+  // The text of `element` before `node` (a token may hold an <ins> mark around part of it).
+  function textBefore(element, node) {
+    let count = 0;
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode() && walker.currentNode !== node) count += walker.currentNode.textContent.length;
+    return node.nodeType === Node.TEXT_NODE ? count : 0;
   }
 
   function textSelected() {
