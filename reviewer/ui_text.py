@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -142,9 +141,8 @@ def reason_values(evidence: dict) -> dict:
 
 def reason_templates() -> dict[str, str | None]:
     """The templates for the session page's script, which fills them from each decision's
-    evidence. English pages show the engine's own wording, so they need none."""
-    if (translation.get_language() or "en").startswith("en"):
-        return {}
+    evidence, in every language: so a probability in a reason reads as it does in the list
+    of alternatives and the sparkline (one format, "24%")."""
     return {kind: reason_template(kind) for kind in POLICY_KINDS}
 
 

@@ -32,21 +32,23 @@
       const start = toUnits(text, change.start);
       const end = toUnits(text, change.end);
       const title = `${change.author}: ${change.reason}`;
-      if (change.deleted) placeDeletion(box, tokens, start, change.deleted, title);
-      if (end > start) markInsertion(tokens, start, end, title);
+      const first = end > start ? markInsertion(tokens, start, end, title) : null;
+      if (change.deleted) placeDeletion(box, tokens, first, start, change.deleted, title);
     }
   }
 
-  function placeDeletion(box, tokens, at, deleted, title) {
+  // Deleted text reads just before what replaced it, as in a word processor's redline.
+  function placeDeletion(box, tokens, before, at, deleted, title) {
     const del = Object.assign(document.createElement("del"), { className: "redline", textContent: deleted, title });
     del.dataset.start = at;
     del.translate = false;
-    const next = tokens.find((t) => +t.dataset.start >= at);
+    const next = before || tokens.find((t) => +t.dataset.start >= at);
     if (next) next.before(del);
     else box.appendChild(del);
   }
 
   function markInsertion(tokens, start, end, title) {
+    let first = null;
     for (const token of tokens) {
       const from = +token.dataset.start;
       const to = from + token.textContent.length;
@@ -60,7 +62,9 @@
       const ins = Object.assign(document.createElement("ins"), { className: "redline", title });
       middle.replaceWith(ins);
       ins.appendChild(middle);
+      first = first || ins;
     }
+    return first;
   }
 
   window.CaesuraChanges = { draw, refresh, list: () => changes };

@@ -795,7 +795,7 @@
       return where;
     }
     const [before, after] = L.pausedAfter.split("%(words)s");
-    const quoted = Object.assign(document.createElement("q"), { textContent: `…${words}`, translate: false });
+    const quoted = Object.assign(document.createElement("span"), { textContent: `…${words}`, translate: false });
     where.append(before, quoted, after || "");
     return where;
   }
