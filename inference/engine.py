@@ -20,6 +20,7 @@ import torch
 
 from inference import attention as attention_mod
 from inference import edits as edits_mod
+from inference import lookahead as lookahead_mod
 from inference import rebuild as rebuild_mod
 from inference import snapshot as snapshot_mod
 from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
@@ -394,6 +395,15 @@ class Engine:
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
         self.settle(state)
         return attention_mod.view(state, self.runner, self.token_text, layer)
+
+    def look_ahead(
+        self, state: DecodeState, token_ids: list[int], steps: int = 5
+    ) -> list[lookahead_mod.Branch]:
+        """For each candidate next token, the greedy tokens after it; the state is untouched."""
+        self.settle(state)
+        return lookahead_mod.look_ahead(
+            state, self.runner, self.tokenizer, token_ids, steps, self.eos_ids
+        )
 
     def signals(self, state: DecodeState) -> Signals:
         """The next token's distribution (what a reviewer sees at a pause)."""

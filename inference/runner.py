@@ -240,6 +240,21 @@ class ModelRunner:
         return StepOutput(logits, states)
 
     @torch.inference_mode()
+    def forward_batch(self, ids: list[int], cache: DynamicCache) -> torch.Tensor:
+        """One token per batch row after what ``cache`` covers (all rows the same length, so
+        no padding): next-token logits [B, V]. For look-ahead branches over a forked cache."""
+        self.forward_calls += 1
+        self.tokens_forwarded += len(ids)
+        out = self.model(
+            input_ids=torch.tensor([[i] for i in ids], dtype=torch.long),  # [B, 1]
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        logits: torch.Tensor = out.logits[:, -1].float()  # transformers' output is untyped
+        return logits
+
+    @torch.inference_mode()
     def hidden_states(self, ids: list[int], cache: DynamicCache) -> tuple[StepOutput, torch.Tensor]:
         """Prefill returning next-token logits and the last-layer hidden states of every input
         position ([N, H]), for similarity baselines and rebuilt histories."""

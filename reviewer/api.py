@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from reviewer import arguments, auth, command_table, events, openapi, services
@@ -177,6 +177,29 @@ def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
     found = services.get_session_for(request.user, session_id)
     after = arguments.query_integer(request.GET.get("after"), arguments.AFTER, 0)
     return JsonResponse({"events": events.events_after(found.pk, after)})
+
+
+REDLINE_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+
+@api_view("GET")
+def session_redline(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The reviewed text as a redline: HTML (default), DOCX with tracked changes, or JSON."""
+    from reviewer import redline, redline_docx  # python-docx only where it is asked for
+
+    found = services.get_session_for(request.user, session_id)
+    kind = request.GET.get("format", "html")
+    if kind == "json":
+        return JsonResponse(redline.as_json(found))
+    if kind not in REDLINE_TYPES:
+        return error(400, "format must be html, docx or json")
+    body = redline.as_html(found) if kind == "html" else redline_docx.as_docx(found)
+    response = HttpResponse(body, content_type=REDLINE_TYPES[kind])
+    response["Content-Disposition"] = f'attachment; filename="session-{found.pk}-redline.{kind}"'
+    return response
 
 
 def command_view(name: str) -> Callable:

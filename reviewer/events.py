@@ -60,6 +60,7 @@ class PauseReport(TypedDict):
     attention: dict
     text: str
     history: dict
+    lookahead: dict  # branches: per top alternative, the greedy words after it; ms: its cost
 
 
 class Pause(PauseReport):
@@ -86,6 +87,8 @@ class EditReport(TypedDict):
     text_after: str
     alternatives: list[dict]  # at the new next token
     tokens: list[dict]  # each token from token_start on: text, top1, entropy
+    lookahead: dict  # as a pause's, for the new next token
+    attention: dict  # as a pause's, of the new last position ({} when not computed)
 
 
 class Edited(EditReport):
@@ -230,6 +233,7 @@ def pause_report(
     text: str,
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
+    lookahead: dict | None = None,
 ) -> PauseReport:
     """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
     decision = stop.decision
@@ -245,16 +249,23 @@ def pause_report(
         "span": list(decision.span) if decision.span else None,
         "decisions": [d.to_dict() for d in stop.decisions],
         "alternatives": [alt.to_dict() for alt in signals.alternatives],
-        "attention": {
-            **attention,
-            "layers": [round_list(row) for row in attention["layers"]],
-            "heads": [round_list(row) for row in attention["heads"]],
-        },
+        "attention": _rounded_attention(attention),
         "text": text,
         "history": {
             "probability": round_list(top1_history),
             "entropy": round_list(entropy_history),
         },
+        "lookahead": lookahead or {"branches": [], "ms": 0},
+    }
+
+
+def _rounded_attention(attention: dict) -> dict:
+    if not attention:
+        return {}
+    return {
+        **attention,
+        "layers": [round_list(row) for row in attention["layers"]],
+        "heads": [round_list(row) for row in attention["heads"]],
     }
 
 
@@ -272,6 +283,8 @@ def edit_report(
     pieces: Sequence[str],
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
+    lookahead: dict | None = None,
+    attention: dict | None = None,
 ) -> EditReport:
     """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
     them one by one, each with the top-1 probability and entropy of its distribution."""
@@ -284,6 +297,8 @@ def edit_report(
         **result.to_dict(),
         "alternatives": [alt.to_dict() for alt in alternatives],
         "tokens": tokens,
+        "lookahead": lookahead or {"branches": [], "ms": 0},
+        "attention": _rounded_attention(attention or {}),
     }
     return cast(EditReport, report)
 

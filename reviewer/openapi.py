@@ -268,6 +268,25 @@ def description() -> dict:
                 },
             },
         },
+        "/api/sessions/{session_id}/redline": {
+            "parameters": [SESSION_ID],
+            "get": {
+                "operationId": "session_redline",
+                "summary": "The reviewed text with each change's author, reason and pause",
+                "parameters": [
+                    {
+                        "name": "format",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": ["html", "docx", "json"]},
+                        "description": "html (default), docx (Word tracked changes) or json",
+                    }
+                ],
+                "responses": {
+                    "200": answer("The redline", {"type": "object"}),
+                    **refusals(400, 404),
+                },
+            },
+        },
         **{f"/api/sessions/{{session_id}}/{name}": command_path(name) for name in COMMANDS},
         "/api/token": {
             "post": {

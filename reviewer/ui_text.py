@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -74,6 +73,14 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "flagged": _("Flagged"),
         "nextToken": _("Next token"),
         "pausedAt": _("Paused after %(count)s generated tokens"),
+        "pausedAfter": _("Paused after “%(words)s”"),
+        "pausedAtStart": _("Paused before the first word"),
+        "partOfWord": _("Part of a longer word"),
+        "endHere": _("end the text here"),
+        "specialToken": _("a control token"),
+        "partCharacter": _("part of a character"),
+        "newLine": _("a new line"),
+        "space": _("a space"),
         "noAlternatives": _("No alternatives recorded."),
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
@@ -115,6 +122,9 @@ def reason_template(kind: str, count: int = 2) -> str | None:
             "%(n)d complete sentence", "%(n)d complete sentences", count
         ).replace("%(n)d", "%(sentences)s"),
         "tool_call": lambda: _('Tool call with "%(key)s": %(value)s'),
+        "learned": lambda: _(
+            "A reviewer would likely step in here (score %(score)s, threshold %(threshold)s)"
+        ),
         "drift": lambda: _(
             "Drift over tokens %(start)s-%(end)s: mean entropy %(mean_entropy)s, "
             "similarity to prompt %(mean_similarity)s"
@@ -138,9 +148,8 @@ def reason_values(evidence: dict) -> dict:
 
 def reason_templates() -> dict[str, str | None]:
     """The templates for the session page's script, which fills them from each decision's
-    evidence. English pages show the engine's own wording, so they need none."""
-    if (translation.get_language() or "en").startswith("en"):
-        return {}
+    evidence, in every language: so a probability in a reason reads as it does in the list
+    of alternatives and the sparkline (one format, "24%")."""
     return {kind: reason_template(kind) for kind in POLICY_KINDS}
 
 

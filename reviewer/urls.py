@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/sessions", api.sessions, name="api-sessions"),
     path("api/sessions/<int:session_id>", api.session, name="api-session"),
     path("api/sessions/<int:session_id>/events", api.session_events, name="api-events"),
+    path("api/sessions/<int:session_id>/redline", api.session_redline, name="api-redline"),
     *api_commands,
     path("api/token", api.token, name="api-token"),
     path("api/schema", api.schema, name="api-schema"),

@@ -220,6 +220,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "reasonTemplates": reason_templates(),
             "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
+            "redlineUrl": reverse("api-redline", args=[session.pk]),
         },
     }
     return render(request, "reviewer/session_detail.html", context)

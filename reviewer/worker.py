@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import time
 from collections import OrderedDict
 
 from django.conf import settings
@@ -30,6 +31,7 @@ from reviewer.vault import VaultError
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
+LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, tokens each
 
 
 @functools.cache
@@ -269,12 +271,15 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
         except (EditError, ValueError) as exc:
             services.record_edit_refused(session, record, str(exc))
             continue
+        alternatives = engine().signals(state).alternatives
         report = events.edit_report(
             result,
-            engine().signals(state).alternatives,
+            alternatives,
             state.detok.pieces(result.token_start),
             state.top1_history,
             state.entropy_history,
+            lookahead=look_ahead(state, alternatives),
+            attention=engine().attention(state).to_dict(),
         )
         with transaction.atomic():  # readers see the new ids and the edit together
             checkpoint(session, state)
@@ -314,14 +319,30 @@ def _complete_histories(state: DecodeState) -> dict | None:
 
 
 def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
+    signals = engine().signals(state)
     return events.pause_report(
         stop,
-        engine().signals(state),
+        signals,
         engine().attention(state).to_dict(),
         state.text,
         state.top1_history,
         state.entropy_history,
+        lookahead=look_ahead(state, signals.alternatives),
     )
+
+
+def look_ahead(state: DecodeState, alternatives) -> dict:
+    """What the model would write after each of the top alternatives: computed once per
+    pause (and after an edit) from a fork of the frozen state, which stays untouched."""
+    started = time.perf_counter()
+    ids = [alt.token_id for alt in alternatives[:LOOKAHEAD_BRANCHES]]
+    try:
+        branches = engine().look_ahead(state, ids, LOOKAHEAD_STEPS)
+    except (RuntimeError, ValueError) as exc:  # a preview is never worth losing the pause
+        log.warning("look-ahead failed (%s); the pause shows no previews", exc)
+        branches = []
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+    return {"branches": [b.to_dict() for b in branches], "ms": elapsed_ms}
 
 
 class SessionSink(Sink):

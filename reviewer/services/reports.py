@@ -206,7 +206,7 @@ def record_edit_applied(
             f"edit_{edit_record.kind}",
             edit_record.author.username,
             session,
-            {**result, "edit": edit_record.pk},
+            {**{k: v for k, v in result.items() if k != "attention"}, "edit": edit_record.pk},
         )
         if edit_record.kind == "truncate":
             metrics.rollback("reviewer")

@@ -104,7 +104,7 @@ def test_the_paused_page_passes_axe_and_announces_only_the_pause_reason(page, se
     assert page.locator("#pause-reason").get_attribute("aria-live") == "polite"
     assert page.evaluate("() => document.getElementById('tokens').closest('[aria-live]')") is None
     reason = page.locator("#pause-reason").inner_text()
-    assert "Unsure" in reason and "Paused after 9 generated tokens" in reason
+    assert "Unsure" in reason and "Paused after “…chest pain since this morning.”" in reason
     page.mouse.move(0, 0)
     screenshot(page, "desk-paused-en")
     screenshot(page, "desk-paused-en-full", full_page=True)
@@ -203,8 +203,8 @@ def test_the_chinese_page_shows_no_latin_ui_text(chinese, server_url, alice):
     assert page.locator("html").get_attribute("lang") == "zh-hans"
     assert page.evaluate(LATIN_UI_TEXT) == []
     reason = page.locator("#pause-reason").inner_text()
-    assert "不确定" in reason and "最高概率 0.24 低于 0.35" in reason
-    assert "已生成 9 个词元，在此暂停" in reason
+    assert "不确定" in reason and "最高概率 24% 低于 35%" in reason
+    assert "暂停于“…chest pain since this morning.”之后" in reason
     assert "病房记录" in page.locator("h1").inner_text()
     assert page.locator("#timeline li").first.locator("time").inner_text() != ""
     assert not re.search(r"[AP]M", page.locator("#timeline").inner_text())

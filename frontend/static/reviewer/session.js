@@ -15,6 +15,7 @@
 
   const data = JSON.parse(document.getElementById("page-data").textContent);
   const L = data.labels;
+  const W = window.CaesuraWords;
   const $ = (id) => document.getElementById(id);
   const FINAL = new Set(["completed", "rejected", "cancelled", "failed"]);
   const ENDED = new Set(["completed", "rejected", "cancelled"]); // nothing can run again
@@ -317,15 +318,38 @@
       keep === event.token_start &&
       pieces.length === event.token_ids.length - keep &&
       pieces.map((piece) => piece.text).join("") === rest;
+    const before = untouchedAfter(event, keep, prefix.length);
     state.tokens.length = keep;
+    let offset = prefix.length;
     for (let position = keep; position < event.token_ids.length; position += 1) {
       const piece = exact ? pieces[position - keep] : { text: position === keep ? rest : "" };
-      state.tokens[position] = { text: piece.text, entropy: piece.entropy, edited: true };
+      // Only what the reviewer wrote is marked; a piece of the old text keeps its shading.
+      const old = exact ? before.get(`${offset}:${piece.text}`) : null;
+      state.tokens[position] = old || { text: piece.text, entropy: piece.entropy, edited: true };
+      offset += piece.text.length;
     }
     state.liveRows.length = Math.min(state.liveRows.length, keep);
     if (state.pause) updatePauseAfterEdit(event, keep, exact ? pieces : []);
+    window.CaesuraChanges.refresh($("tokens"), state);
     scheduleRender("full");
     scheduleLiveHeatmap();
+  }
+
+  // The tokens after the edited span, by where they will sit in the new text and their text.
+  function untouchedAfter(event, keep, prefixLength) {
+    const found = new Map();
+    if (event.char_end === undefined) return found;
+    const oldText = textOf(state.tokens);
+    const end = toUnits(oldText, event.char_end);
+    const delta = (event.text_after || "").length - (event.text_before || "").length;
+    let offset = prefixLength;
+    for (let position = keep; position < state.tokens.length; position += 1) {
+      const token = state.tokens[position];
+      if (!token) continue;
+      if (offset >= end && !token.edited) found.set(`${offset + delta}:${token.text}`, token);
+      offset += token.text.length;
+    }
+    return found;
   }
 
   function applyRollback(event) {
@@ -341,6 +365,8 @@
   function updatePauseAfterEdit(event, keep, pieces) {
     const pause = state.pause;
     if (event.alternatives) pause.alternatives = event.alternatives;
+    pause.lookahead = event.lookahead || { branches: [] };
+    if (event.attention && event.attention.layers) pause.attention = event.attention;
     // The text before the edit point is the same before and after the edit.
     const editStart = event.char_start === undefined ? undefined : toUnits(textOf(state.tokens), event.char_start);
     if (pause.span && editStart !== undefined && editStart < pause.span[1]) {
@@ -354,6 +380,7 @@
     }
     pause.position = event.token_ids.length;
     pause.edited = true;
+    pause.attentionStale = !(event.attention && event.attention.layers);
     renderPause();
   }
 
@@ -414,7 +441,27 @@
     }
     box.appendChild(fragment);
     renderedCount = state.tokens.length;
+    shadeWords(box);
+    window.CaesuraChanges.draw(box, state);
     if (following) box.scrollTop = box.scrollHeight;
+  }
+
+  // A word is shaded as one: by its least sure piece, so subword pieces read as the word.
+  function shadeWords(box) {
+    for (const word of W.groupWords(state.tokens)) {
+      let p = null;
+      for (let position = word.first; position <= word.last; position += 1) {
+        const value = state.tokens[position] && state.tokens[position].probability;
+        if (typeof value === "number") p = p === null ? value : Math.min(p, value);
+      }
+      for (let position = word.first; position <= word.last; position += 1) {
+        const element = box.querySelector(`.tok[data-pos="${position}"]`);
+        if (!element) continue;
+        element.classList.toggle("word-start", position === word.first);
+        element.dataset.word = word.first;
+        if (p !== null) element.style.setProperty("--p", p.toFixed(3));
+      }
+    }
   }
 
   function tokenElement(token, position, offset, span) {
@@ -433,12 +480,14 @@
     return element;
   }
 
-  const percent = (p) => `${(p * 100).toFixed(p >= 0.1 ? 0 : 1)}%`;
+  const percent = W.percent;
 
   function visible(text) {
-    // Show whitespace-only tokens so a reviewer sees what the model would add.
-    if (text === "") return "∅";
-    return text.replace(/\n/g, "↵").replace(/^ /, "␣");
+    // A piece as a reader sees it: no tokenizer glyphs; a space, line break or control token
+    // in plain words.
+    const plain = W.plainLabel(text, L, false);
+    if (plain) return plain;
+    return text.replace(/\ufffd/g, "").replace(/\n/g, " ").trim();
   }
 
   function showTip(element) {
@@ -450,9 +499,12 @@
       tip.appendChild(line(L.edited));
       if (typeof token.entropy === "number") tip.appendChild(line(`${L.entropy} ${token.entropy.toFixed(2)}`));
     } else {
+      const word = +(element.dataset.word ?? element.dataset.pos);
+      const shown = word !== +element.dataset.pos ? state.tokens[word] : token;
       tip.appendChild(
         line(`${L.probability} ${percent(token.probability)} · ${L.entropy} ${token.entropy.toFixed(2)}`)
       );
+      if (shown !== token) tip.appendChild(line(L.partOfWord, "muted"));
       if (token.alternatives.length) {
         tip.appendChild(line(L.alternatives, "tip-head"));
         const list = document.createElement("ol");
@@ -565,7 +617,15 @@
     }
     const element = (node.nodeType === Node.TEXT_NODE ? node.parentElement : node).closest(".tok");
     if (!element || !box.contains(element)) return null;
-    return +element.dataset.start + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+    return +element.dataset.start + textBefore(element, node) + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+  }
+
+  // The text of `element` before `node` (a token may hold an <ins> mark around part of it).
+  function textBefore(element, node) {
+    let count = 0;
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode() && walker.currentNode !== node) count += walker.currentNode.textContent.length;
+    return node.nodeType === Node.TEXT_NODE ? count : 0;
   }
 
   function textSelected() {
@@ -670,14 +730,23 @@
   function renderPause() {
     const pause = state.status === "paused" && state.live ? state.pause : null;
     $("pause-panel").hidden = !pause;
-    $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.edited);
+    $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.attentionStale);
     if (!pause) return;
     renderReason(pause);
     renderMute(pause);
     renderAlternatives(pause.alternatives || []);
-    renderSpark("probability", (pause.history && pause.history.probability) || [], 1);
-    renderSpark("entropy", (pause.history && pause.history.entropy) || [], null);
-    if (pause.attention && pause.attention.layers && !pause.edited) renderPauseAttention(pause.attention);
+    // The history covers the tokens written; the pause is about the next one: its point last.
+    const next = nextSignals(pause);
+    renderSpark("probability", [...((pause.history && pause.history.probability) || []), next.top1], 1);
+    renderSpark("entropy", [...((pause.history && pause.history.entropy) || []), next.entropy], null);
+    if (pause.attention && pause.attention.layers && !pause.attentionStale) renderPauseAttention(pause.attention);
+  }
+
+  function nextSignals(pause) {
+    const signals = (pause.evidence && pause.evidence.signals) || {};
+    const first = (pause.alternatives || [])[0];
+    if (pause.edited) return { top1: first ? first.prob : null, entropy: pause.nextEntropy ?? null };
+    return { top1: signals.top1_prob ?? (first ? first.prob : null), entropy: signals.entropy ?? null };
   }
 
   // Why a policy fired, in the page's language: the template for its kind filled from the
@@ -694,9 +763,14 @@
     const text = template.replace(/%\((\w+)\)s/g, (_, key) => {
       const value = values[key];
       if (value === undefined || value === null) missing = true;
+      if (typeof value === "number" && isProbability(decision.kind, key)) return percent(value);
       return typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : String(value);
     });
     return missing ? decision.reason || "" : text;
+  }
+
+  function isProbability(kind, key) {
+    return /prob/.test(key) || (key === "threshold" && ["low_confidence", "overconfidence"].includes(kind));
   }
 
   function renderReason(pause) {
@@ -714,7 +788,21 @@
       matched.appendChild(Object.assign(document.createElement("mark"), { textContent: textOf(state.tokens).slice(pause.span[0], pause.span[1]), translate: false }));
       box.appendChild(matched);
     }
-    box.appendChild(line(fill(L.pausedAt, { count: pause.position }), "reason-where small"));
+    box.appendChild(whereLine(pause));
+  }
+
+  // "Paused after “…the last words”": where it stopped, in the words a reviewer reads.
+  function whereLine(pause) {
+    const words = W.tailWords(textOf(state.tokens), 5);
+    const where = line("", "reason-where small");
+    if (!words) {
+      where.textContent = L.pausedAtStart;
+      return where;
+    }
+    const [before, after] = L.pausedAfter.split("%(words)s");
+    const quoted = Object.assign(document.createElement("span"), { textContent: `…${words}`, translate: false });
+    where.append(before, quoted, after || "");
+    return where;
   }
 
   // Mute the policy that paused, for the rest of this session (or undo it).
@@ -733,6 +821,8 @@
     list.textContent = "";
     if (!alternatives.length) list.appendChild(line(L.noAlternatives, "muted"));
     const best = alternatives.length ? alternatives[0].prob : 1;
+    const branches = new Map(((state.pause && state.pause.lookahead) || { branches: [] }).branches.map((b) => [b.token_id, b]));
+    const context = textOf(state.tokens);
     for (const alt of alternatives) {
       const item = document.createElement("li");
       const button = document.createElement("button");
@@ -741,11 +831,39 @@
       button.dataset.tokenId = alt.token_id;
       const bar = Object.assign(document.createElement("span"), { className: "bar" });
       bar.style.width = `${Math.max(2, (alt.prob / best) * 100)}%`;
-      button.append(chip(alt.text), bar, Object.assign(document.createElement("span"), { className: "prob", textContent: percent(alt.prob) }));
+      const branch = branches.get(alt.token_id);
+      const word = alternativeLabel(alt, branch, context);
+      button.append(word.label, bar, Object.assign(document.createElement("span"), { className: "prob", textContent: percent(alt.prob) }));
+      if (word.preview) button.append(word.preview);
       button.addEventListener("click", () => chooseAlternative(alt.token_id));
       item.appendChild(button);
       list.appendChild(item);
     }
+  }
+
+  // An alternative as the word it would start, and (with a look-ahead) its sentence.
+  function alternativeLabel(alt, branch, context) {
+    const label = Object.assign(document.createElement("span"), { className: "alt-word" });
+    const plain = W.plainLabel(alt.text, L, branch && branch.ids.length === 1 && branch.ends);
+    const added = branch ? branch.text : alt.text;
+    const found = plain && !branch ? null : W.alternativeWord(context, added);
+    if (plain && (!found || W.isSpecial(alt.text) || branch?.ends)) {
+      label.textContent = plain;
+      label.classList.add("plain");
+      return { label, preview: null };
+    }
+    if (!found) {
+      label.textContent = visible(alt.text) || alt.text;
+      return { label, preview: null };
+    }
+    label.textContent = found.word;
+    label.translate = false;
+    if (!branch) return { label, preview: null };
+    const preview = Object.assign(document.createElement("span"), { className: "alt-preview", translate: false });
+    const mark = Object.assign(document.createElement("mark"), { textContent: found.word });
+    preview.append(`…${found.before ? `${found.before} ` : ""}`, mark, `${found.after}${branch.ends ? "" : "…"}`);
+    if (branch.ends) preview.append(` (${L.endHere})`);
+    return { label, preview };
   }
 
   const policyName = (name) => (data.policyNames || {})[name] || name;
@@ -839,7 +957,7 @@
   // The pause carries one layer's heads; another layer's come from the worker on request.
   function showHeadsOf(layer) {
     const attention = state.pause && state.pause.attention;
-    if (!attention || state.pause.edited) return;
+    if (!attention || state.pause.attentionStale) return;
     if (layer === attention.layer) {
       renderHeads(attention);
       return;
@@ -855,7 +973,7 @@
 
   function applyAttention(event) {
     const pause = state.pause;
-    if (!pause || !pause.attention || pause.edited || event.position !== pause.position) return;
+    if (!pause || !pause.attention || pause.attentionStale || event.position !== pause.position) return;
     pause.attention.heads = event.heads;
     pause.attention.layer = event.layer;
     if (state.live) renderHeads(pause.attention);

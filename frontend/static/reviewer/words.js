@@ -1,0 +1,104 @@
+// Words, not tokens: what the session page shows a reviewer instead of tokenizer pieces.
+// Pure functions over text; session.js draws with them. A word is the run of tokens between
+// whitespace or punctuation; a Chinese character (or a token decoding to several) is a word
+// of its own; an empty piece (a token ending inside a multi-byte character) joins the word
+// the next piece completes.
+(function () {
+  "use strict";
+
+  const LANG = document.documentElement.lang || undefined;
+  const SEGMENTER = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(LANG, { granularity: "word" }) : null;
+  const BOUNDARY = /[\s\p{P}\p{S}]/u;
+  const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+  const SPECIAL = /^<\|?[\w./-]+\|?>$|^<\/?s>$/;
+  const PERCENT = new Intl.NumberFormat(LANG, { style: "percent", maximumFractionDigits: 0 });
+
+  // One format for every probability on the page: the reason, the list, the sparkline, tips.
+  function percent(p) {
+    if (typeof p !== "number" || Number.isNaN(p)) return "";
+    return p > 0 && p < 0.005 ? `<${PERCENT.format(0.01)}` : PERCENT.format(p);
+  }
+
+  // Whether a token with text `text` after one with text `previous` begins a new word.
+  function startsWord(previous, text) {
+    if (previous === null) return true;
+    if (text === "") return false;
+    if (previous === "") return false;
+    const first = text[0];
+    const last = previous[previous.length - 1];
+    return BOUNDARY.test(first) || BOUNDARY.test(last) || CJK.test(first) || CJK.test(last);
+  }
+
+  // Groups token positions into words: [{first, last}] over tokens[] ({text}).
+  function groupWords(tokens) {
+    const words = [];
+    let previous = null;
+    tokens.forEach((token, position) => {
+      if (!token) return;
+      if (startsWord(previous, token.text) || !words.length) words.push({ first: position, last: position });
+      else words[words.length - 1].last = position;
+      previous = token.text || previous;
+    });
+    return words;
+  }
+
+  // Splits text into word and non-word segments: [{text, start, word}].
+  function segments(text) {
+    if (SEGMENTER) {
+      return [...SEGMENTER.segment(text)].map((s) => ({ text: s.segment, start: s.index, word: s.isWordLike }));
+    }
+    const out = [];
+    for (const m of text.matchAll(/[\p{L}\p{N}\p{M}'’-]+|\s+|./gu)) {
+      out.push({ text: m[0], start: m.index, word: /[\p{L}\p{N}]/u.test(m[0]) });
+    }
+    return out;
+  }
+
+  // The last `n` words of `text` (what a reviewer reads as "where it stopped").
+  function tailWords(text, n) {
+    const recent = text.slice(-300);
+    const words = segments(recent).filter((s) => s.word);
+    if (!words.length) return "";
+    const from = words[Math.max(0, words.length - n)].start;
+    return recent.slice(from).trim();
+  }
+
+  function isSpecial(text) {
+    return SPECIAL.test(text.trim());
+  }
+
+  // How an alternative reads when it is not a word: an end token, a space, a line break.
+  function plainLabel(text, labels, ends) {
+    if (ends || /^<\|?(im_end|endoftext|eot_id|end)\|?>$|^<\/s>$/.test(text.trim())) return labels.endHere;
+    if (isSpecial(text)) return labels.specialToken;
+    if (text.replace(/\ufffd/g, "") === "") return labels.partCharacter;
+    if (/^\n+$/.test(text.replace(/[ \t]/g, ""))) return labels.newLine;
+    if (/^\s+$/.test(text)) return labels.space;
+    return null;
+  }
+
+  // An alternative as the word it would start, inside its sentence. `context` is the text so
+  // far, `added` what the alternative (and, with a look-ahead, the words after it) adds.
+  // Returns {word, before, after, partial}: the word in full (with the part of it already
+  // written, when the pause is inside a word), the few words before it, and what follows.
+  function alternativeWord(context, added) {
+    const tail = context.slice(-200);
+    const joined = tail + added.replace(/\ufffd/g, "");
+    const at = tail.length;
+    const parts = segments(joined);
+    // The word being formed: the segment across the boundary, else the first word after it.
+    let index = parts.findIndex((s) => s.start < at && s.start + s.text.length > at && s.word);
+    if (index < 0) index = parts.findIndex((s) => s.start >= at && s.text.trim());
+    if (index < 0) return null;
+    const word = parts[index];
+    const end = word.start + word.text.length;
+    return {
+      word: word.text,
+      before: tailWords(joined.slice(0, word.start), 4),
+      after: joined.slice(end).replace(/\s+/g, " ").trimEnd(),
+      partial: word.start < at,
+    };
+  }
+
+  window.CaesuraWords = { percent, startsWord, groupWords, segments, tailWords, isSpecial, plainLabel, alternativeWord };
+})();
