@@ -1,7 +1,11 @@
 FROM python:3.11-slim
 WORKDIR /app
 ENV PYTHONUNBUFFERED=1 CAESURA_DATA_DIR=/data
-COPY requirements.txt .
+COPY requirements.txt requirements-vllm.txt ./
 RUN pip install --no-cache-dir -r requirements.txt --extra-index-url https://download.pytorch.org/whl/cpu
+# The vLLM backend's packages, only when the image is built for it:
+#   docker compose build --build-arg CAESURA_BACKEND=vllm   (a GPU image: see README "Backends")
+ARG CAESURA_BACKEND=transformers
+RUN if [ "$CAESURA_BACKEND" = "vllm" ]; then pip install --no-cache-dir --no-deps -r requirements-vllm.txt; fi
 COPY . .
 CMD ["sh", "-c", "python manage.py prepare_model && python manage.py compile_translations && python manage.py migrate --no-input && python manage.py seed_demo && daphne -b 0.0.0.0 -p 8000 webapp.asgi:application"]

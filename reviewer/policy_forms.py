@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
@@ -17,6 +18,11 @@ from inference.policies import POLICY_KINDS, Policy, PolicyConfigError, build_po
 from reviewer.models import PausePolicy
 
 PARAM_PREFIX = "param_"
+VLLM_HAS_NO_HIDDEN_STATES = _(
+    "This installation runs the vLLM backend (CAESURA_BACKEND=vllm), which does not expose the "
+    "hidden states drift compares with the prompt: the policy could never run there. Use the "
+    "transformers backend for drift."
+)
 SPEC_FIELDS = (
     "name",
     "action",
@@ -237,6 +243,8 @@ class PolicyForm(forms.ModelForm):
             self.add_error(self.form_field(exc.field), str(exc))
             return cleaned
         self.instance.params = policy.params  # normalized, defaults filled in
+        if policy.needs_hidden_states and settings.CAESURA_BACKEND == "vllm":
+            self.add_error(None, VLLM_HAS_NO_HIDDEN_STATES)
         return cleaned
 
     def spec(self, cleaned: dict) -> dict:

@@ -37,6 +37,7 @@ AUDIT_ACTIONS = {
     "mute": gettext_lazy("Policy muted for this session"),
     "unmute": gettext_lazy("Policy unmuted"),
     "time_told": gettext_lazy("Told the model the time"),
+    "time_not_told": gettext_lazy("Could not tell the model the time"),
 }
 # Details that quote what people or the model wrote: shown as they are, never translated.
 QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}

@@ -198,6 +198,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "decided_text": decided_text(status_label, decision_note(session)),
         "decision": decision,
         "stop_reason": stop_reason(session),
+        # vLLM's kernels return no attention weights: the page says so instead of a blank plot.
+        "live_attention": settings.CAESURA_BACKEND != "vllm",
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),

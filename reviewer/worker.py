@@ -16,10 +16,11 @@ from collections import OrderedDict
 from django.conf import settings
 from django.db import transaction
 
+from inference.backend import LIVE_ATTENTION, UnsupportedFeature
 from inference.control import CANCEL
 from inference.edits import EditError
 from inference.engine import Engine, StopInfo
-from inference.loader import load_engine
+from inference.loader import load_backend
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
@@ -36,7 +37,9 @@ LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, to
 
 @functools.cache
 def engine() -> Engine:
-    return load_engine(settings.MODEL_DIR)
+    """The backend CAESURA_BACKEND names, loaded once per process."""
+    engine: Engine = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR)  # type: ignore[assignment]
+    return engine
 
 
 # --- paused states in memory ---------------------------------------------------------------
@@ -81,7 +84,8 @@ class StateCache:
 def state_bytes(state: DecodeState) -> int:
     from inference.runner import ModelRunner
 
-    return ModelRunner.cache_bytes(state.cache)
+    # vLLM keeps a paused session's KV in its own prefix cache, not in the state.
+    return ModelRunner.cache_bytes(state.cache) if state.cache is not None else 0
 
 
 states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
@@ -114,13 +118,20 @@ def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
     pause) as context, and checkpoint it so a rebuild puts it back in the same place."""
     if not session.pending_note:
         return
-    note = engine().add_note(state, session.pending_note)
+    try:
+        note = engine().add_note(state, session.pending_note)
+    except UnsupportedFeature as exc:
+        log.warning("session %s: the time is not told: %s", session.pk, exc)
+        services.record_note_refused(session, str(exc))
+        return
     checkpoint(session, state)
     services.record_note(session, note.text, note.at)
 
 
 def live_mode() -> str | None:
     """Stream each token's attention (mean over layers and heads) where the model allows it."""
+    if LIVE_ATTENTION not in engine().features:
+        return None
     return "mean" if engine().runner.live_attention_supported else None
 
 

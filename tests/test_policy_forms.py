@@ -220,3 +220,13 @@ def test_it_words_dry_run_reasons_as_the_engine_does():
         "tool_call",
     }
     assert reasons == engine
+
+
+def test_it_refuses_a_drift_policy_on_the_vllm_backend(settings, plain_domain):
+    settings.CAESURA_BACKEND = "vllm"
+    refused = bound_form(plain_domain, "drift")
+    assert not refused.is_valid()
+    assert "vLLM backend" in str(refused.non_field_errors())
+    assert bound_form(plain_domain, "keyword").is_valid()  # what vLLM evaluates is fine
+    settings.CAESURA_BACKEND = "transformers"
+    assert bound_form(plain_domain, "drift").is_valid()

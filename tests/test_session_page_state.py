@@ -186,3 +186,13 @@ def test_a_running_session_says_nothing_about_stopping(client, alice):
     html = rendered(client, session)
     assert is_hidden(element(html, "stop-reason"))
     assert not is_hidden(element(html, "run-controls"))
+
+
+def test_it_says_why_there_is_no_live_attention_on_the_vllm_backend(client, alice, settings):
+    session = make_session(alice, status=S.PAUSED)
+    client.force_login(alice)
+    assert 'id="live-heatmap"' in rendered(client, session)
+    settings.CAESURA_BACKEND = "vllm"
+    html = rendered(client, session)
+    assert 'id="live-heatmap"' not in html
+    assert "vLLM engine" in element(html, "no-live-attention")

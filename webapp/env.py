@@ -20,6 +20,13 @@ def env_str(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default).strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r}: choose one of {', '.join(choices)}")
+    return value
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None:

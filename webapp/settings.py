@@ -13,6 +13,7 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_HASHES
 
 from webapp.env import (
     env_bool,
+    env_choice,
     env_int,
     env_list,
     env_lockout_parameters,
@@ -234,6 +235,9 @@ CONTENT_SECURITY_POLICY = {
 CAESURA_METRICS_TOKEN = env_str("CAESURA_METRICS_TOKEN", "")
 
 # Engine and worker knobs.
+# The engine the workers run: transformers (the default; live attention, hidden states and
+# every policy kind) or vllm (many sessions in one batch; see README "Backends").
+CAESURA_BACKEND = env_choice("CAESURA_BACKEND", "transformers", ("transformers", "vllm"))
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/arguments.py).

@@ -28,11 +28,12 @@ from inference.control import ControlHandle
 from inference.edits import Edit, EditResult
 from inference.engine import Engine, StopInfo
 from inference.loader import load_engine
+from inference.lookahead import Branch
 from inference.policies import PolicySet
 from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, Sink
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note
 from inference.text import Detokenizer, Tokenizer, TokenTexts
 from inference.vllm_backend.generation import Generation, Model
 from inference.vllm_backend.processor import EXTRA_KEY, REGISTRY
@@ -313,16 +314,33 @@ class VllmEngine:
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
 
+    def add_note(self, state: DecodeState, text: str) -> Note:
+        raise UnsupportedFeature(
+            "the vllm backend cannot add context to a paused session: its resume resubmits "
+            "the prompt and the generated ids, with no place for a note between them"
+        )
+
+    def look_ahead(self, state: DecodeState, token_ids: list[int], steps: int = 5) -> list[Branch]:
+        """As ``Engine.look_ahead``, through the transformers runner over the paused context
+        (the same weights; one prefill, the state untouched)."""
+        reference = self._reference_engine()
+        copy = reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
+        return reference.look_ahead(copy, token_ids, steps)
+
+    def _reference_engine(self) -> Engine:
+        if self.reference is None:
+            raise UnsupportedFeature("this needs the model directory this engine loaded")
+        if not isinstance(self.reference, Engine):
+            self.reference = load_engine(self.reference)
+        return self.reference
+
     def attention(self, state: DecodeState, layer: int = -1) -> AttentionView:
         """Attention at a pause, from the same weights through the transformers runner:
         one prefill over the paused context on the CPU (about 4 s at 1,024 tokens here),
         and the transformers model kept in memory once asked for."""
-        if self.reference is None:
-            raise UnsupportedFeature("attention needs the model directory this engine loaded")
-        if not isinstance(self.reference, Engine):
-            self.reference = load_engine(self.reference)
-        copy = self.reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
-        return self.reference.attention(copy, layer)
+        reference = self._reference_engine()
+        copy = reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
+        return reference.attention(copy, layer)
 
 
 def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:

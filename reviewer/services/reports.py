@@ -85,6 +85,14 @@ def record_note(session: ReviewSession, text: str, position: int) -> None:
         audit.append("time_told", "engine", session, told)
 
 
+def record_note_refused(session: ReviewSession, why: str) -> None:
+    """The backend cannot give the model a note: the session goes on without it, on record."""
+    with transaction.atomic():
+        S.objects.filter(pk=session.pk).update(pending_note="")
+        session.pending_note = ""
+        audit.append("time_not_told", "engine", session, {"error": why})
+
+
 def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 

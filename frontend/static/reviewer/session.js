@@ -905,6 +905,7 @@
   // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
   // sizing would leave the box at its minimum and the figure spilling over the next card.
   function drawPlot(id, traces, layout, config) {
+    if (!$(id)) return; // not on this page (no live attention on a vLLM installation)
     $(id).style.minHeight = `${layout.height}px`;
     Plotly.react(id, traces, layout, config);
   }
