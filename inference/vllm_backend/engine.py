@@ -29,7 +29,7 @@ from inference.edits import Edit, EditResult
 from inference.engine import Engine, StopInfo
 from inference.loader import load_engine
 from inference.lookahead import Branch
-from inference.policies import PolicySet
+from inference.policies import PauseBudget, PolicySet
 from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, Sink
@@ -101,19 +101,25 @@ class VllmEngine:
         params: SamplingParams | dict[str, Any] | None = None,
         policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
+        budget: PauseBudget | dict[str, Any] | None = None,
     ) -> DecodeState:
-        """A state ready for ``run``; nothing is computed until it runs."""
+        """A state ready for ``run``; nothing is computed until it runs. ``budget`` limits
+        policy pauses as on the transformers engine (inference/policies/budget.py)."""
         prompt_ids = self.encode_prompt(prompt, system)
         if not prompt_ids:
             raise ValueError("the prompt is empty")
         policy_set = _policy_set(policies)
+        if budget is not None:
+            policy_set.budget = (
+                budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
+            )
         record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
         return self._state(record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
         """A state from a checkpoint record. Histories missing from the record are
         recomputed by replaying the generated ids (one step per token)."""
-        return self._state(record, PolicySet.from_specs(record.policy_specs))
+        return self._state(record, record.policy_set())
 
     def _state(
         self, record: Checkpoint, policy_set: PolicySet, detok: Detokenizer | None = None

@@ -170,10 +170,16 @@ class Generation:
         """Report flags; returns the decisions that pause. A rollback cannot be applied
         inside one request, so without a pause it is reported as a flag, as the
         transformers engine reports one its circuit breaker refuses."""
-        pauses = [d for d in decisions if d.action == "pause"]
+        state = self.state
+        pause, refused = state.policies.arbitrate(
+            [d for d in decisions if d.action == "pause"], len(state.generated_ids), state.text
+        )
+        pauses = [pause] if pause is not None else []
         for decision in decisions:
             if decision.action == "flag" or (decision.action == "rollback" and not pauses):
                 self.sink.on_flag(FlagEvent(position, decision))
+        for decision in refused:  # over the pause budget or outranked: kept as a flag
+            self.sink.on_flag(FlagEvent(position, decision))
         if not pauses:
             return []
         return pauses + [d for d in decisions if d.action == "rollback"]
@@ -182,6 +188,7 @@ class Generation:
         state = self.state
         position = len(state.generated_ids)
         self.after = []
+        state.policies.note_pause(position, policy=phase != "manual")
         if phase != "after_token":
             state.skip_before_at = position  # resuming must not re-fire before_token policies
         notice = PauseNotice(position, phase, decisions[0].reason, tuple(decisions), self.signals)

@@ -10,7 +10,7 @@ import pytest
 
 from inference.backend import Backend, UnsupportedFeature
 from inference.control import ControlHandle
-from inference.sink import CollectingSink, FinishEvent, PauseNotice, Sink, TokenEvent
+from inference.sink import CollectingSink, FinishEvent, FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import Checkpoint
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -245,3 +245,23 @@ def test_every_supported_policy_pauses_vllm_where_it_pauses_transformers(
         outcomes.append(list(state.generated_ids))
     assert outcomes[0][0] == "pause", f"{kind} did not fire: {outcomes[0]}"
     assert outcomes[:2] == outcomes[2:]
+
+
+def test_it_keeps_to_the_pause_budget_and_flags_the_rest(backend):
+    """A policy that fires on every token pauses only where the budget allows (not before
+    the first word, then at least 8 tokens apart); the refused pauses arrive as flags."""
+    always = {"name": "always", "kind": "low_confidence", "params": {"threshold": 1.0}}
+    budget = {"per_100_tokens": 100, "min_distance": 8, "hold_until_first_word": True}
+    state = backend.start(PROMPT, GREEDY, [always], system=SYSTEM, budget=budget)
+    sink, positions = CollectingSink(), []
+    while (stop := backend.run(state, sink)).reason == "pause":
+        positions.append(stop.position)
+    assert positions and all(b - a >= 8 for a, b in zip(positions, positions[1:]))
+    assert positions[0] > 0  # never before the first word
+    assert any("not paused" in e.decision.reason for e in sink.of(FlagEvent))
+    assert state.generated_ids == reference(backend, GREEDY)  # pausing never changes a token
+    _budget_pauses.setdefault(backend.backend, positions)
+    assert len(set(map(tuple, _budget_pauses.values()))) == 1  # the same on both backends
+
+
+_budget_pauses: dict[str, list[int]] = {}
