@@ -6,6 +6,8 @@ each backend is loaded once per test session.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from inference.backend import Backend, UnsupportedFeature
@@ -256,7 +258,7 @@ def test_it_keeps_to_the_pause_budget_and_flags_the_rest(backend):
     sink, positions = CollectingSink(), []
     while (stop := backend.run(state, sink)).reason == "pause":
         positions.append(stop.position)
-    assert positions and all(b - a >= 8 for a, b in zip(positions, positions[1:]))
+    assert positions and all(b - a >= 8 for a, b in itertools.pairwise(positions))
     assert positions[0] > 0  # never before the first word
     assert any("not paused" in e.decision.reason for e in sink.of(FlagEvent))
     assert state.generated_ids == reference(backend, GREEDY)  # pausing never changes a token
