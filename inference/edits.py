@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from inference.signals import top1_and_entropy
+from inference.state import Note
 from inference.text import Tokenizer
 
 if TYPE_CHECKING:
@@ -306,3 +307,16 @@ def _stats_before(state: DecodeState, index: int) -> tuple[float, float]:
         return state.top1_history[index], state.entropy_history[index]
     top1, entropy = top1_and_entropy(state.next_logits[None])
     return top1[0], entropy[0]
+
+
+def add_note(runner: ModelRunner, vocab: Vocabulary, state: DecodeState, text: str) -> Note:
+    """Run ``text`` into the KV cache after what the model wrote, outside the generated ids
+    (see ``Engine.add_note``); the state must be settled."""
+    ids = encode_plain(vocab, text)
+    if not ids:
+        raise ValueError("a note needs some text")
+    out = runner.forward(ids, state.cache, hidden=state.prompt_hidden is not None)
+    state.next_logits = out.logits[-1]
+    note = Note(len(state.generated_ids), ids, text)
+    state.notes.append(note)
+    return note

@@ -27,7 +27,7 @@ from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.edits import Edit, EditResult
-from inference.policies import Decision, PauseBudget, PolicySet, StepContext
+from inference.policies import Decision, PauseBudget, PolicySet, StepContext, manual_decision
 from inference.prompt import Prompt, encode_prompt
 from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
@@ -199,7 +199,7 @@ class Engine:
             reason = f"pause at token {position}"
         else:
             return None
-        return self._pause(state, run, "manual", [_manual(reason, position)])
+        return self._pause(state, run, "manual", [manual_decision(reason, position)])
 
     def _step(self, state: DecodeState, run: _Run) -> None:
         """Sample one token, append it, forward it, evaluate after_token policies."""
@@ -381,16 +381,8 @@ class Engine:
         pause) without writing it: the note's tokens extend the KV cache and the position,
         never the generated ids or text. The checkpoint records it, so a snapshot or a
         rebuild puts it back at the same place."""
-        ids = edits_mod.encode_plain(self.vocab, text)
-        if not ids:
-            raise ValueError("a note needs some text")
         self.settle(state)
-        hidden = state.prompt_hidden is not None
-        out = self.runner.forward(ids, state.cache, hidden=hidden)
-        state.next_logits = out.logits[-1]
-        note = Note(len(state.generated_ids), ids, text)
-        state.notes.append(note)
-        return note
+        return edits_mod.add_note(self.runner, self.vocab, state, text)
 
     def attention(self, state: DecodeState, layer: int = -1) -> attention_mod.AttentionView:
         self.settle(state)
@@ -419,17 +411,6 @@ def _policy_set(policies: PolicySet | list[dict[str, Any]] | None) -> PolicySet:
     if isinstance(policies, PolicySet):
         return policies
     return PolicySet.from_specs(list(policies or []))
-
-
-def _manual(reason: str, position: int) -> Decision:
-    """The synthetic decision behind a pause asked for from outside (not a policy)."""
-    return Decision(
-        policy="manual",
-        kind="manual",
-        action="pause",
-        reason=f"Paused: {reason}",
-        evidence={"source": "control", "requested": reason, "position": position},
-    )
 
 
 def _eos_ids(tokenizer: Tokenizer, model: object) -> frozenset[int]:

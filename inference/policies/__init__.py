@@ -31,6 +31,7 @@ from inference.policies.base import (
     Policy,
     PolicyConfigError,
     StepContext,
+    manual_decision,
 )
 from inference.policies.budget import PauseBudget, PauseLedger
 from inference.policies.dry_run import (
@@ -84,6 +85,7 @@ __all__ = [
     "unreplayable",
     "DEFAULT_ABSOLUTE_WORDS",
     "Decision",
+    "manual_decision",
     "DriftPolicy",
     "HighEntropyPolicy",
     "KeywordPolicy",

@@ -79,6 +79,17 @@ class Decision:
         return data
 
 
+def manual_decision(reason: str, position: int) -> Decision:
+    """The synthetic decision behind a pause asked for from outside (not a policy)."""
+    return Decision(
+        policy="manual",
+        kind="manual",
+        action="pause",
+        reason=f"Paused: {reason}",
+        evidence={"source": "control", "requested": reason, "position": position},
+    )
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of a policy kind: how to validate it and how an admin form shows it."""

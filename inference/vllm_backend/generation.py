@@ -28,8 +28,7 @@ import torch
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.engine import StopInfo
-from inference.engine import _manual as manual_decision
-from inference.policies import Decision, StepContext
+from inference.policies import Decision, StepContext, manual_decision
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
