@@ -71,7 +71,14 @@ def start_in_browser(page, server_url: str, domain: Domain, max_new_tokens: int)
 
 
 def page_text(page) -> str:
-    return page.evaluate("() => document.getElementById('tokens').textContent")
+    """The text as it stands: what the tokens show, less the tracked deletions beside it."""
+    return page.evaluate(
+        """() => {
+            const box = document.getElementById('tokens').cloneNode(true);
+            box.querySelectorAll('del').forEach((deleted) => deleted.remove());
+            return box.textContent;
+        }"""
+    )
 
 
 def wait_for_text(page, needle: str, timeout: float = 60_000) -> None:
