@@ -181,7 +181,7 @@ def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
 
 REDLINE_TYPES = {
     "html": "text/html; charset=utf-8",
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "docx": openapi.DOCX,
 }
 
 

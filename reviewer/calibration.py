@@ -95,13 +95,15 @@ class Calibration:
 
 
 def calibrate(specs: list[dict], domain: Domain, limit: int = RECENT_SESSIONS) -> Calibration:
-    """Replay `specs` over the domain's `limit` most recent sessions that generated text;
-    PolicyConfigError if a spec is bad."""
+    """Replay `specs` over the domain's `limit` most recent sessions that generated text,
+    within the domain's pause budget as the engine keeps it; PolicyConfigError if a spec is
+    bad."""
     histories = [h for h in map(history_of, recent_sessions(domain, limit)) if h.tokens]
     skipped = sorted({name for h in histories for name in unreplayable(specs, h.tokens)})
     if not histories:
         unreplayable(specs, [])  # still validate the specs
-    replays = [session_replay(h, replay(specs, h.tokens)) for h in histories]
+    budget = domain.pause_budget()
+    replays = [session_replay(h, replay(specs, h.tokens, budget)) for h in histories]
     return Calibration(replays, skipped)
 
 

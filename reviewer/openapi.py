@@ -17,6 +17,7 @@ from reviewer.models import ReviewSession
 
 OPENAPI_VERSION = "3.0.3"
 JSON = "application/json"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 SESSION_SUMMARY = {
     "type": "object",
@@ -282,7 +283,14 @@ def description() -> dict:
                     }
                 ],
                 "responses": {
-                    "200": answer("The redline", {"type": "object"}),
+                    "200": {
+                        "description": "The redline, in the format asked for",
+                        "content": {
+                            "text/html": {"schema": {"type": "string"}},
+                            DOCX: {"schema": {"type": "string", "format": "binary"}},
+                            JSON: {"schema": {"type": "object"}},
+                        },
+                    },
                     **refusals(400, 404),
                 },
             },

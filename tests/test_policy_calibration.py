@@ -71,15 +71,28 @@ def test_it_rebuilds_the_final_tokens_from_stored_events(alice, plain_domain):
     assert history.interventions[0].start == 6
 
 
+def unlimited(domain):
+    """No pause budget beyond "not before the first word": every firing is a pause."""
+    domain.max_pauses_per_100_tokens, domain.min_pause_distance = 100, 0
+    domain.save()
+    return domain
+
+
+def test_it_keeps_to_the_domain_s_pause_budget(alice, plain_domain):
+    stored_session(alice, plain_domain)
+    assert calibrate([low_confidence()], plain_domain).pause_counts == [1]  # 20 apart at least
+    assert calibrate([low_confidence()], unlimited(plain_domain)).pause_counts == [3]
+
+
 def test_it_counts_pauses_per_session_and_per_100_tokens(alice, plain_domain):
     stored_session(alice, plain_domain)
     stored_session(alice, plain_domain, edit_at=6)
-    result = calibrate([low_confidence()], plain_domain)
+    result = calibrate([low_confidence()], unlimited(plain_domain))
     assert result.pause_counts == [3, 3]  # before " patient", " Give" and " rest"
     assert result.median == 3 and result.worst == 3
     assert result.per_100_tokens == pytest.approx(100 * 6 / 18)
     assert result.acted_share == pytest.approx(2 / 6)  # the edited session's last two
-    calm = calibrate([low_confidence(cooldown=5)], plain_domain)
+    calm = calibrate([low_confidence(cooldown=5)], unlimited(plain_domain))
     assert calm.pause_counts == [2, 2]
 
 
@@ -101,7 +114,7 @@ def test_it_says_drift_cannot_be_replayed(alice, plain_domain):
 def test_the_admin_sees_a_signal_policy_replayed_on_opening_its_trial(
     client, admin_user, alice, plain_domain
 ):
-    stored_session(alice, plain_domain)
+    stored_session(alice, unlimited(plain_domain))
     policy = PausePolicy.objects.create(domain=plain_domain, enabled=False, **low_confidence())
     client.force_login(admin_user)
     url = f"/admin/reviewer/pausepolicy/{policy.pk}/try/"

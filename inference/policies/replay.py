@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.policies.base import Decision, StepContext
+from inference.policies.budget import PauseBudget
 from inference.policies.policy_set import PolicySet
 from inference.signals import Signals
 
@@ -67,20 +68,26 @@ def unreplayable(specs: list[dict[str, Any]], tokens: Sequence[RecordedToken]) -
     return [p.name for p in policies if p.needs_hidden_states and missing]
 
 
-def replay(specs: list[dict[str, Any]], tokens: Sequence[RecordedToken]) -> list[ReplayStop]:
+def replay(
+    specs: list[dict[str, Any]],
+    tokens: Sequence[RecordedToken],
+    budget: PauseBudget | dict[str, Any] | None = None,
+) -> list[ReplayStop]:
     """Every stop the enabled policies of `specs` would make over one recorded generation,
-    in order. Policies `unreplayable` names are left out; PolicyConfigError on a bad spec."""
+    in order, within the pause `budget` as a live run keeps it (a pause the budget or a
+    higher priority refuses is a flag). Policies `unreplayable` names are left out;
+    PolicyConfigError on a bad spec."""
     skipped = set(unreplayable(specs, tokens))
-    every = PolicySet.from_specs(specs)
-    policies = PolicySet([p for p in every.policies if p.name not in skipped])
+    every = PolicySet.from_specs(specs, budget)
+    policies = PolicySet([p for p in every.policies if p.name not in skipped], every.budget)
     history = _History()
     stops: list[ReplayStop] = []
     for position, token in enumerate(tokens):
         before = policies.evaluate(history.step("before_token", position, token))
-        stops += _stop(position, "before_token", len(history.text), before)
+        stops += _stops(policies, position, "before_token", history.text, before)
         history.append(token)
         after = policies.evaluate(history.step("after_token", position, token))
-        stops += _stop(position + 1, "after_token", len(history.text), after)
+        stops += _stops(policies, position + 1, "after_token", history.text, after)
     return stops
 
 
@@ -88,8 +95,24 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-def _stop(position: int, phase: str, offset: int, decisions: list[Decision]) -> list[ReplayStop]:
-    return [ReplayStop(position, phase, offset, tuple(decisions))] if decisions else []
+def _stops(
+    policies: PolicySet, position: int, phase: str, text: str, decisions: list[Decision]
+) -> list[ReplayStop]:
+    """As the engine routes one step's decisions: at most one pause (with any rollback
+    beside it), counted in the budget's ledger; every other decision a flag."""
+    pause, refused = policies.arbitrate(
+        [d for d in decisions if d.action == "pause"], position, text
+    )
+    others = [d for d in decisions if d.action != "pause"] + refused
+    stops: list[ReplayStop] = []
+    if pause is not None:
+        policies.note_pause(position, policy=True)
+        rollbacks = tuple(d for d in others if d.action == "rollback")
+        stops.append(ReplayStop(position, phase, len(text), (pause, *rollbacks)))
+        others = [d for d in others if d.action != "rollback"]
+    if others:
+        stops.append(ReplayStop(position, phase, len(text), tuple(others)))
+    return stops
 
 
 class _History:
