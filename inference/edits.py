@@ -320,3 +320,27 @@ def add_note(runner: ModelRunner, vocab: Vocabulary, state: DecodeState, text: s
     note = Note(len(state.generated_ids), ids, text)
     state.notes.append(note)
     return note
+
+
+class EditShortcuts:
+    """One method per edit kind, over a backend's ``edit`` (all or nothing, at a pause)."""
+
+    def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:
+        raise NotImplementedError
+
+    def replace_text(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
+        return self.edit(state, Replace(start, end, text))[0]
+
+    def replace_tokens(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
+        return self.edit(state, Replace(start, end, text, unit="token"))[0]
+
+    def choose_alternative(
+        self, state: DecodeState, token_id: int, position: int | None = None
+    ) -> EditResult:
+        return self.edit(state, Choose(token_id, position))[0]
+
+    def truncate(self, state: DecodeState, position: int) -> EditResult:
+        return self.edit(state, Truncate(position))[0]
+
+    def append_text(self, state: DecodeState, text: str) -> EditResult:
+        return self.edit(state, Append(text))[0]

@@ -27,7 +27,7 @@ from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.edits import Edit, EditResult
-from inference.policies import Decision, PauseBudget, PolicySet, StepContext, manual_decision
+from inference.policies import Decision, PauseBudget, PolicySet, manual_decision
 from inference.prompt import Prompt, encode_prompt
 from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
@@ -68,7 +68,7 @@ class _Run:
     logprobs: np.ndarray | None = None  # [V] log-probs of the next token
 
 
-class Engine:
+class Engine(edits_mod.EditShortcuts):
     """Pause/resume decoding over one model. Backend-neutral surface: start, run, snapshot,
     restore, rebuild, edits and attention all take and return plain data + DecodeState."""
 
@@ -250,17 +250,7 @@ class Engine:
     def _evaluate(
         self, state: DecodeState, phase: str, signals: Signals, new_text_start: int
     ) -> list[Decision]:
-        ctx = StepContext(
-            phase=phase,
-            position=len(state.generated_ids) - (phase == "after_token"),
-            signals=signals,
-            text=state.text,
-            new_text_start=new_text_start,
-            top1_history=state.top1_history,
-            entropy_history=state.entropy_history,
-            similarity_history=state.similarity_history,
-        )
-        return state.policies.evaluate(ctx)
+        return state.evaluate_policies(phase, signals, new_text_start)
 
     def _route(
         self, state: DecodeState, run: _Run, decisions: list[Decision], position: int
@@ -358,23 +348,6 @@ class Engine:
         token is only run when the edit keeps it (see ``edits.splice``)."""
         plan = edits_mod.plan(self.vocab, state, edits)
         return edits_mod.apply(self.runner, self.vocab, state, plan)
-
-    def replace_text(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Replace(start, end, text))[0]
-
-    def replace_tokens(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Replace(start, end, text, unit="token"))[0]
-
-    def choose_alternative(
-        self, state: DecodeState, token_id: int, position: int | None = None
-    ) -> EditResult:
-        return self.edit(state, edits_mod.Choose(token_id, position))[0]
-
-    def truncate(self, state: DecodeState, position: int) -> EditResult:
-        return self.edit(state, edits_mod.Truncate(position))[0]
-
-    def append_text(self, state: DecodeState, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Append(text))[0]
 
     def add_note(self, state: DecodeState, text: str) -> Note:
         """Let the model read ``text`` before its next token (e.g. the time after a long

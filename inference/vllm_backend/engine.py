@@ -60,7 +60,7 @@ class SnapshotIdentity:
         return []  # the KV cache stays in vLLM; a restore resubmits the ids
 
 
-class VllmEngine:
+class VllmEngine(edits_mod.EditShortcuts):
     backend = "vllm"
     features = frozenset({BATCHING})
 
@@ -297,23 +297,6 @@ class VllmEngine:
         state.next_logits = UNKNOWN
         self._settle(state, plan.tail)
         return plan.results(old_length)
-
-    def replace_text(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Replace(start, end, text))[0]
-
-    def replace_tokens(self, state: DecodeState, start: int, end: int, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Replace(start, end, text, unit="token"))[0]
-
-    def choose_alternative(
-        self, state: DecodeState, token_id: int, position: int | None = None
-    ) -> EditResult:
-        return self.edit(state, edits_mod.Choose(token_id, position))[0]
-
-    def truncate(self, state: DecodeState, position: int) -> EditResult:
-        return self.edit(state, edits_mod.Truncate(position))[0]
-
-    def append_text(self, state: DecodeState, text: str) -> EditResult:
-        return self.edit(state, edits_mod.Append(text))[0]
 
     def signals(self, state: DecodeState) -> Signals:
         """The next token's distribution (what a reviewer sees at a pause)."""

@@ -28,7 +28,7 @@ import torch
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.engine import StopInfo
-from inference.policies import Decision, StepContext, manual_decision
+from inference.policies import Decision, manual_decision
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
@@ -153,17 +153,7 @@ class Generation:
     # ---- policies -------------------------------------------------------------------
     def _evaluate(self, phase: str, signals: Signals, new_text_start: int) -> list[Decision]:
         state = self.state
-        ctx = StepContext(
-            phase=phase,
-            position=len(state.generated_ids) - (phase == "after_token"),
-            signals=signals,
-            text=state.text,
-            new_text_start=new_text_start,
-            top1_history=state.top1_history,
-            entropy_history=state.entropy_history,
-            similarity_history=state.similarity_history,
-        )
-        return state.policies.evaluate(ctx)
+        return state.evaluate_policies(phase, signals, new_text_start)
 
     def _route(self, decisions: list[Decision], position: int) -> list[Decision]:
         """Report flags; returns the decisions that pause. A rollback cannot be applied
