@@ -171,12 +171,6 @@ def headline(metrics: dict) -> dict:
     return {key: metrics.get(key) for key in keys}
 
 
-def ensure_session_files(session_id: int) -> None:
-    """`ensure_files` for the policies a session runs with."""
-    specs = ReviewSession.objects.filter(pk=session_id).values_list("policy_specs", flat=True)
-    ensure_files(specs.first() or [])
-
-
 def ensure_files(specs: list[dict]) -> None:
     """Write back the model file of every learned spec whose file is missing (a new worker
     host, a wiped data dir) from the version stored in Postgres, before the engine builds

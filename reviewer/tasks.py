@@ -7,13 +7,12 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 
-from reviewer import dispatch, heartbeat, metrics, pause_models, services, worker
+from reviewer import dispatch, heartbeat, metrics, services, worker
 
 
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
 def run_segment(self, session_id: int, segment: str) -> str:
     try:
-        pause_models.ensure_session_files(session_id)  # a learned model kept in Postgres only
         return worker.run_segment(session_id, segment, self.request.hostname)
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed

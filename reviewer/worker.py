@@ -24,7 +24,7 @@ from inference.loader import load_backend
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
-from reviewer import events, liveness, metrics, services, vault
+from reviewer import events, liveness, metrics, pause_models, services, vault
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from reviewer.pause_flags import RedisControl
 from reviewer.vault import VaultError
@@ -98,6 +98,7 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     session = services.begin_segment(session_id, segment, liveness.identity(hostname))
     if session is None:
         return "stale"
+    pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
     state = load_state(session)
     state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
     apply_pending_edits(session, state)

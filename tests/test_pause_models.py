@@ -142,7 +142,7 @@ def test_a_worker_writes_a_missing_model_file_back_from_postgres(
         owner=admin_user, domain=plain_domain, input_text="x", model_name="tiny",
         policy_specs=[spec],
     )  # fmt: skip
-    pause_models.ensure_session_files(session.pk)  # what the segment task does first
+    pause_models.ensure_files(session.policy_specs)  # what a segment does before its state
     assert path.read_bytes() == bytes(version.data)
     assert build_policy(spec).model.checksum == version.checksum
 
