@@ -10,7 +10,7 @@ CAESURA_BACKEND ?= transformers
 PYTEST_ARGS ?=
 AXE := node_modules/axe-core/axe.min.js
 
-.PHONY: run test bench lint format venv vllm model services db translations browser clean-venv
+.PHONY: run test bench bench-serving lint format venv vllm model services db translations browser clean-venv
 
 run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 	@$(PY) manage.py bootstrap
@@ -23,6 +23,9 @@ test: model services browser translations vllm
 
 bench: model
 	$(PY) bench/engine.py
+
+bench-serving: model vllm
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/serving.py
 
 lint: venv vllm
 	$(VENV)/bin/ruff check .
