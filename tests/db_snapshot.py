@@ -13,10 +13,13 @@ from reviewer.models import (
 )
 
 
-def snapshot() -> dict:
+def snapshot(session_id: int | None = None) -> dict:
+    """Everything, or (``session_id``) one session with what hangs off it."""
+    of = {} if session_id is None else {"session_id": session_id}
+    sessions = ReviewSession.objects.filter(**({} if session_id is None else {"pk": session_id}))
     return {
         "sessions": list(
-            ReviewSession.objects.order_by("pk").values_list(
+            sessions.order_by("pk").values_list(
                 "pk",
                 "status",
                 "text",
@@ -30,11 +33,15 @@ def snapshot() -> dict:
             )
         ),
         "pauses": list(
-            PauseEvent.objects.order_by("pk").values_list("pk", "outcome", "resumed_at")
+            PauseEvent.objects.filter(**of)
+            .order_by("pk")
+            .values_list("pk", "outcome", "resumed_at")
         ),
-        "edits": list(Edit.objects.order_by("pk").values_list("pk", "kind", "text_after")),
-        "audit": list(AuditRecord.objects.order_by("pk").values_list("pk", "action")),
+        "edits": list(
+            Edit.objects.filter(**of).order_by("pk").values_list("pk", "kind", "text_after")
+        ),
+        "audit": list(AuditRecord.objects.filter(**of).order_by("pk").values_list("pk", "action")),
         "receipts": list(CommandReceipt.objects.order_by("pk").values_list("pk", "command_id")),
-        "events": list(SessionEvent.objects.order_by("pk").values_list("pk", "type")),
+        "events": list(SessionEvent.objects.filter(**of).order_by("pk").values_list("pk", "type")),
         "tokens": list(ApiToken.objects.order_by("pk").values_list("pk", "key")),
     }
