@@ -5,13 +5,17 @@ Per step, with the state always "KV covers every token, next_logits ready":
               -> signals(next_logits) -> before_token policies -> manual pause
     step:     sample -> append -> forward(new token) -> after_token policies
 Every reason to stop is decided in ``_boundary``; nothing is computed past a pause.
+
+Many sessions share one engine: ``submit`` adds a run, ``step`` gives one token to the
+next run in turn, but first halts any run whose pause or cancel is waiting, so a pause
+waits for at most the step in progress, whatever the number of sessions.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
+import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,18 +58,31 @@ class StopInfo:
 
 
 @dataclass
-class _Run:
-    """What one call to ``run`` carries between steps."""
+class Run:
+    """One session generating: what it carries between its steps, and how it ended."""
 
+    state: DecodeState
     sink: Sink
     control: ControlHandle | None
     limit: int
     pause_at: int | None
     live_layers: set[int] | None = None  # live attention: layers to average, None if off
-    recorder: AttentionRecorder | None = None
+    recorder: AttentionRecorder | None = None  # set during a step of a live run
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
     logprobs: np.ndarray | None = None  # [V] log-probs of the next token
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    stop: StopInfo | None = None
+    error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.stop is not None or self.error is not None
+
+    @property
+    def asked(self) -> bool:
+        """A pause or cancel is waiting for this run."""
+        return self.control is not None and self.control.poll() is not None
 
 
 class Engine(edits_mod.EditShortcuts):
@@ -76,6 +93,7 @@ class Engine(edits_mod.EditShortcuts):
     features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
 
     def __init__(self, runner: ModelRunner, tokenizer: Tokenizer) -> None:
+        self.active: OrderedDict[str, Run] = OrderedDict()  # submitted runs, in turn order
         self.runner = runner
         self.tokenizer = tokenizer
         self.token_text = TokenTexts(tokenizer)
@@ -126,20 +144,70 @@ class Engine(edits_mod.EditShortcuts):
     ) -> StopInfo:
         """Generate until a stop. ``max_new_tokens`` caps the generation's total generated
         tokens (default: params.max_new_tokens); ``pause_at`` pauses when that many tokens
-        exist; ``live_attention`` ("mean" or a layer index) adds an attention row per token."""
+        exist; ``live_attention`` ("mean" or a layer index) adds an attention row per token.
+        Other submitted runs take their turns meanwhile."""
+        return self.drive(
+            self.submit(state, sink, control, max_new_tokens, pause_at, live_attention)
+        )
+
+    def submit(
+        self,
+        state: DecodeState,
+        sink: Sink | None = None,
+        control: ControlHandle | None = None,
+        max_new_tokens: int | None = None,
+        pause_at: int | None = None,
+        live_attention: int | str | None = None,
+    ) -> Run:
+        """Start generating for ``state`` (arguments as ``run``); ``step`` advances it."""
+        if any(run.state is state for run in self.active.values()):
+            raise ValueError("this session is already generating")
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
         self.settle(state)
         layers = attention_mod.live_layers(live_attention, self.runner.num_layers)
-        run = _Run(sink or Sink(), control, limit, pause_at, layers)
-        with self._recording(run):
-            while (stop := self._boundary(state, run)) is None:
-                self._step(state, run)
-        if stop.reason != "pause":
-            finish = FinishEvent(stop.reason, len(state.generated_ids), state.text)
-            run.sink.on_finish(finish)
-        return stop
+        run = Run(state, sink or Sink(), control, limit, pause_at, layers)
+        self.active[run.key] = run
+        return run
 
-    def _boundary(self, state: DecodeState, run: _Run) -> StopInfo | None:
+    def step(self) -> list[Run]:
+        """One token for the next run in turn, unless a run has a pause or cancel waiting:
+        that run halts first. Returns the runs that ended."""
+        if not self.active:
+            return []
+        run = next((r for r in self.active.values() if r.asked), None)
+        if run is None:
+            run = next(iter(self.active.values()))
+            self.active.move_to_end(run.key)  # round robin
+        self._advance(run)
+        if not run.done:
+            return []
+        del self.active[run.key]
+        return [run]
+
+    def drive(self, run: Run) -> StopInfo:
+        """Step until ``run`` is done; raises what it raised."""
+        while not run.done:
+            self.step()
+        if run.error is not None:
+            raise run.error
+        assert run.stop is not None
+        return run.stop
+
+    def _advance(self, run: Run) -> None:
+        """The run's boundary, then its next token unless the boundary stopped it."""
+        state = run.state
+        try:
+            stop = self._boundary(state, run)
+            if stop is None:
+                self._recorded_step(state, run)
+                return
+            if stop.reason != "pause":
+                run.sink.on_finish(FinishEvent(stop.reason, len(state.generated_ids), state.text))
+            run.stop = stop
+        except Exception as exc:  # this session's failure ends its run, not the others'
+            run.error = exc
+
+    def _boundary(self, state: DecodeState, run: Run) -> StopInfo | None:
         """Between two tokens: every reason to stop, in priority order, in one place. The
         checks only decide; a before_token rollback they return is applied here, and a
         rollback that shortened the text sends the boundary back to the start."""
@@ -159,7 +227,7 @@ class Engine(edits_mod.EditShortcuts):
             return self._requested_pause(state, run, command, position)
 
     def _hard_stop(
-        self, state: DecodeState, run: _Run, command: str | None, position: int
+        self, state: DecodeState, run: Run, command: str | None, position: int
     ) -> StopInfo | None:
         """A cancel, a pending after_token pause, EOS or the token limit."""
         if command == CANCEL:
@@ -173,7 +241,7 @@ class Engine(edits_mod.EditShortcuts):
         return None
 
     def _before_token(
-        self, state: DecodeState, run: _Run, position: int
+        self, state: DecodeState, run: Run, position: int
     ) -> StopInfo | Decision | None:
         """The next token's signals, then before_token policies: a pause, a rollback for the
         caller to apply, or nothing. Skipped once right after a resume."""
@@ -189,7 +257,7 @@ class Engine(edits_mod.EditShortcuts):
         return rollback
 
     def _requested_pause(
-        self, state: DecodeState, run: _Run, command: str | None, position: int
+        self, state: DecodeState, run: Run, command: str | None, position: int
     ) -> StopInfo | None:
         """A pause asked for from outside: through the control handle or ``pause_at``."""
         if command == PAUSE and run.control is not None:
@@ -201,7 +269,7 @@ class Engine(edits_mod.EditShortcuts):
             return None
         return self._pause(state, run, "manual", [manual_decision(reason, position)])
 
-    def _step(self, state: DecodeState, run: _Run) -> None:
+    def _step(self, state: DecodeState, run: Run) -> None:
         """Sample one token, append it, forward it, evaluate after_token policies."""
         position = len(state.generated_ids)
         params = state.effective_params
@@ -237,10 +305,10 @@ class Engine(edits_mod.EditShortcuts):
         hidden = out.hidden[-1] if out.hidden is not None else None
         state.similarity_history.append(state.similarity(hidden))
 
-    def _ends_run(self, state: DecodeState, run: _Run, token: int, position: int) -> bool:
+    def _ends_run(self, state: DecodeState, run: Run, token: int, position: int) -> bool:
         """Whether this token certainly ends the run (EOS or the token limit), so its forward
         can wait until someone needs the state again. Live attention and drift need it now."""
-        needs_forward = run.recorder is not None or state.prompt_hidden is not None
+        needs_forward = run.live_layers is not None or state.prompt_hidden is not None
         return not needs_forward and (token in self.eos_ids or position + 1 >= run.limit)
 
     def settle(self, state: DecodeState) -> None:
@@ -253,7 +321,7 @@ class Engine(edits_mod.EditShortcuts):
         return state.evaluate_policies(phase, signals, new_text_start)
 
     def _route(
-        self, state: DecodeState, run: _Run, decisions: list[Decision], position: int
+        self, state: DecodeState, run: Run, decisions: list[Decision], position: int
     ) -> tuple[list[Decision], Decision | None]:
         """Report flags; returns the decisions that pause and a rollback to apply.
 
@@ -287,7 +355,7 @@ class Engine(edits_mod.EditShortcuts):
             and decision.rollback_to is not None
         )
 
-    def _rollback(self, state: DecodeState, run: _Run, decision: Decision, position: int) -> None:
+    def _rollback(self, state: DecodeState, run: Run, decision: Decision, position: int) -> None:
         assert decision.rollback_to is not None  # checked by _may_roll_back
         keep = max(0, min(decision.rollback_to, position))
         removed_ids = tuple(state.generated_ids[keep:])
@@ -303,7 +371,7 @@ class Engine(edits_mod.EditShortcuts):
         run.sink.on_rollback(event)
 
     def _pause(
-        self, state: DecodeState, run: _Run, phase: str, decisions: list[Decision]
+        self, state: DecodeState, run: Run, phase: str, decisions: list[Decision]
     ) -> StopInfo:
         position = len(state.generated_ids)
         run.after = []
@@ -320,17 +388,21 @@ class Engine(edits_mod.EditShortcuts):
             return torch.empty(0, dtype=torch.long)
         return torch.tensor(state.prompt_ids + state.generated_ids, dtype=torch.long)
 
-    @contextlib.contextmanager
-    def _recording(self, run: _Run) -> Iterator[None]:
+    def _recorded_step(self, state: DecodeState, run: Run) -> None:
+        """A step, recording its attention when the run streams it live; the recorder is
+        set per step, as runs of other sessions take turns in between."""
         if run.live_layers is None:
-            yield
+            self._step(state, run)
             return
         with self.runner.recording_attention(run.live_layers) as recorder:
             run.recorder = recorder
-            yield
+            try:
+                self._step(state, run)
+            finally:
+                run.recorder = None
 
     @staticmethod
-    def _row(run: _Run) -> list[float] | None:
+    def _row(run: Run) -> list[float] | None:
         """The newest token's attention over the context, mean over heads (and layers)."""
         row = run.recorder.mean_row() if run.recorder is not None else None
         return row.tolist() if row is not None else None

@@ -8,7 +8,7 @@ lands on an exact token and a resumed run draws what an uninterrupted one would.
 Several sessions run at once: ``submit`` each, then call ``step`` until they are done;
 vLLM decodes them in one batch and a session that stops leaves the batch at that step,
 without waiting for the others. ``run`` is ``submit`` + ``step`` until that one is done.
-The object is not thread-safe: one thread submits and steps (see ServingLoop).
+The object is not thread-safe: one thread submits and steps (see inference/serving.py).
 """
 
 from __future__ import annotations
@@ -163,8 +163,14 @@ class VllmEngine(edits_mod.EditShortcuts):
         control: ControlHandle | None = None,
         max_new_tokens: int | None = None,
         pause_at: int | None = None,
+        live_attention: int | str | None = None,
     ) -> Generation:
         """Start generating for ``state``; ``step`` advances it with the others."""
+        if live_attention is not None:
+            raise UnsupportedFeature(
+                "live attention needs the transformers backend: vLLM's attention kernels "
+                "do not return attention weights"
+            )
         if any(g.state is state for g in self.active.values()):
             raise ValueError("this session is already generating")
         limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
@@ -215,12 +221,8 @@ class VllmEngine(edits_mod.EditShortcuts):
         live_attention: int | str | None = None,
     ) -> StopInfo:
         """Generate until a stop, as ``Engine.run``; other submitted sessions advance too."""
-        if live_attention is not None:
-            raise UnsupportedFeature(
-                "live attention needs the transformers backend: vLLM's attention kernels "
-                "do not return attention weights"
-            )
-        return self.drive(self.submit(state, sink, control, max_new_tokens, pause_at))
+        generation = self.submit(state, sink, control, max_new_tokens, pause_at, live_attention)
+        return self.drive(generation)
 
     def _add(self, generation: Generation, max_tokens: int) -> None:
         from vllm import SamplingParams as VllmParams

@@ -80,7 +80,7 @@ def test_a_pause_leaves_the_batch_at_once_and_resumes_identically(vllm_engine, a
 def test_threads_share_one_engine_through_the_serving_loop(vllm_engine, alone):
     from concurrent.futures import ThreadPoolExecutor
 
-    from inference.vllm_backend.serving import ServingLoop
+    from inference.serving import ServingLoop
 
     loop = ServingLoop(vllm_engine)
 

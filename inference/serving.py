@@ -1,10 +1,11 @@
-"""ServingLoop: one thread owns a VllmEngine; any number of threads use it at once.
+"""ServingLoop: one thread owns an engine (either backend); any number of threads use it.
 
-A worker serving many sessions gives each session's task its own thread. vLLM is not
-thread-safe, so the loop thread alone touches the engine: it takes submitted runs and
-calls (start, edit, snapshot, ...) between two steps and steps while any run is active.
-A session's pause, edit or snapshot waits at most for the step in progress, never for
-another session's generation to finish.
+A worker serves many sessions at once. Neither backend is thread-safe (vLLM's engine
+core; the transformers engine's turn order and live-attention recorder), so the loop thread
+alone touches the engine: it takes submitted runs and calls (start, edit, snapshot, ...)
+between two steps, and steps while any run is active. A session's pause, edit or snapshot
+waits at most for the step in progress, never for another session's generation to finish.
+``Served`` is the engine as other threads see it: each method call runs in the loop.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
 from inference.control import ControlHandle
 from inference.engine import StopInfo
 from inference.sink import Sink
 from inference.state import DecodeState
-from inference.vllm_backend.engine import VllmEngine
-from inference.vllm_backend.generation import Generation
 
 IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
 
@@ -28,11 +27,40 @@ IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
 
 
+class Generating(Protocol):
+    """A submitted run, as both backends give it back (``Run``, vLLM's ``Generation``)."""
+
+    key: str
+    stop: StopInfo | None
+    error: BaseException | None
+
+    @property
+    def done(self) -> bool: ...
+
+
+class Stepping(Protocol):
+    """What the loop needs of an engine besides the calls it forwards."""
+
+    active: Any  # the submitted runs not yet done (a mapping)
+
+    def submit(
+        self,
+        state: DecodeState,
+        sink: Sink | None,
+        control: ControlHandle | None,
+        max_new_tokens: int | None,
+        pause_at: int | None,
+        live_attention: int | str | None,
+    ) -> Generating: ...
+
+    def step(self) -> Any: ...
+
+
 class ServingLoop:
-    def __init__(self, engine: VllmEngine) -> None:
+    def __init__(self, engine: Stepping) -> None:
         self.engine = engine
         self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
-        self._waiting: dict[str, tuple[Generation, Future[StopInfo]]] = {}
+        self._waiting: dict[str, tuple[Generating, Future[StopInfo]]] = {}
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="vllm-serving", daemon=True)
@@ -52,13 +80,17 @@ class ServingLoop:
         control: ControlHandle | None = None,
         max_new_tokens: int | None = None,
         pause_at: int | None = None,
+        live_attention: int | str | None = None,
     ) -> Future[StopInfo]:
-        """Start generating; the future gives the StopInfo (or raises what the run raised)."""
+        """Start generating; the future gives the StopInfo (or raises what the run raised).
+        Its callbacks run in the loop thread: they must be quick and never wait on the loop."""
         future: Future[StopInfo] = Future()
 
-        def start(engine: VllmEngine) -> None:
+        def start(engine: Stepping) -> None:
             try:
-                generation = engine.submit(state, sink, control, max_new_tokens, pause_at)
+                generation = engine.submit(
+                    state, sink, control, max_new_tokens, pause_at, live_attention
+                )
             except Exception as exc:
                 future.set_exception(exc)
                 return
@@ -129,8 +161,31 @@ class ServingLoop:
                     future.set_result(generation.stop)
 
     def _fail_all(self, exc: Exception) -> None:
-        """vLLM failed mid-step: its state is unknown, so the loop stops serving."""
+        """The engine failed mid-step (each backend catches a session's own failure): its
+        state is unknown, so the loop stops serving."""
         self._stopping = True
         for _generation, future in self._waiting.values():
             future.set_exception(exc)
         self._waiting.clear()
+
+
+class Served:
+    """The loop's engine as another thread sees it: attributes read through, and each method
+    call runs in the loop thread between two steps (its result or exception comes back)."""
+
+    def __init__(self, loop: ServingLoop) -> None:
+        self.loop = loop
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.loop.engine, name)
+        if not callable(value):
+            return value
+        return lambda *args, **kwargs: self.loop.call(_method(name), *args, **kwargs)
+
+    def run(self, state: DecodeState, *args: Any, **kwargs: Any) -> StopInfo:
+        """Generate until a stop, batched or interleaved with every other session's run."""
+        return self.loop.run(state, *args, **kwargs)
+
+
+def _method(name: str) -> Callable[..., Any]:
+    return lambda engine, *args, **kwargs: getattr(engine, name)(*args, **kwargs)

@@ -1,0 +1,142 @@
+"""Many sessions in one transformers engine: interleaved a token at a time, each exactly as
+when it runs alone, and a waiting pause halts its session before anyone's next token."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from inference.control import ControlHandle
+from inference.serving import Served, ServingLoop
+from inference.sink import CollectingSink, FinishEvent, PauseNotice, Sink, TokenEvent
+
+PROMPTS = ["alpha beta", "gamma delta epsilon", "zeta", "eta theta iota kappa"]
+PARAMS = [
+    {"temperature": 0.0, "max_new_tokens": 10},
+    {"temperature": 0.9, "seed": 3, "max_new_tokens": 10},
+    {"temperature": 0.0, "max_new_tokens": 7},
+    {"temperature": 0.7, "top_k": 20, "seed": 9, "max_new_tokens": 10},
+]
+
+
+def solo_runs(engine, live: bool = False) -> list[CollectingSink]:
+    sinks = []
+    for prompt, params in zip(PROMPTS, PARAMS, strict=True):
+        sink = CollectingSink()
+        engine.run(engine.start(prompt, params), sink, live_attention="mean" if live else None)
+        sinks.append(sink)
+    return sinks
+
+
+def tokens(sink: CollectingSink) -> list[int]:
+    return [e.token_id for e in sink.events if isinstance(e, TokenEvent)]
+
+
+def test_it_interleaves_sessions_one_token_each_and_matches_solo_runs(engine):
+    alone = solo_runs(engine, live=True)
+    states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
+    sinks = [CollectingSink() for _ in states]
+    runs = [engine.submit(s, k, live_attention="mean") for s, k in zip(states, sinks, strict=True)]
+    lengths = []
+    while engine.active:
+        engine.step()
+        lengths.append([len(s.generated_ids) for s in states])
+    # turns go round: after the first round every session has its first token
+    assert lengths[3] == [1, 1, 1, 1]
+    assert [tokens(s) for s in sinks] == [tokens(s) for s in alone]
+    rows = [[e.attention for e in s.events if isinstance(e, TokenEvent)] for s in sinks]
+    assert rows == [[e.attention for e in s.events if isinstance(e, TokenEvent)] for s in alone]
+    assert all(isinstance(s.events[-1], FinishEvent) for s in sinks)
+    assert [r.stop.reason for r in runs] == ["max_tokens"] * 4
+
+
+def test_it_halts_a_session_with_a_waiting_pause_before_the_next_token(engine):
+    states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
+    controls = [ControlHandle() for _ in states]
+    runs = [engine.submit(s, None, c) for s, c in zip(states, controls, strict=True)]
+    for _ in range(6):  # a few turns in: session 2 has had one or two tokens
+        engine.step()
+    held = len(states[2].generated_ids)
+    controls[2].request_pause()
+    ended = engine.step()  # session 2 is not next in turn, yet it halts now
+    assert ended == [runs[2]]
+    assert runs[2].stop.reason == "pause" and runs[2].stop.position == held
+    assert len(states[2].generated_ids) == held
+    assert controls[2].poll() is None  # the request was honoured once
+    controls[0].request_cancel()
+    assert engine.step() == [runs[0]] and runs[0].stop.reason == "cancel"
+    while engine.active:
+        engine.step()
+    engine.run(states[2])  # resumed alone, it ends where an uninterrupted run ends
+    assert tokens_of(states)[1:] == [tokens(s) for s in solo_runs(engine)][1:]
+
+
+def tokens_of(states) -> list[list[int]]:
+    return [list(s.generated_ids) for s in states]
+
+
+class Exploding(Sink):
+    def on_token(self, event: TokenEvent) -> None:
+        if event.position == 2:
+            raise RuntimeError("the sink's storage went away")
+
+
+def test_it_ends_only_the_failing_session(engine):
+    states = [engine.start(p, params) for p, params in zip(PROMPTS[:2], PARAMS[:2], strict=True)]
+    failing = engine.submit(states[0], Exploding())
+    healthy = engine.submit(states[1])
+    with pytest.raises(RuntimeError, match="went away"):
+        engine.drive(failing)
+    assert engine.drive(healthy).reason == "max_tokens"
+    assert tokens_of(states)[1] == tokens(solo_runs(engine)[1])
+    assert not engine.active
+
+
+def test_it_serves_threads_through_one_loop_with_pauses_from_outside(engine):
+    alone = [tokens(s) for s in solo_runs(engine)]
+    loop = ServingLoop(engine)
+    served = Served(loop)
+
+    def session(i: int) -> list[int]:
+        state = served.start(PROMPTS[i], PARAMS[i])
+        control = ControlHandle()
+        future = loop.submit(state, None, control)
+        control.request_pause()  # a reviewer presses Pause while others generate
+        stop = future.result()
+        assert stop.reason in ("pause", "max_tokens")
+        if stop.reason == "pause":
+            served.signals(state)  # a reviewer looks at the pause, in the loop's thread
+            served.run(state)
+        return list(state.generated_ids)
+
+    try:
+        with ThreadPoolExecutor(len(PROMPTS)) as pool:
+            assert list(pool.map(session, range(len(PROMPTS)))) == alone
+        assert served.backend == "transformers"  # attributes read through
+    finally:
+        loop.close()
+
+
+@pytest.mark.model
+def test_it_interleaves_real_model_sessions_with_policies(real_engine):
+    policies = [{"name": "article", "kind": "regex", "params": {"pattern": r"\b[Tt]he\b"}}]
+    prompts = ["Write a short note about ibuprofen dosing.", "Name three rivers in Europe."]
+    params = {"temperature": 0.0, "max_new_tokens": 24}
+    alone = []
+    for prompt in prompts:
+        state = real_engine.start(prompt, params, policies)
+        sink = CollectingSink()
+        real_engine.run(state, sink)
+        alone.append((list(state.generated_ids), [type(e) for e in sink.events][-1]))
+    states = [real_engine.start(p, params, policies) for p in prompts]
+    sinks = [CollectingSink() for _ in states]
+    runs = [real_engine.submit(s, k) for s, k in zip(states, sinks, strict=True)]
+    for run in runs:
+        real_engine.drive(run)
+    together = [
+        (list(s.generated_ids), [type(e) for e in k.events][-1])
+        for s, k in zip(states, sinks, strict=True)
+    ]
+    assert together == alone
+    assert PauseNotice in {last for _, last in together}  # the policy did pause one
