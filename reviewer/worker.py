@@ -1,8 +1,13 @@
-"""The worker's side of a review session: the engine, loaded once per process, and the
-frozen states of paused sessions kept in memory (least recently used spill to the vault).
+"""The worker's side of a review session: the engine, loaded once per process and owned by
+a serving loop that generates for every session of this worker at once, and the frozen
+states of paused sessions kept in memory (least recently used spill to the vault).
 
-A segment runs until a pause, the end, a cancel or the token limit. The state it needs
-comes from memory, else the vault, else a rebuild from the token ids in Postgres.
+A segment runs until a pause, the end, a cancel or the token limit. The task that starts it
+prepares the state (from memory, else the vault, else a rebuild from the token ids in
+Postgres), hands it to the loop and returns: the worker takes the next command while the
+session generates. The segment's relay (reviewer/relay.py) stores what it produces and
+reports its stop. Once a segment has started, its session's liveness lock, not the task's
+message, is what brings it back if this process dies (reviewer/heartbeat.py).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import threading
 import time
 from collections import OrderedDict
 
@@ -21,25 +27,31 @@ from inference.control import CANCEL
 from inference.edits import EditError
 from inference.engine import Engine, StopInfo
 from inference.loader import load_backend
-from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
+from inference.serving import Served, ServingLoop
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
 from reviewer import events, liveness, metrics, pause_models, services, vault
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from reviewer.pause_flags import RedisControl
+from reviewer.relay import Relay
 from reviewer.vault import VaultError
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
 LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, tokens each
 
 
 @functools.cache
+def serving() -> ServingLoop:
+    """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop."""
+    return ServingLoop(load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR))  # type: ignore[arg-type]
+
+
+@functools.cache
 def engine() -> Engine:
-    """The backend CAESURA_BACKEND names, loaded once per process."""
-    engine: Engine = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR)  # type: ignore[assignment]
-    return engine
+    """The engine as this thread may use it: every call runs in the serving loop."""
+    served: Engine = Served(serving())  # type: ignore[assignment]
+    return served
 
 
 # --- paused states in memory ---------------------------------------------------------------
@@ -51,24 +63,28 @@ class StateCache:
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
         self._states: OrderedDict[int, DecodeState] = OrderedDict()
+        self._lock = threading.Lock()  # the task's thread and the relays' threads share it
 
     def get(self, session_id: int) -> DecodeState | None:
-        state = self._states.get(session_id)
-        if state is not None:
-            self._states.move_to_end(session_id)
-        return state
+        with self._lock:
+            state = self._states.get(session_id)
+            if state is not None:
+                self._states.move_to_end(session_id)
+            return state
 
     def put(self, session_id: int, state: DecodeState) -> None:
-        self._states[session_id] = state
-        self._states.move_to_end(session_id)
-        while len(self._states) > 1 and self.used() > self.budget:
-            evicted, _ = self._states.popitem(last=False)  # already in the vault since its pause
-            log.info("state of session %s spilled to the vault (memory budget)", evicted)
-        self._report()
+        with self._lock:
+            self._states[session_id] = state
+            self._states.move_to_end(session_id)
+            while len(self._states) > 1 and self.used() > self.budget:
+                evicted, _ = self._states.popitem(last=False)  # in the vault since its pause
+                log.info("state of session %s spilled to the vault (memory budget)", evicted)
+            self._report()
 
     def drop(self, session_id: int) -> None:
-        if self._states.pop(session_id, None) is not None:
-            self._report()
+        with self._lock:
+            if self._states.pop(session_id, None) is not None:
+                self._report()
 
     def _report(self) -> None:
         metrics.WORKER_STATES.set(len(self._states))
@@ -95,6 +111,9 @@ states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 
 
 def run_segment(session_id: int, segment: str, hostname: str) -> str:
+    """Prepare the session's segment and hand it to the serving loop; "generating" once it
+    runs there (its relay reports the stop), or what ended it before."""
+    wait_for_previous_segment(session_id)
     session = services.begin_segment(session_id, segment, liveness.identity(hostname))
     if session is None:
         return "stale"
@@ -106,12 +125,37 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
         keep_paused(session, state)
         return "edited"
     tell_pending_note(session, state)
+    start_generating(session, state)
+    return "generating"
+
+
+def start_generating(session: ReviewSession, state: DecodeState) -> None:
     control = RedisControl(session.pk)
-    sink = SessionSink(session, state)
-    stop = engine().run(
-        state, sink, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+    relay = Relay(
+        session,
+        state,
+        capture,
+        lambda stop, halted_at: finish_segment(session, state, stop, control, halted_at),
     )
-    return finish_segment(session, state, stop, control)
+    run = serving().submit(
+        state, relay, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+    )
+    with _relays_lock:
+        _relays[session.pk] = relay
+    relay.follow(run)
+
+
+_relays: dict[int, Relay] = {}  # the latest segment's relay, by session
+_relays_lock = threading.Lock()
+
+
+def wait_for_previous_segment(session_id: int) -> None:
+    """A session's next segment starts once its previous one has reported its stop and
+    kept its paused state (as when one segment ran after the other in one thread)."""
+    with _relays_lock:
+        relay = _relays.pop(session_id, None)
+    if relay is not None:
+        relay.join()
 
 
 def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
@@ -137,11 +181,15 @@ def live_mode() -> str | None:
 
 
 def finish_segment(
-    session: ReviewSession, state: DecodeState, stop: StopInfo, control: RedisControl
+    session: ReviewSession,
+    state: DecodeState,
+    stop: StopInfo,
+    control: RedisControl,
+    halted_at: float | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session."""
     checkpoint(session, state)
-    outcome = services.record_stop(session, stop_report(state, stop, control))
+    outcome = services.record_stop(session, stop_report(state, stop, control, halted_at))
     if outcome == "pause":
         keep_paused(session, state)
     else:
@@ -149,8 +197,11 @@ def finish_segment(
     return outcome
 
 
-def stop_report(state: DecodeState, stop: StopInfo, control: RedisControl) -> services.StopReport:
+def stop_report(
+    state: DecodeState, stop: StopInfo, control: RedisControl, halted_at: float | None
+) -> services.StopReport:
     return services.StopReport(
+        halted_at=halted_at,
         reason=stop.reason,
         position=stop.position,
         pause=pause_report(state, stop) if stop.reason == "pause" else None,
@@ -317,10 +368,14 @@ def apply_edit(state: DecodeState, record: Edit):
 
 
 def checkpoint(session: ReviewSession, state: DecodeState) -> None:
+    services.checkpoint(session, *capture(state))
+
+
+def capture(state: DecodeState) -> tuple[list[int], str, dict]:
+    """What a checkpoint stores, copied now (the state goes on changing as it generates)."""
     record = state.checkpoint()
     record.histories = _complete_histories(state)
-    meta = record.meta()
-    services.checkpoint(session, list(state.generated_ids), state.text, meta)
+    return list(state.generated_ids), state.text, record.meta()
 
 
 def _complete_histories(state: DecodeState) -> dict | None:
@@ -355,28 +410,3 @@ def look_ahead(state: DecodeState, alternatives) -> dict:
         branches = []
     elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
     return {"branches": [b.to_dict() for b in branches], "ms": elapsed_ms}
-
-
-class SessionSink(Sink):
-    """Streams the engine's events to Postgres and the session's websocket group."""
-
-    def __init__(self, session: ReviewSession, state: DecodeState) -> None:
-        self.session, self.state = session, state
-        self.since_checkpoint = 0
-        self.step_timer = metrics.StepTimer()
-
-    def on_token(self, event: TokenEvent) -> None:
-        self.step_timer.tick()
-        services.record_token(self.session, events.token(event))
-        self.since_checkpoint += 1
-        if self.since_checkpoint >= CHECKPOINT_EVERY:
-            checkpoint(self.session, self.state)
-            self.since_checkpoint = 0
-
-    def on_flag(self, event: FlagEvent) -> None:
-        services.record_flag(self.session, events.flag(event))
-
-    def on_rollback(self, event: RollbackEvent) -> None:
-        services.record_rollback(self.session, events.rollback(event))
-        checkpoint(self.session, self.state)
-        self.since_checkpoint = 0

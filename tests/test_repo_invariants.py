@@ -46,7 +46,7 @@ WEB_SIDE = [
     "reviewer.command_table",
     "reviewer.dispatch",
 ]
-WORKER_SIDE = {"reviewer.worker", "reviewer.tasks", "reviewer.heartbeat"}
+WORKER_SIDE = {"reviewer.worker", "reviewer.relay", "reviewer.tasks", "reviewer.heartbeat"}
 
 
 def module_path(module: str) -> Path | None:

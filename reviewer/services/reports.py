@@ -37,6 +37,7 @@ class StopReport:
     pause: events.PauseReport | None = None  # what the page shows, when it paused
     requested_at: float | None = None  # when a reviewer asked for the pause it honoured
     cancel_waiting: bool = False  # a cancel request was waiting when it stopped
+    halted_at: float | None = None  # when the engine stopped (before the pause was described)
 
 
 # --- a segment ---------------------------------------------------------------------------
@@ -137,7 +138,7 @@ def record_stop(session: ReviewSession, stop: StopReport) -> str:
     if reason == "pause":
         if stop.pause is None:
             raise ValueError("a pause is reported with what the page shows of it")
-        record_pause(session, stop.pause, stop.requested_at)
+        record_pause(session, stop.pause, stop.requested_at, stop.halted_at)
     elif reason == "cancel":
         record_cancelled(session)
     else:
@@ -155,9 +156,14 @@ def record_cancelled(session: ReviewSession) -> None:
 
 
 def record_pause(
-    session: ReviewSession, pause: events.PauseReport, requested_at: float | None
+    session: ReviewSession,
+    pause: events.PauseReport,
+    requested_at: float | None,
+    halted_at: float | None = None,
 ) -> PauseEvent:
-    halted = timezone.now()
+    # The latency a reviewer waits for: their request to the engine's halt (describing the
+    # pause, its attention and look-ahead, comes after and is not part of it).
+    halted = datetime.fromtimestamp(halted_at, tz=UTC) if halted_at else timezone.now()
     requested = datetime.fromtimestamp(requested_at, tz=UTC) if requested_at else None
     with transaction.atomic():
         record = PauseEvent.objects.create(
