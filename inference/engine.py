@@ -81,8 +81,12 @@ class Run:
 
     @property
     def asked(self) -> bool:
-        """A pause or cancel is waiting for this run."""
-        return self.control is not None and self.control.poll() is not None
+        """A pause or cancel is waiting for this run, or its control failed: either way its
+        boundary must run now (a failing control ends this run there, not the others)."""
+        try:
+            return self.control is not None and self.control.poll() is not None
+        except Exception:
+            return True
 
 
 class Engine(edits_mod.EditShortcuts):

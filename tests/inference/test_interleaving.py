@@ -140,3 +140,17 @@ def test_it_interleaves_real_model_sessions_with_policies(real_engine):
     ]
     assert together == alone
     assert PauseNotice in {last for _, last in together}  # the policy did pause one
+
+
+class BrokenControl(ControlHandle):
+    def poll(self) -> str | None:
+        raise ConnectionError("the flag store is out of reach")
+
+
+def test_it_ends_only_the_session_whose_control_fails(engine):
+    states = [engine.start(p, params) for p, params in zip(PROMPTS[:2], PARAMS[:2], strict=True)]
+    broken = engine.submit(states[0], None, BrokenControl())
+    healthy = engine.submit(states[1])
+    assert engine.step() == [broken]
+    assert isinstance(broken.error, ConnectionError) and not states[0].generated_ids
+    assert engine.drive(healthy).reason == "max_tokens"
