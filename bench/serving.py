@@ -9,7 +9,7 @@ latency (from a reviewer's request, made by another thread at a random moment, t
 end of the step that halts the session) with 8 sessions generating; the mean step time of
 one session; time to the first token after a resume at 1,024 tokens of context against a
 cold prefill. vLLM decodes the sessions in one batch; the transformers engine interleaves
-them one token at a time (its solo worker serves them one after another).
+them one token at a time, halting a session whose pause is waiting before the next token.
 
 Shape: {"transformers": {"aggregate_tok_s": {"1": x, "4": x, "8": x}, "pause_latency_ms":
 {"p50": x, "p95": x}, "step_ms": x, ...}, "vllm": {..., "resume_1024": {"prefix_cache_s": x,
@@ -65,17 +65,11 @@ def prompt(i: int) -> str:
 
 # ---- running N sessions at once, per backend ----------------------------------------------
 def run_all(engine, states) -> None:
-    """Generate for every state until each finishes (vLLM: one batch)."""
-    if engine.backend == "vllm":
-        pending = [engine.submit(state) for state in states]
-        while not all(g.done for g in pending):
-            engine.step()
-        return
-    live = list(states)  # transformers: one token per session per turn
-    while live:
-        for state in list(live):
-            if engine.run(state, pause_at=len(state.generated_ids) + 1).reason != "pause":
-                live.remove(state)
+    """Generate for every state until each finishes: vLLM decodes them in one batch, the
+    transformers engine interleaves them a token at a time."""
+    pending = [engine.submit(state) for state in states]
+    while not all(g.done for g in pending):
+        engine.step()
 
 
 def aggregate_tok_s(engine, sessions: int) -> float:
@@ -135,25 +129,17 @@ def pause_latency_ms(engine) -> dict:
     requester = Requester(controls, PAUSES)
     steps: list[float] = []
     requester.start()
-    if engine.backend == "vllm":
-        running = {i: engine.submit(states[i], None, controls[i]) for i in range(n)}
-        while not requester.finished:
-            steps.append(timed(engine.step))
-            requester.check()
-            for i, generation in running.items():
-                if generation.done:
-                    running[i] = engine.submit(states[i], None, controls[i])
-        for i in range(n):
-            controls[i].request_cancel()
-        while not all(g.done for g in running.values()):
-            engine.step()
-    else:
-        while not requester.finished:
-            for state, control in zip(states, controls, strict=True):
-                start = time.perf_counter()
-                engine.run(state, None, control, pause_at=len(state.generated_ids) + 1)
-                steps.append(time.perf_counter() - start)
-                requester.check()
+    running = {i: engine.submit(states[i], None, controls[i]) for i in range(n)}
+    while not requester.finished:
+        steps.append(timed(engine.step))
+        requester.check()
+        for i, generation in running.items():
+            if generation.done:  # paused: resumed at once, the load stays at n sessions
+                running[i] = engine.submit(states[i], None, controls[i])
+    for i in range(n):
+        controls[i].request_cancel()
+    while not all(g.done for g in running.values()):
+        engine.step()
     return {**percentiles(requester.latencies), "step_under_load": percentiles(steps)}
 
 
