@@ -81,6 +81,39 @@ def no_stale_control_flags(django_db_setup):
         client.delete(key)
 
 
+@pytest.fixture(autouse=True)
+def sessions_stopped_before_flush(request):
+    """A transactional test's tables are emptied after it. A worker serves many sessions at
+    once, so sessions a test left generating are cancelled first: the worker must not be
+    writing them while the tables are truncated (Postgres would see a deadlock)."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None or not marker.kwargs.get("transaction"):
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")  # set up first, so torn down after this
+    yield
+    from reviewer import pause_flags
+    from reviewer.models import ReviewSession
+
+    running = ReviewSession.objects.filter(status=ReviewSession.RUNNING)
+    live = list(running.values_list("pk", flat=True))
+    if not live:
+        return
+    for pk in live:
+        pause_flags.request_cancel(pk)
+    # Until they ended, or wrote nothing for a moment (no worker had them).
+    written = ReviewSession.objects.filter(pk__in=live).values_list("status", "last_seq")
+    deadline, before = time.monotonic() + 10, None
+    while time.monotonic() < deadline and running.exists():
+        now = sorted(written)
+        if now == before:
+            break
+        before = now
+        time.sleep(0.3)
+    for pk in live:  # ids may come again in the next test's sessions
+        pause_flags.clear(pk)
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real worker process on the test database, stopped after the session."""
