@@ -57,8 +57,11 @@ class Stepping(Protocol):
 
 
 class ServingLoop:
-    def __init__(self, engine: Stepping) -> None:
+    def __init__(
+        self, engine: Stepping, on_failure: Callable[[BaseException], None] | None = None
+    ) -> None:
         self.engine = engine
+        self.on_failure = on_failure  # told once if the engine fails and the loop stops
         self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
         self._waiting: dict[str, tuple[Generating, Future[StopInfo]]] = {}
         self._wake = threading.Event()
@@ -167,6 +170,8 @@ class ServingLoop:
         for _generation, future in self._waiting.values():
             future.set_exception(exc)
         self._waiting.clear()
+        if self.on_failure is not None:
+            self.on_failure(exc)
 
 
 class Served:

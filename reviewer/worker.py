@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import os
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -44,7 +46,15 @@ LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, to
 @functools.cache
 def serving() -> ServingLoop:
     """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop."""
-    return ServingLoop(load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR))  # type: ignore[arg-type]
+    backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR)
+    return ServingLoop(backend, on_failure=engine_failed)  # type: ignore[arg-type]
+
+
+def engine_failed(exc: BaseException) -> None:
+    """The engine itself failed: its sessions were told, and this process stops taking
+    work (a warm shutdown) so that its liveness lock goes and other workers take over."""
+    log.critical("the engine failed (%s: %s); this worker shuts down", type(exc).__name__, exc)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 @functools.cache

@@ -154,3 +154,33 @@ def test_it_ends_only_the_session_whose_control_fails(engine):
     assert engine.step() == [broken]
     assert isinstance(broken.error, ConnectionError) and not states[0].generated_ids
     assert engine.drive(healthy).reason == "max_tokens"
+
+
+class FailingEngine:
+    """An engine whose step fails outright (the backend itself broke)."""
+
+    def __init__(self, engine) -> None:
+        self.inner, self.active = engine, {}
+
+    def submit(self, state, *args):
+        run = self.inner.submit(state, *args)
+        self.active = self.inner.active
+        return run
+
+    def step(self):
+        raise MemoryError("the engine ran out of memory")
+
+
+def test_it_tells_every_waiting_session_and_its_owner_when_the_engine_fails(engine):
+    failures = []
+    loop = ServingLoop(FailingEngine(engine), on_failure=failures.append)
+    try:
+        future = loop.submit(engine.start(PROMPTS[0], PARAMS[0]))
+        with pytest.raises(MemoryError):
+            future.result(timeout=10)
+        assert [type(f) for f in failures] == [MemoryError]
+        with pytest.raises(RuntimeError, match="stopped"):
+            loop.call(lambda e: None)
+    finally:
+        engine.active.clear()
+        loop.close()
