@@ -54,6 +54,7 @@ class Relay(Sink):
         self.failed: BaseException | None = None  # set by the relay's thread
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._done: Callable[[], Any] = lambda: None
         self._thread = threading.Thread(
             target=self._work, name=f"relay-session-{session.pk}", daemon=True
         )
@@ -85,8 +86,10 @@ class Relay(Sink):
             raise Aborted(f"session {self.session.pk}: its events cannot be stored") from None
 
     # ---- any thread ----------------------------------------------------------------------
-    def follow(self, run: Future[StopInfo]) -> None:
-        """Start writing; the run's end (a stop or an error) is reported after its events."""
+    def follow(self, run: Future[StopInfo], done: Callable[[], Any] = lambda: None) -> None:
+        """Start writing; the run's end (a stop or an error) is reported after its events,
+        then ``done`` is called."""
+        self._done = done
         self._thread.start()
         run.add_done_callback(self._ended)
 
@@ -111,6 +114,7 @@ class Relay(Sink):
                 self._report_end(*item)
         finally:
             connection.close()  # this thread's own connection
+            self._done()
 
     def _write(self, kind: str, payload: Any) -> None:
         try:

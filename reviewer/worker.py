@@ -152,18 +152,24 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
     )
     with _relays_lock:
         _relays[session.pk] = relay
-    relay.follow(run)
+    relay.follow(run, done=lambda: _forget(session.pk, relay))
 
 
-_relays: dict[int, Relay] = {}  # the latest segment's relay, by session
+_relays: dict[int, Relay] = {}  # relays still writing, by session
 _relays_lock = threading.Lock()
 
 
-def wait_for_previous_segment(session_id: int) -> None:
-    """A session's next segment starts once its previous one has reported its stop and
-    kept its paused state (as when one segment ran after the other in one thread)."""
+def _forget(session_id: int, relay: Relay) -> None:
     with _relays_lock:
-        relay = _relays.pop(session_id, None)
+        if _relays.get(session_id) is relay:
+            del _relays[session_id]
+
+
+def wait_for_previous_segment(session_id: int) -> None:
+    """Work on a session starts once its previous segment has reported its stop and kept
+    its paused state (as when one segment ran after the other in one thread)."""
+    with _relays_lock:
+        relay = _relays.get(session_id)
     if relay is not None:
         relay.join()
 
@@ -239,6 +245,7 @@ def attention_view(session_id: int, layer: int) -> None:
     session = services.paused_session(session_id)
     if session is None:
         return  # resumed or ended meanwhile: there is no pause to look into
+    wait_for_previous_segment(session_id)  # the pause's state is kept in memory first
     state = load_state(session)
     view = engine().attention(state, layer)
     services.record_attention(
