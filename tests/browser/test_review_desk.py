@@ -79,6 +79,7 @@ def open_paused(page, server_url: str, session: ReviewSession) -> None:
     page.click("#attention-expert summary")  # the heatmaps by layer are folded away at first
     page.wait_for_selector("#pause-heatmap .main-svg")
     page.wait_for_selector("#live-heatmap .main-svg")
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.wait_for_selector("#timeline li")
 
 

@@ -1098,8 +1098,11 @@
 
   function bind() {
     const box = $("tokens");
-    box.addEventListener("mouseover", (e) => e.target.closest(".tok") && showTip(e.target.closest(".tok")));
-    box.addEventListener("mouseout", hideTip);
+    // Hovering is a mouse's: a tap's tip stays until the next tap, even when the page moves
+    // under the finger (a tap also shows that word's attention).
+    const hovered = (e) => e.pointerType === "mouse" && e.target.closest(".tok");
+    box.addEventListener("pointerover", (e) => hovered(e) && showTip(hovered(e)));
+    box.addEventListener("pointerout", (e) => e.pointerType === "mouse" && hideTip());
     box.addEventListener("mouseup", () => setTimeout(textSelected, 0));
     box.addEventListener("click", tokenTapped);
     box.addEventListener("contextmenu", tokenMenuRequested);
