@@ -17,7 +17,7 @@
   const map = data.attentionMap; // {promptLength, promptTokens, caseSpans, caseText} or null
   const TEXT_SCALE = 0.95; // a bar's full height: the 95th percentile of the words' shares
   const HEATMAP_SCALE = 0.99; // a heatmap's darkest colour: the 99th percentile of its cells
-  const SHOWN_FROM = 0.2; // bars weaker than this (of the full bar) are not drawn
+  const SHOWN_FROM = 0.3; // bars weaker than this (of the full bar) are not drawn
   const TOP_WORDS = 4; // of each kind
 
   let state = null;
