@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 class AttentionView:
     tokens: list[str]  # text of every context position (prompt, notes and generated)
     prompt_length: int  # positions [0, prompt_length) are the prompt
+    notes: list[list[int]]  # [start, end) of each note (context the model read, not wrote)
     layers: list[list[float]]  # [L][S]: each layer's row, mean over heads
     layer: int  # the layer ``heads`` belongs to
     heads: list[list[float]]  # [H][S]: that layer's row per head
@@ -35,10 +36,24 @@ def view(
     return AttentionView(
         tokens=[token_text(i) for i in ids],
         prompt_length=len(state.prompt_ids),
+        notes=note_spans(state),
         layers=weights.mean(1).tolist(),
         layer=layer % layers,
         heads=weights[layer].tolist(),
     )
+
+
+def note_spans(state: DecodeState) -> list[list[int]]:
+    """Where each note sits among the context positions (as ``state.context_ids`` lays them
+    out), so that a reader can tell the generated positions from the notes between them."""
+    spans, at = [], len(state.prompt_ids)
+    for index in range(len(state.generated_ids) + 1):
+        for note in state.notes:
+            if note.at == index:
+                spans.append([at, at + len(note.ids)])
+                at += len(note.ids)
+        at += 1
+    return spans
 
 
 def live_layers(choice: int | str | None, layers: int) -> set[int] | None:

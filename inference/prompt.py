@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inference.text import Tokenizer
+from inference.text import Detokenizer, Tokenizer
 
 # A user message, chat messages ({"role": ..., "content": ...}), or token ids.
 Prompt = str | Sequence[Mapping[str, str]] | Sequence[int]
@@ -26,3 +26,60 @@ def encode_prompt(tokenizer: Tokenizer, prompt: Prompt, system: str | None = Non
         return tokenizer.encode("\n".join(m["content"] for m in messages))
     encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)
     return list(encoded["input_ids"])
+
+
+def user_text_spans(
+    tokenizer: Tokenizer, prompt_ids: Sequence[int], text: str, system: str | None = None
+) -> list[tuple[int, int] | None]:
+    """For each position of ``prompt_ids`` (built from the user message ``text``), the
+    characters ``[start, end)`` of ``text`` that its token spells; None for the chat
+    template and the system prompt. All None where the text cannot be found in the prompt.
+
+    The template is what ``prompt_ids`` shares with the same prompt around an empty message:
+    the ids in between spell the message. A token that ends inside a character (a Chinese
+    one is often split in three) is given the character that a later token completes."""
+    ids = list(prompt_ids)
+    spans: list[tuple[int, int] | None] = [None] * len(ids)
+    empty = encode_prompt(tokenizer, "", system)
+    head = _shared_length(ids, empty)
+    tail = _shared_length(ids[head:][::-1], empty[head:][::-1])
+    detok = Detokenizer()
+    detok.extend(tokenizer, ids[head : len(ids) - tail])
+    shift = _text_offset(detok.text, text)
+    if shift is None:
+        return spans
+    for i, (start, end) in enumerate(_piece_spans(detok)):
+        start, end = max(start - shift, 0), min(end - shift, len(text))
+        if start < end:
+            spans[head + i] = (start, end)
+    return spans
+
+
+def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _text_offset(decoded: str, text: str) -> int | None:
+    """Where ``text`` starts in the decoded message ids (a template may add or trim
+    whitespace around it)."""
+    found = decoded.rfind(text)
+    if found >= 0:
+        return found
+    stripped = text.strip()
+    found = decoded.rfind(stripped) if stripped else -1
+    return found - text.index(stripped) if found >= 0 else None
+
+
+def _piece_spans(detok: Detokenizer) -> list[tuple[int, int]]:
+    """Each token's [start, end) in ``detok.text``; an empty piece takes the next one's."""
+    bounds = [*detok.starts, len(detok.text)]
+    spans = list(zip(bounds, bounds[1:], strict=False))
+    following = (len(detok.text), len(detok.text))
+    for i in reversed(range(len(spans))):
+        if spans[i][0] == spans[i][1]:
+            spans[i] = following
+        following = spans[i]
+    return spans

@@ -1,4 +1,5 @@
-"""The model's tokenizer in the web process: enough to check that an input fits the context."""
+"""The model's tokenizer in the web process: enough to check that an input fits the context,
+and to tell the session page which prompt tokens spell the case text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import functools
 from django.conf import settings
 from transformers import AutoConfig, AutoTokenizer
 
-from inference.prompt import encode_prompt
+from inference.prompt import encode_prompt, user_text_spans
 
 
 @functools.cache
@@ -30,3 +31,19 @@ def text_length(text: str) -> int:
     """Tokens of generated text as an edit retokenizes it (see inference/edits.py): plain
     text, so a typed special token counts as the pieces it is split into."""
     return len(tokenizer().encode(text, add_special_tokens=False, split_special_tokens=True))
+
+
+def case_map(prompt_ids: list[int], system_prompt: str, text: str) -> dict:
+    """What the session page needs to show attention in the case text: each prompt token's
+    text, and the characters of ``text`` (code points) it spells, or None for the template
+    and the system prompt. ``prompt_ids`` may be empty before the worker has started: the
+    prompt is then built as the engine will build it."""
+    system = system_prompt or None
+    ids = list(prompt_ids) or encode_prompt(tokenizer(), text, system=system)
+    spans = user_text_spans(tokenizer(), ids, text, system=system)
+    return {
+        "promptLength": len(ids),
+        "promptTokens": [tokenizer().decode([i], skip_special_tokens=False) for i in ids],
+        "caseSpans": [list(span) if span else None for span in spans],
+        "caseText": text,
+    }

@@ -56,11 +56,9 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "selected": _("Selected"),
         "layer": _("Layer"),
         "head": _("Head"),
-        "token": _("Token"),
         "attentionTo": _("attention to"),
-        "prompt": _("prompt"),
-        "generated": _("generated"),
         "headsOfLayer": _("Heads of layer"),
+        **attention_labels(),
         "loadingHeads": _("Loading the heads of layer %(layer)s…"),
         "commentRequired": _("Please say why you reject the text."),
         "finished": _("Generation finished."),
@@ -87,6 +85,59 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "decided": _("%(status)s: %(note)s"),
         "mute": _("Mute “%(policy)s” for this session"),
         "unmute": _("Unmute “%(policy)s”"),
+    }
+
+
+def attention_labels() -> dict[str, str | dict[str, str]]:
+    """What the page says of attention: the bars under the words, their legend, the heatmaps."""
+    return {
+        "attentionAtPause": _(
+            "Where the model looked to choose the next token: the thicker and darker the blue "
+            "bar under a word, the more (mean over all layers and heads). Click a generated "
+            "word to see where it looked."
+        ),
+        "attentionAtPauseNoCase": _(
+            "Where the model looked to choose the next token, in the generated text (the case "
+            "text could not be matched to the model's tokens)."
+        ),
+        "attentionOfWord": _(
+            "Where %(word)s looked when the model wrote it: the thicker the bar, the more."
+        ),
+        "attentionNoRowEdited": _(
+            "No attention is recorded for %(word)s: an edit put it in place (the words an edit "
+            "writes and those after them), and the model reads an edit in one step, not word "
+            "by word."
+        ),
+        "attentionNoRowEngine": _(
+            "No attention is recorded for %(word)s: on this installation the engine gives "
+            "attention only at a pause."
+        ),
+        "attentionBack": _("Back to the pause"),
+        "attentionHide": _("Hide"),
+        "attentionTop": {
+            "case": _("Looked at most in the case text: %(words)s"),
+            "generated": _("In the generated text: %(words)s"),
+        },
+        "attentionRest": _(
+            "These words drew %(share)s of the attention; the rest went to the system prompt "
+            "and the chat template (%(first)s to the first position alone, where models park "
+            "attention they do not need)."
+        ),
+        "attentionShare": _("%(share)s of the attention on the case and the text"),
+        "attentionScale": _("attention"),
+        "wordsAxis": _("Word"),
+        "liveRows": _("Generated word"),
+        "liveColumns": _("Earlier words (the case text is marked in yellow above)"),
+        "liveMissing": _(
+            "Words without a row: %(count)s. An edit put them in place (the words it wrote and "
+            "those after them), and the model reads an edit in one step."
+        ),
+        "kinds": {
+            "template": _("system prompt and template"),
+            "case": _("case text"),
+            "note": _("note"),
+            "generated": _("generated text"),
+        },
     }
 
 

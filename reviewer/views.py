@@ -223,9 +223,22 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
             "redlineUrl": reverse("api-redline", args=[session.pk]),
+            "liveAttention": settings.CAESURA_BACKEND != "vllm",
+            "attentionMap": attention_map(session),
         },
     }
     return render(request, "reviewer/session_detail.html", context)
+
+
+def attention_map(session: ReviewSession) -> dict | None:
+    """Where the case text sits among the prompt's tokens, so the page can show attention on
+    its words (see reviewer/tokenizer.py); None where the model's tokenizer is not here."""
+    from reviewer.tokenizer import case_map  # loads a tokenizer: only for this page
+
+    try:
+        return case_map(session.prompt_ids, session.domain.system_prompt, session.input_text)
+    except OSError:
+        return None
 
 
 LIVE_STATUSES = {

@@ -196,3 +196,43 @@ def test_it_says_why_there_is_no_live_attention_on_the_vllm_backend(client, alic
     html = rendered(client, session)
     assert 'id="live-heatmap"' not in html
     assert "vLLM engine" in element(html, "no-live-attention")
+
+
+@pytest.mark.model
+def test_it_tells_the_page_which_prompt_tokens_spell_the_case_text(client, alice):
+    from inference.prompt import encode_prompt
+    from reviewer.tokenizer import tokenizer
+
+    case = "Fever since Monday.\r\n发热三天。"
+    session = make_session(alice)
+    session.input_text = case
+    session.save(update_fields=["input_text"])
+    client.force_login(alice)
+    before_start = page_data(client.get(f"/sessions/{session.pk}/"))["attentionMap"]
+    ids = encode_prompt(tokenizer(), case, system=session.domain.system_prompt)
+    session.prompt_ids = ids  # as the worker records them when it starts the session
+    session.save(update_fields=["prompt_ids"])
+    shown = page_data(client.get(f"/sessions/{session.pk}/"))["attentionMap"]
+    assert shown == before_start  # the page can show it before the worker has started
+    assert shown["caseText"] == case and shown["promptLength"] == len(ids)
+    assert len(shown["promptTokens"]) == len(shown["caseSpans"]) == len(ids)
+    spans = [span for span in shown["caseSpans"] if span]
+    assert "".join(case[a:b] for a, b in dict.fromkeys(map(tuple, spans))) == case
+    assert shown["caseSpans"][0] is None  # <|im_start|> of the system prompt
+    # The case text is rendered as it was typed; the script draws its words over it.
+    assert element(rendered(client, session), "case-text").endswith(
+        "Fever since Monday.\r\n发热三天。"
+    )
+
+
+def test_the_page_works_without_the_models_tokenizer(client, alice, monkeypatch):
+    import reviewer.tokenizer
+
+    def missing():
+        raise OSError("no tokenizer here")
+
+    monkeypatch.setattr(reviewer.tokenizer, "tokenizer", missing)
+    session = make_session(alice)
+    client.force_login(alice)
+    response = client.get(f"/sessions/{session.pk}/")
+    assert response.status_code == 200 and page_data(response)["attentionMap"] is None

@@ -3,6 +3,8 @@ paused or a finished session page without running the model."""
 
 from __future__ import annotations
 
+import functools
+
 from django.utils import timezone
 
 from reviewer import audit, events
@@ -10,7 +12,8 @@ from reviewer.models import Domain, PauseEvent, PausePolicy, ReviewSession, Sess
 
 WORDS = ["The", " patient", " reports", " chest", " pain", " since", " this", " morning", "."]
 TEXT = "".join(WORDS)
-PROMPT = 6  # context positions before the first generated token
+CASE = "58-year-old man with chest pain since this morning. Write the note."
+SYSTEM_PROMPT = "Write a note."
 ALTERNATIVES = [
     {"token_id": 42, "text": " Blood", "prob": 0.24},
     {"token_id": 7, "text": " He", "prob": 0.19},
@@ -26,7 +29,7 @@ def ward_domain() -> Domain:
             "name": "Ward note",
             "name_zh": "病房记录",
             "specialty": "medical",
-            "system_prompt": "Write a note.",
+            "system_prompt": SYSTEM_PROMPT,
         },
     )
     PausePolicy.objects.get_or_create(
@@ -44,7 +47,32 @@ def store(session: ReviewSession, type: str, payload: dict) -> None:
     )
 
 
+@functools.cache
+def prompt() -> tuple[list[int], list[str]]:
+    """The case's prompt ids and their texts as the engine builds them, so that the page can
+    find the case text among them."""
+    from inference.prompt import encode_prompt
+    from reviewer.tokenizer import tokenizer
+
+    ids = encode_prompt(tokenizer(), CASE, system=SYSTEM_PROMPT)
+    return ids, [tokenizer().decode([i]) for i in ids]
+
+
+def attention_row(texts: list[str], stress: tuple[str, ...]) -> list[float]:
+    """A row as a model's look: much on the first position (the sink), more on the words in
+    ``stress`` and on the last position than on the rest; it sums to 1."""
+    weights = [0.02] * len(texts)
+    weights[0] = 1.0
+    for i, text in enumerate(texts):
+        if text.strip() in stress:
+            weights[i] = 0.25
+    weights[-1] += 0.15
+    total = sum(weights)
+    return [round(w / total, 4) for w in weights]
+
+
 def tokens(session: ReviewSession) -> None:
+    texts = prompt()[1]
     for position, word in enumerate(WORDS):
         store(
             session,
@@ -56,14 +84,14 @@ def tokens(session: ReviewSession) -> None:
                 "probability": 0.9 - 0.07 * position,
                 "entropy": 0.3 + 0.2 * position,
                 "alternatives": ALTERNATIVES,
-                "attention": [round(1 / (PROMPT + position + 1), 3)] * (PROMPT + position + 1),
+                "attention": attention_row([*texts, *WORDS[: position + 1]], ("chest", "pain")),
             },
         )
 
 
 def pause_payload(pause_id: int) -> dict:
-    width = PROMPT + len(WORDS)
-    names = [f"p{i}" for i in range(PROMPT)] + WORDS
+    names = [*prompt()[1], *WORDS]
+    stress = [("chest", "pain"), ("morning",), ("58", "man"), ("pain", "reports")]
     return {
         "position": len(WORDS),
         "trigger": "Unsure",
@@ -74,11 +102,12 @@ def pause_payload(pause_id: int) -> dict:
         "decisions": [],
         "alternatives": ALTERNATIVES,
         "attention": {
-            "layers": [[round((i + j) % 5 / 10, 2) for j in range(width)] for i in range(4)],
-            "heads": [[round((i * j) % 7 / 10, 2) for j in range(width)] for i in range(3)],
+            "layers": [attention_row(names, words) for words in stress],
+            "heads": [attention_row(names, words) for words in reversed(stress[1:])],
             "layer": 3,
             "tokens": names,
-            "prompt_length": PROMPT,
+            "prompt_length": len(prompt()[0]),
+            "notes": [],
         },
         "text": TEXT,
         "history": {
@@ -94,7 +123,8 @@ def new_session(owner, status: str, **fields) -> ReviewSession:
     return ReviewSession.objects.create(
         owner=owner,
         domain=ward_domain(),
-        input_text="58-year-old man with chest pain since this morning. Write the note.",
+        input_text=CASE,
+        prompt_ids=prompt()[0],
         model_name="smollm2-135m-instruct",
         status=status,
         text=TEXT,

@@ -73,7 +73,8 @@ def test_the_session_page_draws_its_plotly_heatmaps_under_the_policy(
         start_in_browser(watched, server_url, domain, max_new_tokens=30)
     assert_policed(session_page.value)
     wait_until_paused(watched)
-    for plot in ("#pause-heatmap", "#heads-heatmap", "#live-heatmap"):
+    watched.click("#attention-expert summary")
+    for plot in ("#pause-heatmap", "#live-heatmap"):
         watched.wait_for_selector(f"{plot} .main-svg")
     assert watched.locator('#connection[data-state="connected"]').count() == 1
     assert_clean(watched)

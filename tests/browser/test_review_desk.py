@@ -75,8 +75,11 @@ def chinese(browser):
 def open_paused(page, server_url: str, session: ReviewSession) -> None:
     page.goto(f"{server_url}/sessions/{session.pk}/")
     page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
+    page.wait_for_selector("#attention-legend:not([hidden]) #attention-top q")
+    page.click("#attention-expert summary")  # the heatmaps by layer are folded away at first
     page.wait_for_selector("#pause-heatmap .main-svg")
     page.wait_for_selector("#live-heatmap .main-svg")
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.wait_for_selector("#timeline li")
 
 

@@ -120,8 +120,8 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     assert page_text(page) == paused.text
     assert page.evaluate("() => caesura.state.tokens.length") == len(paused.generated_ids)
     assert page.locator("#pause-reason").inner_text().strip()
+    page.click("#attention-expert summary")
     page.wait_for_selector("#pause-heatmap .main-svg")
-    page.wait_for_selector("#heads-heatmap .main-svg")
     page.wait_for_selector("#live-heatmap .main-svg")
     page.evaluate("() => caesura.showHeadsOf(4)")  # as clicking layer 4 in the heatmap does
     page.wait_for_function(
@@ -138,7 +138,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     page.click('button.lang[value="zh-hans"]')
     page.wait_for_selector('html[lang="zh-hans"]')
     wait_until_paused(page)
-    page.wait_for_selector("#pause-heatmap .main-svg")
+    page.wait_for_selector("#attention-legend:not([hidden]) #attention-top q")
     screenshot(page, "session-paused-zh-hans")
     page.click('button.lang[value="en"]')
     page.wait_for_selector('html[lang="en"]')

@@ -47,3 +47,21 @@ def test_it_rejects_a_layer_that_does_not_exist(engine):
         engine.attention(state, layer=5)
     with pytest.raises(ValueError, match="live_attention"):
         engine.run(state, live_attention=7)
+
+
+def test_it_says_where_notes_sit_among_the_context_positions(engine):
+    state = engine.start(PROMPT, PARAMS)
+    engine.run(state, pause_at=3)
+    first = engine.add_note(state, " (The time is 14:05.) ")
+    engine.run(state, pause_at=5)
+    second = engine.add_note(state, " (Later.) ")
+    view = engine.attention(state)
+    prompt = len(state.prompt_ids)
+    start = prompt + 3
+    later = start + len(first.ids) + 2
+    assert view.notes == [[start, start + len(first.ids)], [later, later + len(second.ids)]]
+    ids = state.context_ids()
+    assert [ids[p] for p in range(*view.notes[1])] == second.ids
+    outside = [p for p in range(prompt, len(ids)) if not any(a <= p < b for a, b in view.notes)]
+    assert [ids[p] for p in outside] == state.generated_ids
+    assert engine.attention(engine.start(PROMPT, PARAMS)).notes == []

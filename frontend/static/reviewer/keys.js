@@ -68,6 +68,7 @@
     a: () => prepareDecision("approve"),
     x: () => prepareDecision("reject"),
     e: replaceFocused,
+    w: () => (focusedToken() ? actions.showWordAttention(+focusedToken().dataset.pos) : window.CaesuraAttention.back()),
     n: () => $("next-case") && !$("decided-panel").hidden && $("next-case").click(),
     ArrowRight: () => focusedToken() && moveToken(1),
     ArrowLeft: () => focusedToken() && moveToken(-1),

@@ -33,7 +33,6 @@
     drawn: false, // tokens came from events; until then #tokens holds the server-rendered text
     tokens: [], // tokens[position] = {text, probability, entropy, alternatives, edited}
     liveRows: [], // liveRows[position] = attention of that token over its context
-    promptLength: null,
     pause: null, // the open pause: the `pause` event, kept current by later edits
     socket: null,
     retries: 0,
@@ -286,10 +285,7 @@
       alternatives: event.alternatives || [],
     };
     state.liveRows.length = Math.min(state.liveRows.length, position);
-    if (event.attention && event.attention.length) {
-      state.liveRows[position] = event.attention;
-      state.promptLength = event.attention.length - position - 1;
-    }
+    if (event.attention && event.attention.length) state.liveRows[position] = event.attention;
     scheduleRender(appended ? "append" : "full");
     scheduleLiveHeatmap();
   }
@@ -443,6 +439,7 @@
     renderedCount = state.tokens.length;
     shadeWords(box);
     window.CaesuraChanges.draw(box, state);
+    A.refresh();
     if (following) box.scrollTop = box.scrollHeight;
   }
 
@@ -482,13 +479,7 @@
 
   const percent = W.percent;
 
-  function visible(text) {
-    // A piece as a reader sees it: no tokenizer glyphs; a space, line break or control token
-    // in plain words.
-    const plain = W.plainLabel(text, L, false);
-    if (plain) return plain;
-    return text.replace(/\ufffd/g, "").replace(/\n/g, " ").trim();
-  }
+  const visible = (text) => W.visible(text, L);
 
   function showTip(element) {
     const token = state.tokens[+element.dataset.pos];
@@ -505,6 +496,8 @@
         line(`${L.probability} ${percent(token.probability)} · ${L.entropy} ${token.entropy.toFixed(2)}`)
       );
       if (shown !== token) tip.appendChild(line(L.partOfWord, "muted"));
+      const looked = A.tipLine(+element.dataset.pos);
+      if (looked) tip.appendChild(line(looked));
       if (token.alternatives.length) {
         tip.appendChild(line(L.alternatives, "tip-head"));
         const list = document.createElement("ol");
@@ -568,8 +561,13 @@
 
   function tokenTapped(event) {
     // A tap shows what the model knew about the token (a touch screen has no hover).
+    // At a pause, or once written, a click also shows where that word looked.
     const element = event.target.closest(".tok");
-    if (element && event.pointerType !== "mouse") showTip(element);
+    if (!element) return;
+    if (state.status !== "running" && state.live && window.getSelection()?.isCollapsed !== false) {
+      A.focusWord(+element.dataset.pos);
+    }
+    if (event.pointerType !== "mouse") showTip(element);
   }
 
   function openMenu(element) {
@@ -729,6 +727,7 @@
 
   function renderPause() {
     const pause = state.status === "paused" && state.live ? state.pause : null;
+    A.refresh();
     $("pause-panel").hidden = !pause;
     $("pause-attention-card").hidden = !(pause && pause.attention && pause.attention.layers && !pause.attentionStale);
     if (!pause) return;
@@ -739,7 +738,7 @@
     const next = nextSignals(pause);
     renderSpark("probability", [...((pause.history && pause.history.probability) || []), next.top1], 1);
     renderSpark("entropy", [...((pause.history && pause.history.entropy) || []), next.entropy], null);
-    if (pause.attention && pause.attention.layers && !pause.attentionStale) renderPauseAttention(pause.attention);
+    if (pause.attention && pause.attention.layers && !pause.attentionStale) A.renderPauseHeatmap();
   }
 
   function nextSignals(pause) {
@@ -898,69 +897,16 @@
       last === null ? "" : name === "probability" ? percent(last) : last.toFixed(2);
   }
 
-  // --- attention heatmaps ------------------------------------------------------------------
+  // --- attention (attention.js draws it) ---------------------------------------------------
 
-  const plotConfig = { displayModeBar: false, responsive: true };
-
-  // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
-  // sizing would leave the box at its minimum and the figure spilling over the next card.
-  function drawPlot(id, traces, layout, config) {
-    if (!$(id)) return; // not on this page (no live attention on a vLLM installation)
-    $(id).style.minHeight = `${layout.height}px`;
-    Plotly.react(id, traces, layout, config);
-  }
-
-  function tickLabels(tokens) {
-    const every = Math.max(1, Math.ceil(tokens.length / 30));
-    const values = [];
-    const texts = [];
-    tokens.forEach((text, i) => {
-      if (i % every === 0) {
-        values.push(i);
-        texts.push(visible(text).slice(0, 12));
-      }
-    });
-    return { tickvals: values, ticktext: texts, tickangle: -50, tickfont: { size: 10 } };
-  }
-
-  function promptShade(promptLength, rows) {
-    return [{
-      type: "rect", xref: "x", yref: "paper", x0: -0.5, x1: promptLength - 0.5, y0: 0, y1: 1,
-      fillcolor: "rgba(120,120,120,0.10)", line: { width: 0 }, layer: "above",
-    }];
-  }
-
-  function renderPauseAttention(attention) {
-    if (!window.Plotly) return;
-    const tokens = attention.tokens;
-    const custom = attention.layers.map(() => tokens.map(visible));
-    const layers = {
-      type: "heatmap", z: attention.layers, customdata: custom, colorscale: "Blues", reversescale: true,
-      hovertemplate: `${L.layer} %{y}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
-      colorbar: { thickness: 10 },
-    };
-    const layout = {
-      margin: { l: 44, r: 10, t: 8, b: 70 }, height: 300,
-      xaxis: tickLabels(tokens), yaxis: { title: { text: L.layer }, autorange: "reversed" },
-      shapes: promptShade(attention.prompt_length),
-    };
-    drawPlot("pause-heatmap", [layers], layout, plotConfig);
-    renderHeads(attention);
-    const plot = $("pause-heatmap");
-    if (!plot.dataset.bound) {
-      plot.dataset.bound = "1";
-      plot.on("plotly_click", (click) => {
-        if (click.points.length) showHeadsOf(click.points[0].y);
-      });
-    }
-  }
+  const A = window.CaesuraAttention;
 
   // The pause carries one layer's heads; another layer's come from the worker on request.
   function showHeadsOf(layer) {
     const attention = state.pause && state.pause.attention;
     if (!attention || state.pause.attentionStale) return;
     if (layer === attention.layer) {
-      renderHeads(attention);
+      A.renderPauseHeatmap();
       return;
     }
     const note = $("heads-note");
@@ -977,64 +923,10 @@
     if (!pause || !pause.attention || pause.attentionStale || event.position !== pause.position) return;
     pause.attention.heads = event.heads;
     pause.attention.layer = event.layer;
-    if (state.live) renderHeads(pause.attention);
+    if (state.live) A.renderPauseHeatmap();
   }
 
-  function renderHeads(attention) {
-    if (!window.Plotly) return;
-    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
-    $("heads-note").hidden = true;
-    const tokens = attention.tokens;
-    const heads = {
-      type: "heatmap", z: attention.heads, customdata: attention.heads.map(() => tokens.map(visible)),
-      colorscale: "Blues", reversescale: true, colorbar: { thickness: 10 },
-      hovertemplate: `${L.head} %{y}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
-    };
-    const layout = {
-      margin: { l: 44, r: 10, t: 8, b: 70 }, height: 40 + 22 * attention.heads.length + 70,
-      xaxis: tickLabels(tokens), yaxis: { title: { text: L.head }, autorange: "reversed", dtick: 1 },
-      shapes: promptShade(attention.prompt_length),
-    };
-    drawPlot("heads-heatmap", [heads], layout, plotConfig);
-  }
-
-  let liveTimer = null;
-
-  function scheduleLiveHeatmap() {
-    if (liveTimer === null) liveTimer = setTimeout(renderLiveHeatmap, 400);
-  }
-
-  function renderLiveHeatmap() {
-    liveTimer = null;
-    if (!window.Plotly) return;
-    const rows = state.liveRows;
-    const width = rows.reduce((w, row) => Math.max(w, row ? row.length : 0), 0);
-    $("live-attention-card").hidden = width === 0;
-    if (!width) return;
-    const prompt = state.promptLength || 0;
-    const columns = Array.from({ length: width }, (_, c) =>
-      c < prompt ? `${L.prompt} ${c + 1}` : visible((state.tokens[c - prompt] || { text: "" }).text)
-    );
-    const z = [];
-    const labels = [];
-    for (let position = 0; position < state.tokens.length; position += 1) {
-      const row = rows[position] || [];
-      z.push(Array.from({ length: width }, (_, c) => (c < row.length ? row[c] : null)));
-      labels.push(visible((state.tokens[position] || { text: "" }).text));
-    }
-    const trace = {
-      type: "heatmap", z, colorscale: "Blues", reversescale: true, colorbar: { thickness: 10 },
-      customdata: z.map(() => columns), text: z.map((_, r) => columns.map(() => labels[r])),
-      hovertemplate: `${L.token} %{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
-    };
-    const layout = {
-      margin: { l: 44, r: 10, t: 8, b: 40 }, height: Math.min(360, 120 + 6 * z.length),
-      xaxis: { title: { text: `${L.prompt} | ${L.generated}` }, showgrid: false, zeroline: false },
-      yaxis: { title: { text: L.token }, autorange: "reversed", showgrid: false, zeroline: false },
-      shapes: promptShade(prompt),
-    };
-    drawPlot("live-heatmap", [trace], layout, plotConfig);
-  }
+  const scheduleLiveHeatmap = () => A.scheduleLive();
 
   // --- controls, decision, timeline --------------------------------------------------------
 
@@ -1206,8 +1098,11 @@
 
   function bind() {
     const box = $("tokens");
-    box.addEventListener("mouseover", (e) => e.target.closest(".tok") && showTip(e.target.closest(".tok")));
-    box.addEventListener("mouseout", hideTip);
+    // Hovering is a mouse's: a tap's tip stays until the next tap, even when the page moves
+    // under the finger (a tap also shows that word's attention).
+    const hovered = (e) => e.pointerType === "mouse" && e.target.closest(".tok");
+    box.addEventListener("pointerover", (e) => hovered(e) && showTip(hovered(e)));
+    box.addEventListener("pointerout", (e) => e.pointerType === "mouse" && hideTip());
     box.addEventListener("mouseup", () => setTimeout(textSelected, 0));
     box.addEventListener("click", tokenTapped);
     box.addEventListener("contextmenu", tokenMenuRequested);
@@ -1234,6 +1129,7 @@
   }
 
   bind();
+  A.init(state, { showHeadsOf });
   setStatus(state.status);
   refreshTimeline();
   connect();
@@ -1246,6 +1142,7 @@
     closeEditor,
     openMenu,
     openEditor,
+    showWordAttention: (position) => A.focusWord(position),
     choose: (index) => {
       const alternative = state.status === "paused" && state.pause && (state.pause.alternatives || [])[index];
       if (alternative) chooseAlternative(alternative.token_id);

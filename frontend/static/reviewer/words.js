@@ -77,6 +77,14 @@
     return null;
   }
 
+  // A piece as a reader sees it: no tokenizer glyphs; a space, line break or control token
+  // in plain words.
+  function visible(text, labels) {
+    const plain = plainLabel(text, labels, false);
+    if (plain) return plain;
+    return text.replace(/\ufffd/g, "").replace(/\n/g, " ").trim();
+  }
+
   // An alternative as the word it would start, inside its sentence. `context` is the text so
   // far, `added` what the alternative (and, with a look-ahead, the words after it) adds.
   // Returns {word, before, after, partial}: the word in full (with the part of it already
@@ -100,5 +108,5 @@
     };
   }
 
-  window.CaesuraWords = { percent, startsWord, groupWords, segments, tailWords, isSpecial, plainLabel, alternativeWord };
+  window.CaesuraWords = { percent, startsWord, groupWords, segments, tailWords, isSpecial, plainLabel, visible, alternativeWord };
 })();
