@@ -37,8 +37,11 @@ LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, to
 
 @functools.cache
 def engine() -> Engine:
-    """The backend CAESURA_BACKEND names, loaded once per process."""
-    engine: Engine = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR)  # type: ignore[assignment]
+    """The backend CAESURA_BACKEND names, loaded once per process. It records every token's
+    similarity to the prompt where it can, so that drift can be calibrated on any session."""
+    engine: Engine = load_backend(  # type: ignore[assignment]
+        settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True
+    )
     return engine
 
 
@@ -290,6 +293,7 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             state.detok.pieces(result.token_start),
             state.top1_history,
             state.entropy_history,
+            state.similarity_history,
             lookahead=look_ahead(state, alternatives),
             attention=engine().attention(state).to_dict(),
         )
