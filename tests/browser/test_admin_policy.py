@@ -145,7 +145,7 @@ def test_the_admin_sees_over_which_sessions_drift_is_replayed(
     texts = try_page_looks(browser, server_url, policy, "admin-drift-replayed")
     assert "replayed over the 2 of 3 recent sessions that stored it" in texts["en"]
     assert "One session stored none" in texts["en-phone"]
-    assert "只在 3 个近期会话中保存了它的 2 个上回放" in texts["zh-hans"]
+    assert "在 3 个近期会话中，只在保存了它的 2 个会话上回放" in texts["zh-hans"]
 
     older = Domain.objects.create(name="Older", slug="older", specialty="medical")
     stored_session(alice, older)
