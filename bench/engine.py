@@ -4,7 +4,8 @@
     python bench/engine.py --quick    # tiny sizes: checks that it runs, measures nothing
 
 Measures, in one run: decode speed against model.generate(), the share of each step spent
-in signals + policies, the cost of live attention, time to the first token after resume
+in signals + policies, the cost of live attention and of recording every token's similarity
+to the prompt (what drift's calibration replays), time to the first token after resume
 (memory, bytes, rebuild, full re-prefill) at several context lengths, a tail edit at
 1,024 tokens, and snapshot size and speed. "Time to the first token" runs from the resume
 (or edit) call until the new token reaches the sink; the baseline re-prefills all tokens
@@ -99,9 +100,11 @@ def decode_speed(engine) -> dict:
     ids = torch.tensor([prompt_ids])
     stock = stock_model()
 
-    def run_engine(live=None):
-        state = engine.start(prompt_ids, GREEDY, DEFAULT_POLICIES)
-        engine.run(state, live_attention=live)
+    recording = engine_mod.Engine(engine.runner, engine.tokenizer, record_similarity=True)
+
+    def run_engine(live=None, on=engine):
+        state = on.start(prompt_ids, GREEDY, DEFAULT_POLICIES)
+        on.run(state, live_attention=live)
         assert len(state.generated_ids) == DECODE_TOKENS, "EOS before the token budget"
         return state.generated_ids
 
@@ -118,8 +121,13 @@ def decode_speed(engine) -> dict:
         "live_mean": lambda: run_engine("mean"),
         "generate_same_weights": lambda: run_generate(engine.runner.model),
         "live_one_layer": lambda: run_engine(-1),
+        # What a worker runs: every token's similarity to the prompt recorded (for drift's
+        # calibration), with and without the live heatmap.
+        "similarity": lambda: run_engine(on=recording),
+        "live_mean_similarity": lambda: run_engine("mean", recording),
     }
     same_tokens = run_engine() == run_generate(stock)  # also warms both up
+    assert run_engine(on=recording) == run_engine(), "recording similarity changed a token"
     times = {name: [] for name in variants}
     for _ in range(DECODE_ROUNDS):
         for name, fn in variants.items():
@@ -131,6 +139,18 @@ def decode_speed(engine) -> dict:
         "same_tokens_as_generate": same_tokens,
         "spread": {name: [min(t), max(t)] for name, t in times.items()},
     }
+
+
+def similarity_start_overhead(engine) -> float:
+    """The start's extra cost when it records similarity: its prefill keeps the last layer's
+    hidden states, whose mean over the prompt every token is compared with."""
+    ids = context_ids(engine, EDIT_CONTEXT)
+    recording = engine_mod.Engine(engine.runner, engine.tokenizer, record_similarity=True)
+    plain, recorded = [], []
+    for _ in range(RESUME_REPEATS):  # interleaved, as the decode rounds
+        plain.append(timed(lambda: engine.start(ids, GREEDY, DEFAULT_POLICIES))[0])
+        recorded.append(timed(lambda: recording.start(ids, GREEDY, DEFAULT_POLICIES))[0])
+    return median(recorded) / median(plain) - 1
 
 
 def policy_overhead(engine) -> float:
@@ -263,6 +283,7 @@ def main() -> None:
     speed = decode_speed(engine)
     log(f"decode: {speed}")
     overhead = policy_overhead(engine)
+    start_overhead = similarity_start_overhead(engine)
     resume, states = {}, {}
     for length in CONTEXTS:
         resume[str(length)], states[length] = resume_paths(engine, length)
@@ -275,6 +296,11 @@ def main() -> None:
         "decode_tok_s": {"engine": tok_s["engine"], "generate": tok_s["generate"]},
         "policy_overhead_fraction": overhead,
         "live_attention_overhead_fraction": seconds["live_mean"] / seconds["engine"] - 1,
+        "similarity_overhead_fraction": {
+            "decode": seconds["similarity"] / seconds["engine"] - 1,
+            "decode_with_live_mean": seconds["live_mean_similarity"] / seconds["live_mean"] - 1,
+            f"start_{EDIT_CONTEXT}": start_overhead,
+        },
         "resume": resume,
         f"tail_edit_{EDIT_CONTEXT}": edit,
         "snapshot": {k: v for k, v in snapshot.items() if not k.startswith("_")},

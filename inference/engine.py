@@ -96,10 +96,15 @@ class Engine(edits_mod.EditShortcuts):
     backend = "transformers"
     features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
 
-    def __init__(self, runner: ModelRunner, tokenizer: Tokenizer) -> None:
+    def __init__(
+        self, runner: ModelRunner, tokenizer: Tokenizer, record_similarity: bool = False
+    ) -> None:
         self.active: OrderedDict[str, Run] = OrderedDict()  # submitted runs, in turn order
         self.runner = runner
         self.tokenizer = tokenizer
+        # Every state's tokens get their similarity to the prompt, not only drift's, so a
+        # drift policy can be replayed over sessions that ran without it.
+        self.record_similarity = record_similarity
         self.token_text = TokenTexts(tokenizer)
         self.eos_ids = _eos_ids(tokenizer, runner.model)
         self.vocab = edits_mod.Vocabulary(
@@ -130,11 +135,16 @@ class Engine(edits_mod.EditShortcuts):
                 budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
             )
         record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
-        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, policy_set)
+        return self._rebuild(record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
         """A state from a checkpoint record alone: one prefill over prompt + generated ids."""
-        return rebuild_mod.rebuild(self.runner, self.tokenizer, record, record.policy_set())
+        return self._rebuild(record, record.policy_set())
+
+    def _rebuild(self, record: Checkpoint, policy_set: PolicySet) -> DecodeState:
+        return rebuild_mod.rebuild(
+            self.runner, self.tokenizer, record, policy_set, self.record_similarity
+        )
 
     # ---- the loop -----------------------------------------------------------------------
     def run(
@@ -286,16 +296,16 @@ class Engine(edits_mod.EditShortcuts):
         state.top1_history.append(signals.top1_prob)
         state.entropy_history.append(signals.entropy)
         event = TokenEvent(position, token, delta, start, signals, state.attempt)
-        live = run.recorder is not None
-        if not live:  # report the token as soon as it is known; the forward only prepares the next
+        measured = run.recorder is not None or state.prompt_hidden is not None
+        if not measured:  # report it as soon as it is known; the forward only prepares the next
             run.sink.on_token(event)
         if self._ends_run(state, run, token, position):
             state.pending = token  # its forward would only serve a step that never comes
             state.similarity_history.append(None)
         else:
             self._forward(state, token)
-        if live:  # the token's attention row comes from its own forward
-            run.sink.on_token(dataclasses.replace(event, attention=self._row(run)))
+        if measured:  # the token's attention row and similarity come from its own forward
+            run.sink.on_token(self._measured(event, state, run))
         decisions = self._evaluate(state, "after_token", signals, start)
         run.after, rollback = self._route(state, run, decisions, position)
         if rollback is not None:
@@ -311,7 +321,7 @@ class Engine(edits_mod.EditShortcuts):
 
     def _ends_run(self, state: DecodeState, run: Run, token: int, position: int) -> bool:
         """Whether this token certainly ends the run (EOS or the token limit), so its forward
-        can wait until someone needs the state again. Live attention and drift need it now."""
+        can wait until someone needs the state again. Live attention and similarity need it now."""
         needs_forward = run.live_layers is not None or state.prompt_hidden is not None
         return not needs_forward and (token in self.eos_ids or position + 1 >= run.limit)
 
@@ -404,6 +414,11 @@ class Engine(edits_mod.EditShortcuts):
                 self._step(state, run)
             finally:
                 run.recorder = None
+
+    def _measured(self, event: TokenEvent, state: DecodeState, run: Run) -> TokenEvent:
+        """The token event with what the token's own forward measured."""
+        similarity = state.similarity_history[-1]
+        return dataclasses.replace(event, attention=self._row(run), similarity=similarity)
 
     @staticmethod
     def _row(run: Run) -> list[float] | None:

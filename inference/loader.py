@@ -30,18 +30,25 @@ def default_model_dir() -> Path:
     return data_dir / "models" / DEFAULT_MODEL
 
 
-def load_engine(model_dir: str | Path | None = None, dtype: torch.dtype = torch.float32) -> Engine:
-    """The transformers engine: the reference backend (live attention, hidden states)."""
-    return _load_transformers(model_path(model_dir), dtype)
+def load_engine(
+    model_dir: str | Path | None = None,
+    dtype: torch.dtype = torch.float32,
+    record_similarity: bool = False,
+) -> Engine:
+    """The transformers engine: the reference backend (live attention, hidden states).
+    ``record_similarity``: every token's similarity to the prompt, drift policy or not."""
+    return _load_transformers(model_path(model_dir), dtype, record_similarity)
 
 
 def load_backend(
     backend: str = "transformers",
     model_dir: str | Path | None = None,
     dtype: torch.dtype = torch.float32,
+    record_similarity: bool = False,
 ) -> Backend:
     """The model served by ``backend``: "transformers" (``load_engine``) or "vllm" (many
-    sessions in one batch; inference/vllm_backend/). ValueError names the choices."""
+    sessions in one batch; inference/vllm_backend/). ValueError names the choices.
+    ``record_similarity`` as for ``load_engine``; vLLM has no hidden states to record."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     path = model_path(model_dir)
@@ -50,7 +57,7 @@ def load_backend(
 
         engine: Backend = load_vllm_engine(path, dtype)
         return engine
-    return _load_transformers(path, dtype)
+    return _load_transformers(path, dtype, record_similarity)
 
 
 def model_path(model_dir: str | Path | None = None) -> Path:
@@ -64,11 +71,11 @@ def model_path(model_dir: str | Path | None = None) -> Path:
     return path
 
 
-def _load_transformers(path: Path, dtype: torch.dtype) -> Engine:
+def _load_transformers(path: Path, dtype: torch.dtype, record_similarity: bool = False) -> Engine:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     # transformers types decode() for batches too (-> str | list[str]); the engine decodes
     # one sequence at a time, which gives a str: the Tokenizer protocol says so.
     tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
-    return Engine(ModelRunner(model, name=path.name), tokenizer)
+    return Engine(ModelRunner(model, name=path.name), tokenizer, record_similarity)

@@ -19,13 +19,19 @@ HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
 
 
 def rebuild(
-    runner: ModelRunner, tokenizer: Tokenizer, record: Checkpoint, policy_set: PolicySet
+    runner: ModelRunner,
+    tokenizer: Tokenizer,
+    record: Checkpoint,
+    policy_set: PolicySet,
+    record_similarity: bool = False,
 ) -> DecodeState:
     """The paused state ``record`` describes, decoding with ``policy_set`` (its firing
-    state is loaded from the record's)."""
+    state is loaded from the record's). Its tokens' similarity to the prompt is computed
+    when a policy reads it (drift) or ``record_similarity`` asks for it."""
     if record.policy_state:
         policy_set.load_state_dict(record.policy_state)
-    state = _prefill(runner, tokenizer, record, policy_set)
+    watch = record_similarity or policy_set.needs_hidden_states
+    state = _prefill(runner, tokenizer, record, policy_set, watch)
     state.attempt, state.rollbacks = record.attempt, record.rollbacks
     state.conservative = (
         record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
@@ -37,20 +43,24 @@ def rebuild(
 
 
 def _prefill(
-    runner: ModelRunner, tokenizer: Tokenizer, record: Checkpoint, policy_set: PolicySet
+    runner: ModelRunner,
+    tokenizer: Tokenizer,
+    record: Checkpoint,
+    policy_set: PolicySet,
+    watch: bool,
 ) -> DecodeState:
     prompt_ids, generated_ids, histories = record.prompt_ids, record.generated_ids, record.histories
     cache = runner.new_cache()
     state = DecodeState(prompt_ids, record.sampling, policy_set, cache, torch.empty(0))
     state.detok.extend(tokenizer, generated_ids)
     state.notes = record.note_list()
-    states: torch.Tensor | None = None  # [N, H], when drift or the histories need them
-    if policy_set.needs_hidden_states or (generated_ids and histories is None):
+    states: torch.Tensor | None = None  # [N, H], when similarity or the histories need them
+    if watch or (generated_ids and histories is None):
         out, states = runner.hidden_states(state.context_ids(), cache)
     else:
         out = runner.forward(state.context_ids(), cache)
     state.next_logits = out.logits[-1]
-    if policy_set.needs_hidden_states and states is not None:
+    if watch and states is not None:
         state.prompt_hidden = states[: len(prompt_ids)].mean(0)
     if histories is not None:
         state.top1_history = list(histories["top1"])

@@ -24,6 +24,7 @@ class TokenEvent:
     signals: Signals  # the distribution it was drawn from, chosen_prob set
     attempt: int
     attention: list[float] | None = None  # live mode: the new token's row over the context
+    similarity: float | None = None  # its hidden state's cosine to the prompt's, when computed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +36,7 @@ class TokenEvent:
             "signals": self.signals.to_dict(),
             "attempt": self.attempt,
             "attention": self.attention,
+            "similarity": self.similarity,
         }
 
 

@@ -12,8 +12,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from inference.policies import RecordedToken, ReplayStop, replay, unreplayable
+from inference.policies import (
+    PolicySet,
+    RecordedToken,
+    ReplayStop,
+    has_similarity,
+    replay,
+    similarity_policies,
+)
 from reviewer import events
 from reviewer.models import Domain, ReviewSession, SessionEvent
 from reviewer.policy_trial import Segment, TrialPause, localized_reason, segments_of
@@ -61,7 +69,9 @@ class SessionReplay:
 @dataclass(frozen=True)
 class Calibration:
     sessions: list[SessionReplay]
-    skipped: list[str]  # policies the stored signals cannot replay (drift: no similarity)
+    skipped: list[str]  # policies not replayed: drift, when no session stored its similarity
+    recent: int = 0  # recent sessions of the domain with generated text
+    without_similarity: int = 0  # of those, sessions that stored no similarity for drift
 
     @property
     def pause_counts(self) -> list[int]:
@@ -97,14 +107,22 @@ class Calibration:
 def calibrate(specs: list[dict], domain: Domain, limit: int = RECENT_SESSIONS) -> Calibration:
     """Replay `specs` over the domain's `limit` most recent sessions that generated text,
     within the domain's pause budget as the engine keeps it; PolicyConfigError if a spec is
-    bad."""
+    bad.
+
+    Drift reads each token's stored similarity to the prompt: with drift among `specs`, the
+    sessions that stored none are left out (and counted), so that every replayed session
+    is judged by every policy. When none stored it, drift is skipped instead and the other
+    policies replay over them all; with no other policy, nothing is replayed."""
     histories = [h for h in map(history_of, recent_sessions(domain, limit)) if h.tokens]
-    skipped = sorted({name for h in histories for name in unreplayable(specs, h.tokens)})
-    if not histories:
-        unreplayable(specs, [])  # still validate the specs
+    needing = similarity_policies(specs)  # also validates the specs
+    replayed = [h for h in histories if has_similarity(h.tokens)] if needing else histories
+    lacking = len(histories) - len(replayed)
+    skipped = needing if histories and not replayed else []
+    if skipped and len(PolicySet.from_specs(specs).policies) > len(skipped):
+        replayed = histories  # the other policies still replay over them all
     budget = domain.pause_budget()
-    replays = [session_replay(h, replay(specs, h.tokens, budget)) for h in histories]
-    return Calibration(replays, skipped)
+    replays = [session_replay(h, replay(specs, h.tokens, budget)) for h in replayed]
+    return Calibration(replays, skipped, len(histories), lacking)
 
 
 def recent_sessions(domain: Domain, limit: int) -> Iterable[ReviewSession]:
@@ -143,20 +161,24 @@ def apply_event(history: History, kind: str, payload: dict) -> None:
 
 def stored_token(text: str, payload: dict) -> RecordedToken:
     """A token as the web side stores it: a token event's chosen-token probability and
-    top alternatives (the best is the top-1), or an edit's per-token top1."""
+    top alternatives (the best is the top-1), or an edit's per-token top1; the similarity
+    to the prompt where it was stored (None in sessions from before it was, or on vLLM)."""
     alternatives = payload.get("alternatives") or []
     probs = [float(a["prob"]) for a in alternatives[:2]]
     top1 = float(payload["top1"]) if "top1" in payload else (probs or [payload["probability"]])[0]
     margin = probs[0] - probs[1] if len(probs) == 2 else 0.0
-    chosen = payload.get("probability")
     return RecordedToken(
         text=str(text),
         top1_prob=float(top1),
         entropy=float(payload["entropy"]),
         margin=margin,
-        chosen_prob=float(chosen) if chosen is not None else None,
-        similarity=None,  # not stored: the engine's token event does not carry it
+        chosen_prob=_number(payload.get("probability")),
+        similarity=_number(payload.get("similarity")),
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None else None
 
 
 def session_replay(history: History, stops: list[ReplayStop]) -> SessionReplay:

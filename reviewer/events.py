@@ -44,6 +44,7 @@ class Token(TypedDict):
     entropy: float
     alternatives: list[dict]
     attention: list[float | None]  # the new token's row over its context ([] if not live)
+    similarity: float | None  # its hidden state's cosine to the prompt's; None if not computed
 
 
 class PauseReport(TypedDict):
@@ -86,7 +87,7 @@ class EditReport(TypedDict):
     text_before: str
     text_after: str
     alternatives: list[dict]  # at the new next token
-    tokens: list[dict]  # each token from token_start on: text, top1, entropy
+    tokens: list[dict]  # each token from token_start on: text, top1, entropy, similarity
     lookahead: dict  # as a pause's, for the new next token
     attention: dict  # as a pause's, of the new last position ({} when not computed)
 
@@ -223,6 +224,8 @@ def token(event: TokenEvent) -> Token:
         "alternatives": [alt.to_dict() for alt in signals.alternatives],
         # The new token's attention over its context, for the live heatmap.
         "attention": round_list(event.attention or [], 3),
+        # Unrounded: a replay of drift over stored sessions compares it with thresholds.
+        "similarity": event.similarity,
     }
 
 
@@ -283,14 +286,16 @@ def edit_report(
     pieces: Sequence[str],
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
+    similarity_history: Sequence[float | None],
     lookahead: dict | None = None,
     attention: dict | None = None,
 ) -> EditReport:
     """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
-    them one by one, each with the top-1 probability and entropy of its distribution."""
+    them one by one, each with the top-1 probability and entropy of its distribution (and
+    its similarity to the prompt, for replaying drift over the edited text)."""
     top1, entropy = round_list(top1_history), round_list(entropy_history)
     tokens = [
-        {"text": text, "top1": top1[i], "entropy": entropy[i]}
+        {"text": text, "top1": top1[i], "entropy": entropy[i], "similarity": similarity_history[i]}
         for i, text in enumerate(pieces, result.token_start)
     ]
     report = {

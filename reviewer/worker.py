@@ -45,8 +45,10 @@ LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, to
 
 @functools.cache
 def serving() -> ServingLoop:
-    """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop."""
-    backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR)
+    """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop. It
+    records every token's similarity to the prompt where it can, so that drift can be
+    calibrated on any session."""
+    backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
     return ServingLoop(backend, on_failure=engine_failed)  # type: ignore[arg-type]
 
 
@@ -358,6 +360,7 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             state.detok.pieces(result.token_start),
             state.top1_history,
             state.entropy_history,
+            state.similarity_history,
             lookahead=look_ahead(state, alternatives),
             attention=engine().attention(state).to_dict(),
         )

@@ -83,7 +83,7 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     """The payloads the worker builds from the engine's own events, through the services that
     store them; the real decode loop's are checked end to end below."""
     session = make_session(alice, status=ReviewSession.RUNNING, policy_specs=[TERMS_SPEC])
-    token = TokenEvent(5, 16, " cough", 24, SIGNALS, 0, [0.25] * 7)
+    token = TokenEvent(5, 16, " cough", 24, SIGNALS, 0, [0.25] * 7, similarity=0.4375)
     services.record_token(session, events.token(token))
     services.record_flag(session, events.flag(FlagEvent(5, TERMS)))
     rollback = RollbackEvent(DRIFT, 2, 6, (13, 14, 15, 16), " has a fever", 1, 1, False)
@@ -96,7 +96,8 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     for kind in ("replace", "truncate"):
         record = Edit.objects.create(session=session, kind=kind, start=1, author=alice)
         result = EditResult(kind, 1, 2, 2, 3, 11, " patient", " client")
-        edit = events.edit_report(result, SIGNALS.alternatives, [" client"], [0.9, 0.8], [0.1, 0.2])
+        histories = [0.9, 0.8], [0.1, 0.2], [0.5, None]
+        edit = events.edit_report(result, SIGNALS.alternatives, [" client"], *histories)
         services.record_edit_applied(session, record, edit)
     services.record_edit_refused(session, record, "The text changed")
     services.record_attention(session, events.attention(0, [[0.333333, 0.666667]], 2))
@@ -110,6 +111,10 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     truncated = SessionEvent.objects.get(session=session, type="truncated").payload
     assert truncated["kind"] == "truncate" and "removed_from" not in truncated
     assert "removed_from" in SessionEvent.objects.get(session=session, type="rollback").payload
+    assert SessionEvent.objects.get(session=session, type="token").payload["similarity"] == 0.4375
+    assert truncated["tokens"] == [
+        {"text": " client", "top1": 0.8, "entropy": 0.2, "similarity": None}
+    ]
 
 
 @pytest.mark.django_db
@@ -181,3 +186,8 @@ def test_every_event_of_a_real_session_matches_its_declared_type(
     assert mismatches_of(session) == []
     seen = set(kinds_of(session))
     assert {"token", "pause", "attention", "edited", "truncated", "resumed", "finish"} <= seen
+    # Every session stores its tokens' similarity to the prompt, drift policy or not.
+    tokens = session.events.filter(type="token").values_list("payload", flat=True)
+    assert all(-1 <= token["similarity"] <= 1 for token in tokens)
+    edited = session.events.filter(type="edited").order_by("seq").last().payload["tokens"]
+    assert edited and all(-1 <= token["similarity"] <= 1 for token in edited)

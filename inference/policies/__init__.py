@@ -41,7 +41,14 @@ from inference.policies.dry_run import (
 )
 from inference.policies.learned import LearnedPolicy
 from inference.policies.policy_set import PolicySet
-from inference.policies.replay import RecordedToken, ReplayStop, replay, unreplayable
+from inference.policies.replay import (
+    RecordedToken,
+    ReplayStop,
+    has_similarity,
+    replay,
+    similarity_policies,
+    unreplayable,
+)
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
     DriftPolicy,
@@ -81,7 +88,9 @@ from inference.policies.tool_call import (
 __all__ = [
     "RecordedToken",
     "ReplayStop",
+    "has_similarity",
     "replay",
+    "similarity_policies",
     "unreplayable",
     "DEFAULT_ABSOLUTE_WORDS",
     "Decision",

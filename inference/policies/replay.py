@@ -60,12 +60,23 @@ class ReplayStop:
         return any(d.action == "pause" for d in self.decisions)
 
 
+def similarity_policies(specs: list[dict[str, Any]]) -> list[str]:
+    """Names of the enabled policies of `specs` that read each token's similarity to the
+    prompt (drift); PolicyConfigError on a bad spec."""
+    return [p.name for p in PolicySet.from_specs(specs).policies if p.needs_hidden_states]
+
+
+def has_similarity(tokens: Sequence[RecordedToken]) -> bool:
+    """Whether every token has its similarity to the prompt recorded: drift, which averages
+    it over a window, is replayed exactly only then."""
+    return all(token.similarity is not None for token in tokens)
+
+
 def unreplayable(specs: list[dict[str, Any]], tokens: Sequence[RecordedToken]) -> list[str]:
     """Names of enabled policies a replay over `tokens` cannot judge: those that need the
     hidden-state similarity when some token has none recorded."""
-    missing = any(token.similarity is None for token in tokens)
-    policies = PolicySet.from_specs(specs).policies
-    return [p.name for p in policies if p.needs_hidden_states and missing]
+    names = similarity_policies(specs)
+    return [] if has_similarity(tokens) else names
 
 
 def replay(

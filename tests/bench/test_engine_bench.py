@@ -29,6 +29,9 @@ def test_it_prints_every_figure_the_benchmark_promises():
     assert report["decode_detail"]["same_tokens_as_generate"] is True
     assert 0 < report["policy_overhead_fraction"] < 1
     assert isinstance(report["live_attention_overhead_fraction"], float)
+    similarity = report["similarity_overhead_fraction"]
+    assert set(similarity) == {"decode", "decode_with_live_mean", "start_48"}
+    assert all(isinstance(v, float) for v in similarity.values())
     assert set(report["resume"]) == {"32", "48", "64"}
     for paths in report["resume"].values():
         assert set(paths) == PATHS and all(v > 0 for v in paths.values())

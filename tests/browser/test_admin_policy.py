@@ -1,5 +1,6 @@
 """An admin sets up a keyword policy in the admin, tries it on sample text, and a new
-session in that domain pauses on it: a real browser, a real server, a real worker.
+session in that domain pauses on it: a real browser, a real server, a real worker. An admin
+trying a drift policy sees over which stored sessions it could be replayed, and why.
 
 The browser, the server and the worker come from tests/browser/conftest.py and
 tests/conftest.py."""
@@ -11,9 +12,10 @@ import re
 
 import pytest
 
-from reviewer.models import PausePolicy, ReviewSession
-from tests.browser.conftest import screenshot
+from reviewer.models import Domain, PausePolicy, ReviewSession
+from tests.browser.conftest import VIEWPORT, screenshot
 from tests.conftest import wait_for
+from tests.test_policy_calibration import drift, stored_session
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are still
 # plain synchronous calls, made between browser actions.
@@ -112,3 +114,42 @@ def test_it_creates_tries_and_applies_a_keyword_policy(
     assert word in KEYWORDS
     assert word.lower() in session.text.lower()
     api_post(page, server_url, f"/api/sessions/{session_id}/cancel", {})
+
+
+PHONE = {"width": 390, "height": 844}
+LOOKS = [("en-US", VIEWPORT, "en"), ("zh-CN", VIEWPORT, "zh-hans"), ("en-US", PHONE, "en-phone"),
+         ("zh-CN", PHONE, "zh-hans-phone")]  # fmt: skip
+
+
+def try_page_looks(browser, base: str, policy: PausePolicy, name: str) -> dict[str, str]:
+    """The policy's try page in each language and width: its calibration's text, by look;
+    each saved as a screenshot."""
+    texts = {}
+    for locale, viewport, look in LOOKS:
+        context = browser.new_context(viewport=viewport, locale=locale)
+        page = context.new_page()
+        log_in_to_admin(page, base, f"/admin/reviewer/pausepolicy/{policy.pk}/try/")
+        texts[look] = page.locator("#content-main").inner_text()
+        screenshot(page, f"{name}-{look}", full_page=True)
+        context.close()
+    return texts
+
+
+def test_the_admin_sees_over_which_sessions_drift_is_replayed(
+    browser, server_url, admin_user, alice, plain_domain
+):
+    stored_session(alice, plain_domain, similarity=0.1)
+    stored_session(alice, plain_domain, similarity=0.1)
+    stored_session(alice, plain_domain)  # from before similarity was stored
+    policy = PausePolicy.objects.create(domain=plain_domain, **drift())
+    texts = try_page_looks(browser, server_url, policy, "admin-drift-replayed")
+    assert "replayed over the 2 of 3 recent sessions that stored it" in texts["en"]
+    assert "One session stored none" in texts["en-phone"]
+    assert "在 3 个近期会话中，只在保存了它的 2 个会话上回放" in texts["zh-hans"]
+
+    older = Domain.objects.create(name="Older", slug="older", specialty="medical")
+    stored_session(alice, older)
+    none_stored = PausePolicy.objects.create(domain=older, **drift())
+    texts = try_page_looks(browser, server_url, none_stored, "admin-drift-not-replayed")
+    assert "Not replayed: Wander." in texts["en"] and "Sessions replayed" not in texts["en"]
+    assert "未回放：Wander。" in texts["zh-hans-phone"]

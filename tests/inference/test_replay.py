@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import statistics
+
 import pytest
 
+from inference.engine import Engine
 from inference.policies import (
     PolicySet,
     RecordedToken,
     build_policy,
+    has_similarity,
     replay,
     unreplayable,
 )
@@ -22,22 +27,42 @@ def token(text: str, top1: float = 0.9, entropy: float = 0.5, similarity=None) -
     return RecordedToken(text, top1, entropy, similarity=similarity)
 
 
-def live_stops(engine, specs) -> list[tuple[int, tuple[str, ...]]]:
+def live_stops(engine, specs, prompt=PROMPT, params=PARAMS) -> list[tuple[int, tuple[str, ...]]]:
     """(position, policies) of every pause of a run resumed until it ends."""
-    state = engine.start(PROMPT, PARAMS, specs)
+    state = engine.start(prompt, params, specs)
     stops = []
     while (stop := engine.run(state)).reason == "pause":
         stops.append((stop.position, tuple(d.policy for d in stop.decisions)))
     return stops
 
 
-def recorded(engine) -> list[RecordedToken]:
+def recorded(engine, prompt=PROMPT, params=PARAMS) -> list[RecordedToken]:
+    """The tokens of a run without policies, read back from their events' JSON."""
     sink = CollectingSink()
-    engine.run(engine.start(PROMPT, PARAMS), sink)
-    return [
-        RecordedToken.from_event({"text": e.text, "signals": e.signals.to_dict()})
-        for e in sink.of(TokenEvent)
-    ]
+    engine.run(engine.start(prompt, params), sink)
+    stored = [json.loads(json.dumps(e.to_dict())) for e in sink.of(TokenEvent)]
+    return [RecordedToken.from_event(payload) for payload in stored]
+
+
+def replayed_pauses(specs, tokens) -> list[tuple[int, tuple[str, ...]]]:
+    stops = replay(specs, tokens)
+    return [(s.position, tuple(d.policy for d in s.decisions)) for s in stops if s.pauses]
+
+
+def recording(engine) -> Engine:
+    """The same model, recording every token's similarity to the prompt."""
+    return Engine(engine.runner, engine.tokenizer, record_similarity=True)
+
+
+def drift_at_medians(tokens, window: int) -> list[dict]:
+    """A drift policy that pauses, its thresholds at the run's median entropy and similarity
+    so that it fires now and then."""
+    params = {
+        "window": window,
+        "entropy_threshold": statistics.median(t.entropy for t in tokens),
+        "similarity_threshold": statistics.median(t.similarity for t in tokens),
+    }
+    return [{"name": "wander", "kind": "drift", "action": "pause", "params": params}]
 
 
 def test_it_finds_the_pauses_a_live_run_makes(engine):
@@ -48,10 +73,45 @@ def test_it_finds_the_pauses_a_live_run_makes(engine):
         {"name": "letter", "kind": "regex", "params": {"pattern": "[a-z]"}, "cooldown": 3},
         {"name": "calm", "kind": "low_confidence", "params": {"threshold": 1.0}, "cooldown": 7},
     ]
-    stops = replay(specs, tokens)
-    replayed = [(s.position, tuple(d.policy for d in s.decisions)) for s in stops if s.pauses]
+    replayed = replayed_pauses(specs, tokens)
     assert len(replayed) >= 3
     assert replayed == live_stops(engine, specs)
+
+
+def test_a_token_event_carries_the_similarity_its_forward_measured(engine):
+    sink, watching = CollectingSink(), recording(engine)
+    state = watching.start(PROMPT, PARAMS)
+    watching.run(state, sink)
+    similarity = [e.similarity for e in sink.of(TokenEvent)]
+    assert None not in similarity and similarity == state.similarity_history
+    plain = CollectingSink()
+    engine.run(engine.start(PROMPT, PARAMS), plain)
+    assert plain.tokens == sink.tokens  # recording it changes no token
+    assert {e.similarity for e in plain.of(TokenEvent)} == {None}
+
+
+def test_it_replays_drift_where_a_live_run_pauses(engine):
+    """Similarity recorded by a run without drift: where drift, once enabled, pauses."""
+    tokens = recorded(recording(engine))
+    assert has_similarity(tokens)
+    specs = drift_at_medians(tokens, window=3)
+    replayed = replayed_pauses(specs, tokens)
+    assert len(replayed) >= 2
+    assert replayed == live_stops(engine, specs)
+
+
+CLINICAL = "Write a short clinical note about a patient with high blood pressure and chest pain."
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_it_replays_drift_where_the_real_model_pauses(real_engine):
+    params = {"temperature": 0.9, "seed": 3, "max_new_tokens": 120}
+    tokens = recorded(recording(real_engine), CLINICAL, params)
+    specs = drift_at_medians(tokens, window=6)
+    replayed = replayed_pauses(specs, tokens)
+    assert len(replayed) >= 3
+    assert replayed == live_stops(real_engine, specs, CLINICAL, params)
 
 
 def test_it_replays_cooldowns_and_text_offsets():
@@ -89,6 +149,8 @@ def test_it_leaves_out_drift_when_no_similarity_was_recorded():
 def test_it_reads_a_stored_token_event():
     payload = {"text": " ok", "signals": {"top1_prob": 0.4, "entropy": 1.5, "margin": 0.1}}
     assert RecordedToken.from_event(payload) == RecordedToken(" ok", 0.4, 1.5, 0.1)
+    measured = RecordedToken.from_event({**payload, "similarity": 0.25})
+    assert measured.similarity == 0.25
     with pytest.raises(KeyError):
         RecordedToken.from_event({"text": " ok"})
 
