@@ -37,7 +37,7 @@ from inference.runner import AttentionRecorder, ModelRunner
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FinishEvent, FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note, first_record
 from inference.text import Tokenizer, TokenTexts
 
 
@@ -127,14 +127,7 @@ class Engine(edits_mod.EditShortcuts):
         """Prefill the prompt; returns a state ready for ``run``. ``budget`` limits policy
         pauses (inference/policies/budget.py); none: policies pause wherever they fire."""
         prompt_ids = self.encode_prompt(prompt, system)
-        if not prompt_ids:
-            raise ValueError("the prompt is empty")
-        policy_set = _policy_set(policies)
-        if budget is not None:
-            policy_set.budget = (
-                budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
-            )
-        record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
+        record, policy_set = first_record(prompt_ids, params, policies, budget)
         return self._rebuild(record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
@@ -465,16 +458,6 @@ class Engine(edits_mod.EditShortcuts):
         """The next token's distribution (what a reviewer sees at a pause)."""
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
-
-
-def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:
-    return params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
-
-
-def _policy_set(policies: PolicySet | list[dict[str, Any]] | None) -> PolicySet:
-    if isinstance(policies, PolicySet):
-        return policies
-    return PolicySet.from_specs(list(policies or []))
 
 
 def _eos_ids(tokenizer: Tokenizer, model: object) -> frozenset[int]:

@@ -16,7 +16,7 @@ from inference.config import SamplingParams
 from inference.text import Detokenizer
 
 if TYPE_CHECKING:
-    from inference.policies import Decision, PolicySet
+    from inference.policies import Decision, PauseBudget, PolicySet
     from inference.runner import ModelRunner
     from inference.signals import Signals
 
@@ -237,3 +237,26 @@ class Checkpoint:
         if not out["notes"]:  # most sessions have none; their meta stays as it was
             del out["notes"]
         return out
+
+
+def first_record(
+    prompt_ids: list[int],
+    params: SamplingParams | dict[str, Any] | None,
+    policies: PolicySet | list[dict[str, Any]] | None,
+    budget: PauseBudget | dict[str, Any] | None,
+) -> tuple[Checkpoint, PolicySet]:
+    """The record of a session that has generated nothing yet, and its policies: what both
+    engines' ``start`` build a state from. ``budget`` replaces the policies' own."""
+    from inference.policies import PauseBudget, PolicySet
+
+    if not prompt_ids:
+        raise ValueError("the prompt is empty")
+    policy_set = (
+        policies if isinstance(policies, PolicySet) else PolicySet.from_specs(list(policies or []))
+    )
+    if budget is not None:
+        policy_set.budget = (
+            budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
+        )
+    sampling = params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
+    return Checkpoint(prompt_ids, [], sampling, policy_set.to_specs()), policy_set

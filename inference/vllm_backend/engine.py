@@ -33,7 +33,7 @@ from inference.policies import PauseBudget, PolicySet
 from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, Sink
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note
+from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note, first_record
 from inference.text import Detokenizer, Tokenizer, TokenTexts
 from inference.vllm_backend.generation import Generation, Model
 from inference.vllm_backend.processor import EXTRA_KEY, REGISTRY
@@ -106,14 +106,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         """A state ready for ``run``; nothing is computed until it runs. ``budget`` limits
         policy pauses as on the transformers engine (inference/policies/budget.py)."""
         prompt_ids = self.encode_prompt(prompt, system)
-        if not prompt_ids:
-            raise ValueError("the prompt is empty")
-        policy_set = _policy_set(policies)
-        if budget is not None:
-            policy_set.budget = (
-                budget if isinstance(budget, PauseBudget) else PauseBudget.from_dict(budget)
-            )
-        record = Checkpoint(prompt_ids, [], _params(params), policy_set.to_specs())
+        record, policy_set = first_record(prompt_ids, params, policies, budget)
         return self._state(record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
@@ -332,13 +325,3 @@ class VllmEngine(edits_mod.EditShortcuts):
         reference = self._reference_engine()
         copy = reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
         return reference.attention(copy, layer)
-
-
-def _params(params: SamplingParams | dict[str, Any] | None) -> SamplingParams:
-    return params if isinstance(params, SamplingParams) else SamplingParams.from_dict(params)
-
-
-def _policy_set(policies: PolicySet | list[dict[str, Any]] | None) -> PolicySet:
-    if isinstance(policies, PolicySet):
-        return policies
-    return PolicySet.from_specs(list(policies or []))
