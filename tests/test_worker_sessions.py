@@ -4,6 +4,7 @@ sessions all finish elsewhere with exactly the tokens an uninterrupted run yield
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 
 import pytest
@@ -37,8 +38,25 @@ def token_count(session_id: int) -> int:
     return session(session_id).events.filter(type="token").count()
 
 
+@pytest.fixture(params=["transformers", "vllm"])
+def serving_worker(request, monkeypatch):
+    """A worker on each backend: the session-wide one (transformers), or one on vLLM that
+    every segment is sent to."""
+    if request.param == "transformers":
+        request.getfixturevalue("celery_worker_process")
+        yield
+        return
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM is not installed (make vllm)")
+    worker, name = start_worker("vllm-many", env={"CAESURA_BACKEND": "vllm"})
+    send = dispatch.segment
+    monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, name))
+    yield
+    stop_process(worker)
+
+
 def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
-    celery_worker_process, alice, plain_domain
+    serving_worker, alice, plain_domain
 ):
     ids = start_all(alice, max_new_tokens=64)
     # Together: every session streams before any has finished (one after another, the
