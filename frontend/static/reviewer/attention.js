@@ -247,12 +247,14 @@
 
   function elementsOf(group) {
     if (group.kind === "case") return [...document.querySelectorAll(`#case-text .cw[data-word="${group.word}"]`)];
-    const found = [];
-    for (let g = group.first; g <= group.last; g += 1) {
-      const element = $("tokens").querySelector(`.tok[data-pos="${g}"]`);
-      if (element) found.push(element);
-    }
-    return found;
+    return wordElements(group.first, group.last);
+  }
+
+  // The generated words drawn (session.js) over tokens first..last.
+  function wordElements(first, last) {
+    const drawn = $("tokens").querySelector(`.word[data-first="${first}"]`);
+    if (drawn && +drawn.dataset.last === last) return [drawn];
+    return [...$("tokens").querySelectorAll(".word")].filter((e) => +e.dataset.first <= last && +e.dataset.last >= first);
   }
 
   // Attention is heavy-tailed: the bar's strength is the square root of the share against the
@@ -279,9 +281,7 @@
   }
 
   function markFocus() {
-    for (let g = focus.first; g <= focus.last; g += 1) {
-      $("tokens").querySelector(`.tok[data-pos="${g}"]`)?.classList.add("att-focus");
-    }
+    for (const element of wordElements(focus.first, focus.last)) element.classList.add("att-focus");
   }
 
   // --- the legend: what is shown, the words looked at most, where the rest went -------------
@@ -331,9 +331,10 @@
 
   // --- what a reader asks -------------------------------------------------------------------
 
-  // Where a generated word (the one holding token `position`) looked when it was written.
+  // Where a generated word (the one holding token `position`) looked when it was written: the
+  // mean of its pieces' live rows (each piece was written looking at the context before it).
   function focusWord(position) {
-    const word = W.groupWords(state.tokens).find((w) => w.first <= position && position <= w.last);
+    const word = W.wordHolding(W.groupWords(state.tokens), position);
     if (!word || state.status === "running") return;
     const same = focus && focus.first === word.first;
     focus = same ? null : { first: word.first, last: word.last };
@@ -345,9 +346,9 @@
     refresh();
   }
 
-  // A line for a token's tip: its word's share in what the bars show now.
+  // A line for a word's tip: its share in what the bars show now.
   function tipLine(position) {
-    const word = W.groupWords(state.tokens).find((w) => w.first <= position && position <= w.last);
+    const word = W.wordHolding(W.groupWords(state.tokens), position);
     const share = word ? shown.get(`g${word.first}`) : undefined;
     return share === undefined ? null : fill(L.attentionShare, { share: W.percent(share) });
   }
@@ -393,7 +394,7 @@
   function renderPauseHeatmap() {
     const attention = state.pause && state.pause.attention;
     if (!attention || !attention.layers || !$("attention-expert").open) return;
-    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
+    $("heads-title").textContent = fill(L.headsOfLayer, { layer: attention.layer });
     $("heads-note").hidden = true;
     const lay = layout(attention.prompt_length, attention.notes, attention.layers[0].length);
     const groups = contextWords(lay, tokenTextFor(lay, attention.tokens), $("attention-template").checked);
