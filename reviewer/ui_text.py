@@ -73,7 +73,9 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "pausedAt": _("Paused after %(count)s generated tokens"),
         "pausedAfter": _("Paused after “%(words)s”"),
         "pausedAtStart": _("Paused before the first word"),
-        "wordPieces": _("The model wrote this word in %(count)s pieces; shown: the least sure one."),
+        "wordPieces": _(
+            "The model wrote this word in %(count)s pieces; shown: the least sure one."
+        ),
         "endHere": _("end the text here"),
         "specialToken": _("a control token"),
         "partCharacter": _("part of a character"),

@@ -189,7 +189,9 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
         other.wait_for_selector("#tokens .word.att-focus")
         open_expert_view(other)
         if locale == "zh-CN":
-            assert re.fullmatch(r"第 \d+ 层的各注意力头", other.locator("#heads-title").inner_text())
+            assert re.fullmatch(
+                r"第 \d+ 层的各注意力头", other.locator("#heads-title").inner_text()
+            )
         width = other.evaluate("() => document.scrollingElement.scrollWidth")
         assert width <= viewport["width"], f"the page is {width} px wide"
         other.mouse.move(0, 0)

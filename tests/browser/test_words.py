@@ -171,9 +171,7 @@ def test_a_word_written_in_pieces_is_one_word_to_hover_and_tap(browser, page, se
     assert "Blood" in tip and "␣" not in tip  # alternatives as the words they make
     screenshot(page, "words-pieces-tip-en")
 
-    context = browser.new_context(
-        viewport=PHONE, locale="en-US", has_touch=True, is_mobile=True
-    )
+    context = browser.new_context(viewport=PHONE, locale="en-US", has_touch=True, is_mobile=True)
     phone = context.new_page()
     log_in(phone, server_url, "alice", PASSWORD)
     open_paused(phone, server_url, session)

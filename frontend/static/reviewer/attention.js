@@ -108,7 +108,8 @@
 
   const caseKnown = (lay) => caseWords.length > 0 && map.caseSpans.length === lay.promptLength;
 
-  // The words of the context in order: [{kind, label, parts: [[position, fraction]], ...}];
+  // The words of the context in order: [{kind, text, label, parts: [[position, fraction]], ...}]
+  // (label: the text as shown, a space or control token in plain words);
   // kind is template (system prompt and chat template), case, note or generated. The
   // template and the notes are left out unless `withTemplate`.
   function contextWords(lay, tokenText, withTemplate) {
@@ -155,7 +156,7 @@
       }
       groups.push({ kind: "generated", first: word.first, last: word.last, label, parts });
     }
-    for (const group of groups) group.label = labelOf(group.label);
+    for (const group of groups) [group.text, group.label] = [group.label, labelOf(group.label)];
     return groups.sort((a, b) => a.parts[0][0] - b.parts[0][0]);
   }
 
@@ -311,7 +312,7 @@
   function renderTop(groups) {
     const lines = ["case", "generated"].map((kind) => {
       const best = groups
-        .filter((group) => group.kind === kind && shown.get(key(group)) > 0 && /[\p{L}\p{N}]/u.test(group.label))
+        .filter((group) => group.kind === kind && shown.get(key(group)) > 0 && /[\p{L}\p{N}]/u.test(group.text))
         .sort((a, b) => shown.get(key(b)) - shown.get(key(a)))
         .slice(0, TOP_WORDS);
       if (!best.length) return null;
