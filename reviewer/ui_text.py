@@ -72,6 +72,7 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "nextToken": _("Next token"),
         "pausedAt": _("Paused after %(count)s generated tokens"),
         "pausedAfter": _("Paused after “%(words)s”"),
+        "pausedInsideWord": _("Paused inside a word, after “%(words)s”"),
         "pausedAtStart": _("Paused before the first word"),
         "wordPieces": _(
             "The model wrote this word in %(count)s pieces; shown: the least sure one."

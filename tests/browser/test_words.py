@@ -217,3 +217,22 @@ def test_chinese_characters_are_words_decoded_whole(browser, server_url, alice):
     assert [c["position"] for c in sent if c.get("command") == "rollback"] == [2]
     assert Edit.objects.get(session=session, kind="truncate").start == 2
     context.close()
+
+
+def test_a_pause_inside_a_word_says_so_and_offers_whole_words(page, server_url, alice):
+    session = paused_session(alice, PIECES[: PIECES.index("ning")])  # "… this mor"
+    row = SessionEvent.objects.get(session=session, type="pause")
+    row.payload["alternatives"] = [
+        {"token_id": 50, "text": "ning", "prob": 0.24},
+        {"token_id": 51, "text": "tality", "prob": 0.2},
+        {"token_id": 52, "text": " of", "prob": 0.05},
+    ]
+    row.save(update_fields=["payload"])
+    log_in(page, server_url, "alice", PASSWORD)
+    open_paused(page, server_url, session)
+    reason = page.locator("#pause-reason").inner_text()
+    assert "Paused inside a word, after “…chest pain since this mor”" in reason
+    words = page.locator("#alternatives .alt-word").all_inner_texts()
+    assert words == ["morning", "mortality", "of"]
+    page.mouse.move(0, 0)
+    screenshot(page, "words-inside-a-word-en")

@@ -839,15 +839,19 @@
     box.appendChild(whereLine(pause));
   }
 
-  // "Paused after “…the last words”": where it stopped, in the words a reviewer reads.
+  // "Paused after “…the last words”": where it stopped, in the words a reviewer reads; a
+  // pause inside a word (the likeliest next piece continues it) says so.
   function whereLine(pause) {
-    const words = W.tailWords(textOf(state.tokens), 5);
+    const text = textOf(state.tokens);
+    const words = W.tailWords(text, 5);
     const where = line("", "reason-where small");
     if (!words) {
       where.textContent = L.pausedAtStart;
       return where;
     }
-    const [before, after] = L.pausedAfter.split("%(words)s");
+    const next = (pause.alternatives || [])[0];
+    const inside = next && next.text && !W.startsWord(text, next.text);
+    const [before, after] = (inside ? L.pausedInsideWord : L.pausedAfter).split("%(words)s");
     const quoted = Object.assign(document.createElement("span"), { textContent: `…${words}`, translate: false });
     where.append(before, quoted, after || "");
     return where;
