@@ -12,6 +12,8 @@ from reviewer.models import Domain, PauseEvent, PausePolicy, ReviewSession, Sess
 
 WORDS = ["The", " patient", " reports", " chest", " pain", " since", " this", " morning", "."]
 TEXT = "".join(WORDS)
+# The same text as a tokenizer may write it: " morning" in two pieces, one word on the page.
+PIECES = ["The", " patient", " reports", " chest", " pain", " since", " this", " mor", "ning", "."]
 CASE = "58-year-old man with chest pain since this morning. Write the note."
 SYSTEM_PROMPT = "Write a note."
 ALTERNATIVES = [
@@ -71,9 +73,9 @@ def attention_row(texts: list[str], stress: tuple[str, ...]) -> list[float]:
     return [round(w / total, 4) for w in weights]
 
 
-def tokens(session: ReviewSession) -> None:
+def tokens(session: ReviewSession, pieces: list[str]) -> None:
     texts = prompt()[1]
-    for position, word in enumerate(WORDS):
+    for position, word in enumerate(pieces):
         store(
             session,
             "token",
@@ -84,16 +86,16 @@ def tokens(session: ReviewSession) -> None:
                 "probability": 0.9 - 0.07 * position,
                 "entropy": 0.3 + 0.2 * position,
                 "alternatives": ALTERNATIVES,
-                "attention": attention_row([*texts, *WORDS[: position + 1]], ("chest", "pain")),
+                "attention": attention_row([*texts, *pieces[: position + 1]], ("chest", "pain")),
             },
         )
 
 
-def pause_payload(pause_id: int) -> dict:
-    names = [*prompt()[1], *WORDS]
+def pause_payload(pause_id: int, pieces: list[str]) -> dict:
+    names = [*prompt()[1], *pieces]
     stress = [("chest", "pain"), ("morning",), ("58", "man"), ("pain", "reports")]
     return {
-        "position": len(WORDS),
+        "position": len(pieces),
         "trigger": "Unsure",
         "kind": "low_confidence",
         "reason": "top-1 probability 0.24 < 0.35",
@@ -109,17 +111,17 @@ def pause_payload(pause_id: int) -> dict:
             "prompt_length": len(prompt()[0]),
             "notes": [],
         },
-        "text": TEXT,
+        "text": "".join(pieces),
         "history": {
-            "probability": [0.9 - 0.07 * i for i in range(len(WORDS))],
-            "entropy": [0.3 + 0.2 * i for i in range(len(WORDS))],
+            "probability": [0.9 - 0.07 * i for i in range(len(pieces))],
+            "entropy": [0.3 + 0.2 * i for i in range(len(pieces))],
         },
         "pause_id": pause_id,
         "latency_ms": None,
     }
 
 
-def new_session(owner, status: str, **fields) -> ReviewSession:
+def new_session(owner, status: str, pieces: list[str], **fields) -> ReviewSession:
     return ReviewSession.objects.create(
         owner=owner,
         domain=ward_domain(),
@@ -127,10 +129,10 @@ def new_session(owner, status: str, **fields) -> ReviewSession:
         prompt_ids=prompt()[0],
         model_name="smollm2-135m-instruct",
         status=status,
-        text=TEXT,
-        generated_ids=[100 + i for i in range(len(WORDS))],
+        text="".join(pieces),
+        generated_ids=[100 + i for i in range(len(pieces))],
         seed=3,
-        max_new_tokens=9,
+        max_new_tokens=len(pieces),
         decoding={"temperature": 0.7, "top_p": 0.9},
         task_type="open",
         task_source="classifier",
@@ -138,14 +140,14 @@ def new_session(owner, status: str, **fields) -> ReviewSession:
     )
 
 
-def paused_session(owner) -> ReviewSession:
-    """Paused by the "Unsure" policy after the ninth token, with alternatives and attention."""
-    session = new_session(owner, ReviewSession.PAUSED)
+def paused_session(owner, pieces: list[str] = WORDS) -> ReviewSession:
+    """Paused by the "Unsure" policy after the last piece, with alternatives and attention."""
+    session = new_session(owner, ReviewSession.PAUSED, pieces)
     store(session, "status", {"status": "running"})
-    tokens(session)
+    tokens(session, pieces)
     pause = PauseEvent.objects.create(
         session=session,
-        position=len(WORDS),
+        position=len(pieces),
         trigger="Unsure",
         kind="low_confidence",
         reason="top-1 probability 0.24 < 0.35",
@@ -161,16 +163,16 @@ def paused_session(owner) -> ReviewSession:
         {"trigger": "Unsure", "reason": pause.reason, "position": pause.position},
     )
     store(session, "status", {"status": "paused"})
-    store(session, "pause", pause_payload(pause.pk))
+    store(session, "pause", pause_payload(pause.pk, pieces))
     session.refresh_from_db()
     return session
 
 
 def generated_session(owner, reason: str = "max_tokens") -> ReviewSession:
     """The model has finished (at the token limit by default); the decision is still open."""
-    session = new_session(owner, ReviewSession.GENERATED)
+    session = new_session(owner, ReviewSession.GENERATED, WORDS)
     store(session, "status", {"status": "running"})
-    tokens(session)
+    tokens(session, WORDS)
     audit.append("start", owner.username, session, {"domain": session.domain.name})
     audit.append("generated", "engine", session, {"reason": reason, "tokens": len(WORDS)})
     store(session, "finish", {"reason": reason, "text": TEXT})

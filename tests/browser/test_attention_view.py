@@ -5,6 +5,8 @@ Screenshots land in artifacts/screenshots/attention-*.png."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from reviewer.models import GlossaryTerm, ReviewSession, SessionEvent
@@ -31,9 +33,9 @@ PHONE = {"width": 390, "height": 844}
 # What the bars show: each highlighted word's share, by kind (case text or generated text).
 SHARES = """() => {
   const read = (selector) => [...document.querySelectorAll(selector)].map((e) => ({
-    text: e.textContent, share: +e.dataset.attention, title: e.title || "", word: e.dataset.word,
+    text: e.textContent, share: +e.dataset.attention, title: e.title || "", word: e.dataset.word ?? e.dataset.first,
   }));
-  return { case: read("#case-text .cw.att"), generated: read("#tokens .tok.att") };
+  return { case: read("#case-text .cw.att"), generated: read("#tokens .word.att") };
 }"""
 
 
@@ -64,8 +66,9 @@ def assert_pause_bars(page, session: ReviewSession) -> None:
     page.wait_for_selector("#attention-legend:not([hidden]) .top-case q")
     shares = page.evaluate(SHARES)
     assert len(shares["case"]) >= 3 and shares["generated"]
-    # A generated word's pieces each carry the word's share.
+    # One bar per generated word, however many pieces the model wrote it in.
     words = {w["word"]: w["share"] for w in shares["generated"]}
+    assert len(words) == len(shares["generated"])
     values = [w["share"] for w in shares["case"]] + list(words.values())
     assert all(0 < v <= 1 for v in values) and sum(values) <= 1.001
     case_words = {w["text"] for w in shares["case"]}
@@ -124,17 +127,17 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
     screenshot(page, "attention-paused-en", full_page=True)
 
     # A clicked generated word shows where it looked, from the rows streamed live.
-    word = page.locator("#tokens .tok").nth(5)
+    word = page.locator("#tokens .word:not(.blank)").nth(5)
     word.click()
-    page.wait_for_selector("#tokens .tok.att-focus")
+    page.wait_for_selector("#tokens .word.att-focus")
     assert page.locator("#attention-what q").inner_text().strip()
     assert page.locator("#case-text .cw.att").count() >= 3
     page.click("#attention-back")
     page.wait_for_function("() => CaesuraAttention.focused() === null")
     # From the keyboard: `w` on the focused word, and again to go back.
-    page.locator("#tokens .tok").nth(3).focus()
+    page.locator("#tokens .word:not(.blank)").nth(3).focus()
     page.keyboard.press("w")
-    page.wait_for_selector("#tokens .tok.att-focus")
+    page.wait_for_selector("#tokens .word.att-focus")
     page.keyboard.press("w")
     page.wait_for_function("() => CaesuraAttention.focused() === null")
 
@@ -153,15 +156,15 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
     # The words the edit wrote have no live row: the note says so, the rest keep theirs.
     page.wait_for_selector("#live-note:not([hidden])")
     assert heatmap_rows(page, "live-heatmap"), "the live heatmap has rows"
-    page.locator("#tokens .tok.edited").first.click()
+    page.locator("#tokens .word.edited").first.click()
     assert "No attention is recorded for" in page.locator("#attention-what").inner_text()
     page.click("#attention-back")
     page.mouse.move(0, 0)
     screenshot(page, "attention-edited-en", full_page=True)
 
     # A rollback, then the page drawn afresh from the stored events: still there.
-    cut = page.locator("#tokens .tok").nth(8)
-    keep = int(cut.get_attribute("data-pos"))
+    cut = page.locator("#tokens .word:not(.blank)").nth(8)
+    keep = int(cut.get_attribute("data-first"))
     cut.click(button="right")
     page.click("#rollback-here")
     page.wait_for_function("(n) => caesura.state.tokens.length === n", arg=keep)
@@ -182,9 +185,13 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
         other.goto(f"{server_url}/sessions/{sid}/")
         wait_until_paused(other)
         other.wait_for_selector("#attention-legend:not([hidden]) .top-case q")
-        other.locator("#tokens .tok").nth(4).click()
-        other.wait_for_selector("#tokens .tok.att-focus")
+        other.locator("#tokens .word:not(.blank)").nth(4).click()
+        other.wait_for_selector("#tokens .word.att-focus")
         open_expert_view(other)
+        if locale == "zh-CN":
+            assert re.fullmatch(
+                r"第 \d+ 层的各注意力头", other.locator("#heads-title").inner_text()
+            )
         width = other.evaluate("() => document.scrollingElement.scrollWidth")
         assert width <= viewport["width"], f"the page is {width} px wide"
         other.mouse.move(0, 0)

@@ -113,14 +113,14 @@ def test_the_paused_page_passes_axe_and_announces_only_the_pause_reason(page, se
     screenshot(page, "desk-paused-en-full", full_page=True)
 
 
-def test_a_click_on_a_token_never_rolls_back_a_right_click_offers_it(page, server_url, alice):
+def test_a_click_on_a_word_never_rolls_back_a_right_click_offers_it(page, server_url, alice):
     session = paused_session(alice)
     log_in(page, server_url, "alice", PASSWORD)
     open_paused(page, server_url, session)
-    token = page.locator("#tokens .tok").nth(3)
-    token.click()
+    word = page.locator("#tokens .word").nth(3)
+    word.click()
     assert page.locator("#token-menu").is_hidden()
-    token.click(button="right")
+    word.click(button="right")
     assert page.locator("#token-menu").is_visible()
     assert page.locator("#rollback-here").inner_text() == "Roll back to here"
 
@@ -145,15 +145,15 @@ def test_the_paused_page_on_a_phone(phone, server_url, alice):
     assert top["pause-panel"] < top["live-attention-card"]
 
     # A tap shows what the model knew; it never opens "Roll back to here".
-    page.locator("#tokens .tok").nth(4).tap()
+    page.locator("#tokens .word").nth(4).tap()
     assert page.locator("#token-menu").is_hidden()
     assert page.locator("#tip").is_visible()
-    page.locator("#tokens .tok").nth(4).dispatch_event("contextmenu")  # as a long press does
+    page.locator("#tokens .word").nth(4).dispatch_event("contextmenu")  # as a long press does
     assert page.locator("#token-menu").is_visible()
     page.locator("h1").tap()
     assert page.locator("#token-menu").is_hidden() and page.locator("#tip").is_hidden()
     # The long-press menu is also how a phone picks a word to replace.
-    page.locator("#tokens .tok").nth(4).dispatch_event("contextmenu")
+    page.locator("#tokens .word").nth(4).dispatch_event("contextmenu")
     page.locator("#replace-here").tap()
     assert page.locator("#edit-panel").is_visible() and page.locator("#token-menu").is_hidden()
     assert page.locator("#edit-selection").inner_text().strip() == "pain"

@@ -130,7 +130,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     shown = page.locator("#alternatives button.alt").count()
     assert shown == len(paused.pauses.get().alternatives) and shown >= 2
 
-    page.locator("#tokens .tok").nth(2).hover()
+    page.locator("#tokens .word:not(.blank)").nth(2).hover()
     assert "Probability" in page.locator("#tip").inner_text()
     page.mouse.move(0, 0)  # the tooltip would cover the text in the screenshot
     screenshot(page, "session-paused-en")
@@ -152,7 +152,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     edited = ReviewSession.objects.get(pk=sid)
     assert "high blood pressure" not in edited.text and term.preferred in edited.text
     assert page_text(page) == edited.text
-    # The edited text shows token by token, so any of its tokens can be clicked.
+    # The edited text is kept token by token underneath its words.
     assert page.evaluate("() => caesura.state.tokens.length") == len(edited.generated_ids)
     assert page.locator("#tokens .tok.edited").count() >= 2
 
@@ -209,18 +209,23 @@ def test_it_shows_why_a_policy_paused_with_the_matched_text_highlighted(
     page.wait_for_selector('html[lang="en"]')
 
 
-def test_it_rolls_back_to_a_right_clicked_token_and_continues_from_the_chosen_alternative(
+def test_it_rolls_back_to_a_right_clicked_word_and_continues_from_the_chosen_alternative(
     page, server_url, celery_worker_process, alice
 ):
     domain = ward_domain()
     log_in(page, server_url, "alice", "alice-password-1")
     sid = start_in_browser(page, server_url, domain, max_new_tokens=24)
-    page.wait_for_function("() => caesura.state.tokens.length >= 6", timeout=60_000)
+    page.wait_for_function("() => caesura.state.tokens.length >= 12", timeout=60_000)
     page.click("#toggle-run")
     wait_until_paused(page)
 
-    clicked = page.locator("#tokens .tok").nth(3)
-    keep = int(clicked.get_attribute("data-pos"))
+    # A word the model wrote in several pieces (the seed's note has some early on).
+    clicked = page.locator("#tokens .word:not(.blank):has(.tok + .tok)").first
+    keep, last = (int(clicked.get_attribute(f"data-{end}")) for end in ("first", "last"))
+    assert last > keep
+    before = page.evaluate(
+        "(n) => caesura.state.tokens.slice(0, n).map((t) => t.text).join('')", keep
+    )
     clicked.click()
     assert page.locator("#token-menu").is_hidden()  # a plain click never offers a rollback
     clicked.click(button="right")
@@ -228,6 +233,7 @@ def test_it_rolls_back_to_a_right_clicked_token_and_continues_from_the_chosen_al
     page.wait_for_function("(n) => caesura.state.tokens.length === n", arg=keep)
     rolled = ReviewSession.objects.get(pk=sid)
     assert len(rolled.generated_ids) == keep and page_text(page) == rolled.text
+    assert rolled.text == before  # all of the word went, not only its last pieces
 
     second = page.locator("#alternatives button.alt").nth(1)
     chosen = int(second.get_attribute("data-token-id"))

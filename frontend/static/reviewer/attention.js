@@ -108,7 +108,8 @@
 
   const caseKnown = (lay) => caseWords.length > 0 && map.caseSpans.length === lay.promptLength;
 
-  // The words of the context in order: [{kind, label, parts: [[position, fraction]], ...}];
+  // The words of the context in order: [{kind, text, label, parts: [[position, fraction]], ...}]
+  // (label: the text as shown, a space or control token in plain words);
   // kind is template (system prompt and chat template), case, note or generated. The
   // template and the notes are left out unless `withTemplate`.
   function contextWords(lay, tokenText, withTemplate) {
@@ -155,7 +156,7 @@
       }
       groups.push({ kind: "generated", first: word.first, last: word.last, label, parts });
     }
-    for (const group of groups) group.label = labelOf(group.label);
+    for (const group of groups) [group.text, group.label] = [group.label, labelOf(group.label)];
     return groups.sort((a, b) => a.parts[0][0] - b.parts[0][0]);
   }
 
@@ -247,12 +248,14 @@
 
   function elementsOf(group) {
     if (group.kind === "case") return [...document.querySelectorAll(`#case-text .cw[data-word="${group.word}"]`)];
-    const found = [];
-    for (let g = group.first; g <= group.last; g += 1) {
-      const element = $("tokens").querySelector(`.tok[data-pos="${g}"]`);
-      if (element) found.push(element);
-    }
-    return found;
+    return wordElements(group.first, group.last);
+  }
+
+  // The generated words drawn (session.js) over tokens first..last.
+  function wordElements(first, last) {
+    const drawn = $("tokens").querySelector(`.word[data-first="${first}"]`);
+    if (drawn && +drawn.dataset.last === last) return [drawn];
+    return [...$("tokens").querySelectorAll(".word")].filter((e) => +e.dataset.first <= last && +e.dataset.last >= first);
   }
 
   // Attention is heavy-tailed: the bar's strength is the square root of the share against the
@@ -279,9 +282,7 @@
   }
 
   function markFocus() {
-    for (let g = focus.first; g <= focus.last; g += 1) {
-      $("tokens").querySelector(`.tok[data-pos="${g}"]`)?.classList.add("att-focus");
-    }
+    for (const element of wordElements(focus.first, focus.last)) element.classList.add("att-focus");
   }
 
   // --- the legend: what is shown, the words looked at most, where the rest went -------------
@@ -311,7 +312,7 @@
   function renderTop(groups) {
     const lines = ["case", "generated"].map((kind) => {
       const best = groups
-        .filter((group) => group.kind === kind && shown.get(key(group)) > 0 && /[\p{L}\p{N}]/u.test(group.label))
+        .filter((group) => group.kind === kind && shown.get(key(group)) > 0 && /[\p{L}\p{N}]/u.test(group.text))
         .sort((a, b) => shown.get(key(b)) - shown.get(key(a)))
         .slice(0, TOP_WORDS);
       if (!best.length) return null;
@@ -331,9 +332,10 @@
 
   // --- what a reader asks -------------------------------------------------------------------
 
-  // Where a generated word (the one holding token `position`) looked when it was written.
+  // Where a generated word (the one holding token `position`) looked when it was written: the
+  // mean of its pieces' live rows (each piece was written looking at the context before it).
   function focusWord(position) {
-    const word = W.groupWords(state.tokens).find((w) => w.first <= position && position <= w.last);
+    const word = W.wordHolding(W.groupWords(state.tokens), position);
     if (!word || state.status === "running") return;
     const same = focus && focus.first === word.first;
     focus = same ? null : { first: word.first, last: word.last };
@@ -345,9 +347,9 @@
     refresh();
   }
 
-  // A line for a token's tip: its word's share in what the bars show now.
+  // A line for a word's tip: its share in what the bars show now.
   function tipLine(position) {
-    const word = W.groupWords(state.tokens).find((w) => w.first <= position && position <= w.last);
+    const word = W.wordHolding(W.groupWords(state.tokens), position);
     const share = word ? shown.get(`g${word.first}`) : undefined;
     return share === undefined ? null : fill(L.attentionShare, { share: W.percent(share) });
   }
@@ -393,7 +395,7 @@
   function renderPauseHeatmap() {
     const attention = state.pause && state.pause.attention;
     if (!attention || !attention.layers || !$("attention-expert").open) return;
-    $("heads-title").textContent = `${L.headsOfLayer} ${attention.layer}`;
+    $("heads-title").textContent = fill(L.headsOfLayer, { layer: attention.layer });
     $("heads-note").hidden = true;
     const lay = layout(attention.prompt_length, attention.notes, attention.layers[0].length);
     const groups = contextWords(lay, tokenTextFor(lay, attention.tokens), $("attention-template").checked);

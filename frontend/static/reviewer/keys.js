@@ -8,40 +8,41 @@
   const box = $("tokens");
   let intent = "approve"; // what Ctrl+Enter in the comment does: set by `a` or `x`
 
-  const tokens = () => [...box.querySelectorAll(".tok")];
-  const focusedToken = () => document.activeElement?.closest?.(".tok");
+  // The text's stops are its words (session.js draws them); a space or line break is none.
+  const WORD = ".word:not(.blank)";
+  const words = () => [...box.querySelectorAll(WORD)];
+  const focusedWord = () => document.activeElement?.closest?.(WORD);
 
-  function focusToken(element) {
+  function focusWord(element) {
     if (!element) return;
     element.focus();
     element.scrollIntoView({ block: "nearest" });
   }
 
-  function tokenAt(position) {
-    // The token just before a position (a pause at p comes after p tokens).
-    const all = tokens();
-    return all.filter((t) => +t.dataset.pos < position).pop() || all[0];
+  function wordAt(position) {
+    // The word just before a position (a pause at p comes after p tokens).
+    const all = words();
+    return all.filter((w) => +w.dataset.first < position).pop() || all[0];
   }
 
-  function moveToken(step) {
-    const all = tokens();
-    const index = all.indexOf(focusedToken());
-    focusToken(all[Math.max(0, Math.min(all.length - 1, index + step))]);
+  function moveWord(step) {
+    const all = words();
+    const index = all.indexOf(focusedWord());
+    focusWord(all[Math.max(0, Math.min(all.length - 1, index + step))]);
   }
 
   function movePause(step) {
     const positions = [...state.pausePositions].sort((a, b) => a - b);
     if (!positions.length) return;
-    const here = focusedToken() ? +focusedToken().dataset.pos + 1 : step > 0 ? -1 : Infinity;
+    const here = focusedWord() ? +focusedWord().dataset.last + 1 : step > 0 ? -1 : Infinity;
     const next = step > 0 ? positions.find((p) => p > here) : positions.filter((p) => p < here).pop();
-    focusToken(tokenAt(next ?? (step > 0 ? positions[positions.length - 1] : positions[0])));
+    focusWord(wordAt(next ?? (step > 0 ? positions[positions.length - 1] : positions[0])));
   }
 
   function replaceFocused() {
-    const token = focusedToken();
-    if (!token || state.status !== "paused") return;
-    const start = +token.dataset.start;
-    actions.openEditor(start, start + token.textContent.length);
+    const word = focusedWord();
+    if (!word || state.status !== "paused") return;
+    actions.replaceWord(word);
     $("edit-text").focus();
     $("edit-text").select();
   }
@@ -68,21 +69,21 @@
     a: () => prepareDecision("approve"),
     x: () => prepareDecision("reject"),
     e: replaceFocused,
-    w: () => (focusedToken() ? actions.showWordAttention(+focusedToken().dataset.pos) : window.CaesuraAttention.back()),
+    w: () => (focusedWord() ? actions.showWordAttention(+focusedWord().dataset.first) : window.CaesuraAttention.back()),
     n: () => $("next-case") && !$("decided-panel").hidden && $("next-case").click(),
-    ArrowRight: () => focusedToken() && moveToken(1),
-    ArrowLeft: () => focusedToken() && moveToken(-1),
-    Home: () => focusedToken() && focusToken(tokens()[0]),
-    End: () => focusedToken() && focusToken(tokens().pop()),
+    ArrowRight: () => focusedWord() && moveWord(1),
+    ArrowLeft: () => focusedWord() && moveWord(-1),
+    Home: () => focusedWord() && focusWord(words()[0]),
+    End: () => focusedWord() && focusWord(words().pop()),
   };
 
   function onKey(event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;
     if (target.closest("input, textarea, select, [contenteditable]")) return;
-    if ((event.key === "Enter" || event.key === "r") && target.closest(".tok")) {
+    if ((event.key === "Enter" || event.key === "r") && target.closest(WORD)) {
       event.preventDefault();
-      actions.openMenu(target.closest(".tok")); // roll back here, once confirmed in the menu
+      actions.openMenu(target.closest(WORD)); // roll back to this word, once confirmed in the menu
       return;
     }
     if (/^[1-5]$/.test(event.key) && actions.choose(+event.key - 1)) {
@@ -99,13 +100,13 @@
     if (event.key !== "Escape") return;
     const position = state.menuPosition;
     actions.hideMenu();
-    focusToken(box.querySelector(`.tok[data-pos="${position}"]`));
+    focusWord(box.querySelector(`.word[data-first="${position}"]`));
   }
 
   function onEditKey(event) {
     if (event.key === "Escape") {
       actions.closeEditor();
-      focusToken(lastFocused);
+      focusWord(remembered());
     } else if (event.key === "Enter" && event.target.id === "edit-text") {
       event.preventDefault();
       $("edit-apply").click();
@@ -119,15 +120,21 @@
     }
   }
 
-  // Tab into the text lands on the last token, or the one the reviewer was on.
+  // Tab into the text lands on the last word, or the one the reviewer was on.
   let lastFocused = null;
   box.addEventListener("focusin", (event) => {
-    if (event.target.closest(".tok")) lastFocused = event.target.closest(".tok");
+    if (event.target.closest(WORD)) lastFocused = event.target.closest(WORD);
   });
   box.addEventListener("focus", (event) => {
     if (event.relatedTarget && box.contains(event.relatedTarget)) return; // Shift+Tab out of it
-    focusToken(lastFocused && box.contains(lastFocused) ? lastFocused : tokens().pop());
+    focusWord(remembered() || words().pop());
   });
+
+  // The word last focused, or the one drawn in its place since (the text is redrawn on edits).
+  function remembered() {
+    if (!lastFocused || box.contains(lastFocused)) return lastFocused;
+    return box.querySelector(`${WORD}[data-first="${lastFocused.dataset.first}"]`);
+  }
 
   document.addEventListener("keydown", onKey);
   $("token-menu").addEventListener("keydown", onMenuKey);

@@ -414,6 +414,11 @@
     if (first) requestAnimationFrame(renderTokens);
   }
 
+  // The text is drawn as words (W.groupWords): a reviewer hovers, focuses and rolls back to a
+  // word, each one element over its tokens' spans; the spans keep each token's position and
+  // offset for the tracked changes and for selecting text.
+  let drawnWords = []; // [{first, last}] of the words drawn, in order
+
   function renderTokens() {
     const box = $("tokens");
     // The first drawing replaces the server-rendered text.
@@ -422,43 +427,74 @@
     renderMode = null;
     if (full) {
       box.textContent = "";
-      renderedCount = 0;
+      drawnWords = [];
     }
     // Follow the newest token, unless the reviewer scrolled up to read.
     const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
-    let offset = textOf(state.tokens.slice(0, renderedCount)).length;
+    const focused = wordOf(document.activeElement);
+    const words = W.groupWords(state.tokens);
+    // New tokens change only the last words (one grows, or a piece completes a character):
+    // those are drawn again, the words before them stay.
+    let kept = 0;
+    while (kept < Math.min(words.length, drawnWords.length) && sameWord(words[kept], drawnWords[kept])) kept += 1;
+    if (kept < drawnWords.length) removeWordsFrom(box, drawnWords[kept].first);
+    let offset = kept < words.length ? textOf(state.tokens.slice(0, words[kept].first)).length : 0;
     const span = state.pause && state.pause.span;
     const fragment = document.createDocumentFragment();
-    for (let position = renderedCount; position < state.tokens.length; position += 1) {
-      const token = state.tokens[position];
-      if (!token) continue;
-      if (token.text) fragment.appendChild(tokenElement(token, position, offset, span));
-      offset += token.text.length;
+    for (const word of words.slice(kept)) {
+      const element = wordElement(word, offset, span);
+      offset += element.textContent.length;
+      if (element.firstChild) fragment.appendChild(element);
     }
     box.appendChild(fragment);
+    drawnWords = words;
     renderedCount = state.tokens.length;
-    shadeWords(box);
     window.CaesuraChanges.draw(box, state);
     A.refresh();
+    if (focused && !box.contains(focused)) box.querySelector(`.word[data-first="${focused.dataset.first}"]`)?.focus({ preventScroll: true });
     if (following) box.scrollTop = box.scrollHeight;
   }
 
-  // A word is shaded as one: by its least sure piece, so subword pieces read as the word.
-  function shadeWords(box) {
-    for (const word of W.groupWords(state.tokens)) {
-      let p = null;
-      for (let position = word.first; position <= word.last; position += 1) {
-        const value = state.tokens[position] && state.tokens[position].probability;
-        if (typeof value === "number") p = p === null ? value : Math.min(p, value);
-      }
-      for (let position = word.first; position <= word.last; position += 1) {
-        const element = box.querySelector(`.tok[data-pos="${position}"]`);
-        if (!element) continue;
-        element.classList.toggle("word-start", position === word.first);
-        element.dataset.word = word.first;
-        if (p !== null) element.style.setProperty("--p", p.toFixed(3));
-      }
+  const sameWord = (a, b) => a.first === b.first && a.last === b.last;
+
+  function removeWordsFrom(box, first) {
+    for (const element of box.querySelectorAll(".word")) if (+element.dataset.first >= first) element.remove();
+  }
+
+  // A word: shaded as one by its least sure piece; a space or line break is no stop for the keys.
+  function wordElement(word, start, span) {
+    const element = document.createElement("span");
+    element.className = "word";
+    element.dataset.first = word.first;
+    element.dataset.last = word.last;
+    element.dataset.start = start;
+    let offset = start;
+    let edited = true;
+    for (let position = word.first; position <= word.last; position += 1) {
+      const token = state.tokens[position];
+      if (!token) continue;
+      if (token.text) element.appendChild(tokenElement(token, position, offset, span));
+      offset += token.text.length;
+      edited = edited && Boolean(token.edited);
     }
+    const least = leastSure(word);
+    if (!element.textContent.trim()) element.classList.add("blank");
+    else element.tabIndex = -1; // focusable from the keyboard (arrow keys move between words)
+    if (edited) element.classList.add("edited");
+    else if (least) element.style.setProperty("--p", least.token.probability.toFixed(3));
+    return element;
+  }
+
+  // The word's confidence: the probability the model gave the least sure of its pieces (what
+  // its shading and its tip show). Null when no piece has one (an edit wrote it).
+  function leastSure(word) {
+    let least = null;
+    for (let position = word.first; position <= word.last; position += 1) {
+      const token = state.tokens[position];
+      if (!token || typeof token.probability !== "number") continue;
+      if (!least || token.probability < least.token.probability) least = { token, position };
+    }
+    return least;
   }
 
   function tokenElement(token, position, offset, span) {
@@ -466,53 +502,60 @@
     element.className = token.edited ? "tok edited" : "tok";
     element.textContent = token.text;
     element.dataset.pos = position;
-    element.tabIndex = -1; // focusable from the keyboard (arrow keys move between tokens)
     element.dataset.start = offset;
-    if (typeof token.probability === "number") {
-      element.style.setProperty("--p", token.probability.toFixed(3));
-    }
     if (span && offset < span[1] && offset + token.text.length > span[0]) {
       element.classList.add("match");
     }
     return element;
   }
 
+  // The word a reviewer points at (never a blank one), and what it spans.
+  const wordOf = (target) => target?.closest?.("#tokens .word:not(.blank)") || null;
+  const wordSpan = (element) => ({ first: +element.dataset.first, last: +element.dataset.last });
+  const wordText = (element) => textOf(state.tokens.slice(+element.dataset.first, +element.dataset.last + 1));
+
   const percent = W.percent;
 
   const visible = (text) => W.visible(text, L);
 
   function showTip(element) {
-    const token = state.tokens[+element.dataset.pos];
-    if (!token) return;
+    const word = wordSpan(element);
+    if (!state.tokens[word.last]) return;
     const tip = $("tip");
     tip.textContent = "";
-    if (token.edited) {
+    const least = leastSure(word);
+    if (!least) {
       tip.appendChild(line(L.edited));
-      if (typeof token.entropy === "number") tip.appendChild(line(`${L.entropy} ${token.entropy.toFixed(2)}`));
+      const entropy = state.tokens[word.first].entropy;
+      if (typeof entropy === "number") tip.appendChild(line(`${L.entropy} ${entropy.toFixed(2)}`));
     } else {
-      const word = +(element.dataset.word ?? element.dataset.pos);
-      const shown = word !== +element.dataset.pos ? state.tokens[word] : token;
-      tip.appendChild(
-        line(`${L.probability} ${percent(token.probability)} · ${L.entropy} ${token.entropy.toFixed(2)}`)
-      );
-      if (shown !== token) tip.appendChild(line(L.partOfWord, "muted"));
-      const looked = A.tipLine(+element.dataset.pos);
+      const { token, position } = least;
+      const entropy = typeof token.entropy === "number" ? ` · ${L.entropy} ${token.entropy.toFixed(2)}` : "";
+      tip.appendChild(line(`${L.probability} ${percent(token.probability)}${entropy}`));
+      const pieces = word.last - word.first + 1;
+      if (pieces > 1) tip.appendChild(line(fill(L.wordPieces, { count: pieces }), "muted"));
+      const looked = A.tipLine(word.first);
       if (looked) tip.appendChild(line(looked));
-      if (token.alternatives.length) {
-        tip.appendChild(line(L.alternatives, "tip-head"));
-        const list = document.createElement("ol");
-        for (const alt of token.alternatives.slice(0, 5)) {
-          const item = document.createElement("li");
-          item.append(chip(alt.text), ` ${percent(alt.prob)}`);
-          list.appendChild(item);
-        }
-        tip.appendChild(list);
-      }
+      tipAlternatives(tip, token.alternatives || [], textOf(state.tokens.slice(0, position)));
     }
     const box = element.getBoundingClientRect();
     tip.hidden = false;
     tip.style.left = `${Math.min(box.left, window.innerWidth - tip.offsetWidth - 8)}px`;
     tip.style.top = `${box.bottom + 6}px`;
+  }
+
+  // What else the model weighed at that piece, each as the word it would have made there.
+  function tipAlternatives(tip, alternatives, context) {
+    if (!alternatives.length) return;
+    tip.appendChild(line(L.alternatives, "tip-head"));
+    const list = document.createElement("ol");
+    for (const alt of alternatives.slice(0, 5)) {
+      const item = document.createElement("li");
+      const found = W.plainLabel(alt.text, L, false) ? null : W.alternativeWord(context, alt.text);
+      item.append(chip(found ? found.word : visible(alt.text)), ` ${percent(alt.prob)}`);
+      list.appendChild(item);
+    }
+    tip.appendChild(list);
   }
 
   function line(text, className) {
@@ -526,7 +569,7 @@
     const element = document.createElement("code");
     element.className = "chip";
     element.translate = false; // the model's own text
-    element.textContent = visible(text);
+    element.textContent = text;
     return element;
   }
 
@@ -534,22 +577,23 @@
     $("tip").hidden = true;
   }
 
-  // --- a token's menu: roll back -----------------------------------------------------------
+  // --- a word's menu: roll back ------------------------------------------------------------
   // Rolling back discards text, so a plain click or tap never offers it: the menu opens on an
-  // explicit gesture (right-click, a long press, or Enter on a focused token).
+  // explicit gesture (right-click, a long press, or Enter on a focused word). It removes the
+  // word from its first piece on, and everything after it.
 
   const LONG_PRESS_MS = 550;
   let pressTimer = null;
 
   function tokenMenuRequested(event) {
-    const element = event.target.closest(".tok");
+    const element = wordOf(event.target);
     if (!element || state.status !== "paused") return;
     event.preventDefault(); // our menu instead of the browser's
     openMenu(element);
   }
 
   function pressStarted(event) {
-    const element = event.target.closest(".tok");
+    const element = wordOf(event.target);
     clearTimeout(pressTimer);
     if (!element || state.status !== "paused" || event.touches.length !== 1) return;
     pressTimer = setTimeout(() => openMenu(element), LONG_PRESS_MS);
@@ -560,12 +604,12 @@
   }
 
   function tokenTapped(event) {
-    // A tap shows what the model knew about the token (a touch screen has no hover).
+    // A tap shows what the model knew about the word (a touch screen has no hover).
     // At a pause, or once written, a click also shows where that word looked.
-    const element = event.target.closest(".tok");
+    const element = wordOf(event.target);
     if (!element) return;
     if (state.status !== "running" && state.live && window.getSelection()?.isCollapsed !== false) {
-      A.focusWord(+element.dataset.pos);
+      A.focusWord(+element.dataset.first);
     }
     if (event.pointerType !== "mouse") showTip(element);
   }
@@ -574,7 +618,7 @@
     clearTimeout(pressTimer);
     window.getSelection()?.removeAllRanges(); // a long press also selects a word
     closeEditor();
-    state.menuPosition = +element.dataset.pos;
+    state.menuPosition = +element.dataset.first;
     const menu = $("token-menu");
     const box = element.getBoundingClientRect();
     menu.hidden = false;
@@ -598,20 +642,25 @@
 
   // The menu's other choice: on a phone a long press is how a word is picked for replacing.
   function replaceHere() {
-    const element = $("tokens").querySelector(`.tok[data-pos="${state.menuPosition}"]`);
+    const element = $("tokens").querySelector(`.word[data-first="${state.menuPosition}"]`);
     hideMenu();
-    if (!element) return;
+    if (element) replaceWord(element);
+  }
+
+  function replaceWord(element) {
     const start = +element.dataset.start;
-    openEditor(start, start + element.textContent.length);
+    openEditor(start, start + wordText(element).length);
   }
 
   // --- selecting text: replace it ----------------------------------------------------------
 
   function offsetIn(node, offset) {
     const box = $("tokens");
-    if (node === box) {
-      const child = box.childNodes[offset];
-      return child ? +child.dataset.start : textOf(state.tokens).length;
+    if (node === box || (node.classList && node.classList.contains("word"))) {
+      // Between the words (or a word's pieces): where the next one starts.
+      const next = node.childNodes[offset];
+      if (next && next.dataset && next.dataset.start !== undefined) return +next.dataset.start;
+      return node === box ? textOf(state.tokens).length : +node.dataset.start + wordText(node).length;
     }
     const element = (node.nodeType === Node.TEXT_NODE ? node.parentElement : node).closest(".tok");
     if (!element || !box.contains(element)) return null;
@@ -790,15 +839,19 @@
     box.appendChild(whereLine(pause));
   }
 
-  // "Paused after “…the last words”": where it stopped, in the words a reviewer reads.
+  // "Paused after “…the last words”": where it stopped, in the words a reviewer reads; a
+  // pause inside a word (the likeliest next piece continues it) says so.
   function whereLine(pause) {
-    const words = W.tailWords(textOf(state.tokens), 5);
+    const text = textOf(state.tokens);
+    const words = W.tailWords(text, 5);
     const where = line("", "reason-where small");
     if (!words) {
       where.textContent = L.pausedAtStart;
       return where;
     }
-    const [before, after] = L.pausedAfter.split("%(words)s");
+    const next = (pause.alternatives || [])[0];
+    const inside = next && next.text && !W.startsWord(text, next.text);
+    const [before, after] = (inside ? L.pausedInsideWord : L.pausedAfter).split("%(words)s");
     const quoted = Object.assign(document.createElement("span"), { textContent: `…${words}`, translate: false });
     where.append(before, quoted, after || "");
     return where;
@@ -1100,7 +1153,7 @@
     const box = $("tokens");
     // Hovering is a mouse's: a tap's tip stays until the next tap, even when the page moves
     // under the finger (a tap also shows that word's attention).
-    const hovered = (e) => e.pointerType === "mouse" && e.target.closest(".tok");
+    const hovered = (e) => e.pointerType === "mouse" && wordOf(e.target);
     box.addEventListener("pointerover", (e) => hovered(e) && showTip(hovered(e)));
     box.addEventListener("pointerout", (e) => e.pointerType === "mouse" && hideTip());
     box.addEventListener("mouseup", () => setTimeout(textSelected, 0));
@@ -1109,8 +1162,8 @@
     box.addEventListener("touchstart", pressStarted, { passive: true });
     for (const name of ["touchend", "touchmove", "touchcancel"]) box.addEventListener(name, pressEnded, { passive: true });
     document.addEventListener("click", (e) => {
-      if (!e.target.closest("#token-menu, .tok")) hideMenu();
-      if (!e.target.closest(".tok")) hideTip(); // a tapped token's tip stays until the next tap
+      if (!e.target.closest("#token-menu") && !wordOf(e.target)) hideMenu();
+      if (!wordOf(e.target)) hideTip(); // a tapped word's tip stays until the next tap
     });
     $("rollback-here").addEventListener("click", rollbackHere);
     $("replace-here").addEventListener("click", replaceHere);
@@ -1133,7 +1186,6 @@
   setStatus(state.status);
   refreshTimeline();
   connect();
-  // For scripted checks and debugging: the page's state and a way to drop the connection.
   // What the keyboard (keys.js) drives; for scripted checks: the state and a dropped connection.
   const actions = {
     toggleRun,
@@ -1142,6 +1194,7 @@
     closeEditor,
     openMenu,
     openEditor,
+    replaceWord,
     showWordAttention: (position) => A.focusWord(position),
     choose: (index) => {
       const alternative = state.status === "paused" && state.pause && (state.pause.alternatives || [])[index];

@@ -2,7 +2,8 @@
 // Pure functions over text; session.js draws with them. A word is the run of tokens between
 // whitespace or punctuation; a Chinese character (or a token decoding to several) is a word
 // of its own; an empty piece (a token ending inside a multi-byte character) joins the word
-// the next piece completes.
+// the next piece completes. On the session page a reviewer points at, hovers and rolls back
+// to words; events and attention rows stay per token underneath.
 (function () {
   "use strict";
 
@@ -29,17 +30,43 @@
     return BOUNDARY.test(first) || BOUNDARY.test(last) || CJK.test(first) || CJK.test(last);
   }
 
-  // Groups token positions into words: [{first, last}] over tokens[] ({text}).
+  // Groups token positions into words: [{first, last}] over tokens[] ({text}). Empty pieces
+  // (a token ending inside a character) belong to the word the next piece completes, so a
+  // word rolled back from its first token leaves no half character; empty pieces at the end
+  // (nothing has completed them yet) stay with the last word.
   function groupWords(tokens) {
     const words = [];
     let previous = null;
+    let pending = null; // the first of the empty pieces waiting for the piece completing them
     tokens.forEach((token, position) => {
       if (!token) return;
-      if (startsWord(previous, token.text) || !words.length) words.push({ first: position, last: position });
+      if (token.text === "") {
+        if (pending === null) pending = position;
+        return;
+      }
+      if (!words.length || startsWord(previous, token.text)) words.push({ first: pending ?? position, last: position });
       else words[words.length - 1].last = position;
-      previous = token.text || previous;
+      pending = null;
+      previous = token.text;
     });
+    if (pending !== null) {
+      if (words.length) words[words.length - 1].last = tokens.length - 1;
+      else words.push({ first: pending, last: tokens.length - 1 });
+    }
     return words;
+  }
+
+  // The word holding token `position`, by bisection over groupWords' answer.
+  function wordHolding(words, position) {
+    let low = 0;
+    let high = words.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      if (words[middle].last < position) low = middle + 1;
+      else if (words[middle].first > position) high = middle - 1;
+      else return words[middle];
+    }
+    return null;
   }
 
   // Splits text into word and non-word segments: [{text, start, word}].
@@ -108,5 +135,5 @@
     };
   }
 
-  window.CaesuraWords = { percent, startsWord, groupWords, segments, tailWords, isSpecial, plainLabel, visible, alternativeWord };
+  window.CaesuraWords = { percent, startsWord, groupWords, wordHolding, segments, tailWords, isSpecial, plainLabel, visible, alternativeWord };
 })();
