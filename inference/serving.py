@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
@@ -22,6 +23,11 @@ from inference.sink import Sink
 from inference.state import DecodeState
 
 IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
+# A session's sink may fall this many tokens behind the engine (the page shows what the
+# sink has passed on; a reviewer pauses at what they read) before the loop waits for it,
+# at most PACE_WAIT_S a step, so that one stuck sink cannot stall the others for long.
+MAX_BACKLOG = 2
+PACE_WAIT_S = 0.05
 
 # fn(engine, *args, **kwargs), its arguments, and the future that takes its result
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
@@ -31,6 +37,7 @@ class Generating(Protocol):
     """A submitted run, as both backends give it back (``Run``, vLLM's ``Generation``)."""
 
     key: str
+    sink: Sink
     stop: StopInfo | None
     error: BaseException | None
 
@@ -128,6 +135,7 @@ class ServingLoop:
         while not self._stopping:
             self._take_calls()
             if self.engine.active:
+                self._pace()
                 try:
                     self.engine.step()
                 except Exception as exc:  # vLLM itself failed: every waiting run hears it
@@ -136,6 +144,15 @@ class ServingLoop:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
             self._resolve()
+
+    def _pace(self) -> None:
+        """Wait (a little) for sinks that fell behind: generating far ahead of what the
+        reviewer sees would make a pause land later than the text they paused at."""
+        deadline = time.monotonic() + PACE_WAIT_S
+        while time.monotonic() < deadline and any(
+            run.sink.backlog() > MAX_BACKLOG for run in list(self.engine.active.values())
+        ):
+            time.sleep(0.002)
 
     def _take_calls(self) -> None:
         while True:

@@ -124,6 +124,11 @@ class Sink:
 
     def on_finish(self, event: FinishEvent) -> None: ...
 
+    def backlog(self) -> int:
+        """Tokens received but not yet passed on (a sink that writes them elsewhere, off the
+        loop's thread); a serving loop paces itself to the slowest sink."""
+        return 0
+
 
 Event = TokenEvent | PauseNotice | RollbackEvent | FlagEvent | FinishEvent
 E = TypeVar("E", TokenEvent, PauseNotice, RollbackEvent, FlagEvent, FinishEvent)

@@ -55,6 +55,7 @@ class Relay(Sink):
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._done: Callable[[], Any] = lambda: None
+        self._queued = self._written = 0  # tokens; each counter has one writing thread
         self._thread = threading.Thread(
             target=self._work, name=f"relay-session-{session.pk}", daemon=True
         )
@@ -63,6 +64,7 @@ class Relay(Sink):
     def on_token(self, event: TokenEvent) -> None:
         self._go_on()
         self.step_timer.tick()
+        self._queued += 1
         self._queue.put(("token", event))
         self.since_checkpoint += 1
         if self.since_checkpoint >= CHECKPOINT_EVERY:
@@ -76,6 +78,10 @@ class Relay(Sink):
         self._go_on()
         self._queue.put(("rollback", event))
         self._checkpoint()  # the ids shrank: recovery must not replay the removed tokens
+
+    def backlog(self) -> int:
+        """Tokens the page has not been sent yet (the loop paces itself to it)."""
+        return 0 if self.failed is not None else self._queued - self._written
 
     def _checkpoint(self) -> None:
         self._queue.put(("checkpoint", self.capture(self.state)))
@@ -110,6 +116,8 @@ class Relay(Sink):
             while (item := self._queue.get())[0] not in ("stop", "error"):
                 if self.failed is None:
                     self._write(*item)
+                if item[0] == "token":
+                    self._written += 1
             if self.failed is None:
                 self._report_end(*item)
         finally:

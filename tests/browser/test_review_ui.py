@@ -105,7 +105,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     term = GlossaryTerm.objects.get(glossary__domain=domain, term="high blood pressure")
     log_in(page, server_url, "alice", "alice-password-1")
 
-    sid = start_in_browser(page, server_url, domain, max_new_tokens=40)
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=64)
     assert ReviewSession.objects.get(pk=sid).owner == alice
 
     # Tokens arrive live; a dropped connection reconnects and fills in without duplicates.
@@ -214,7 +214,7 @@ def test_it_rolls_back_to_a_right_clicked_word_and_continues_from_the_chosen_alt
 ):
     domain = ward_domain()
     log_in(page, server_url, "alice", "alice-password-1")
-    sid = start_in_browser(page, server_url, domain, max_new_tokens=24)
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=60)
     page.wait_for_function("() => caesura.state.tokens.length >= 12", timeout=60_000)
     page.click("#toggle-run")
     wait_until_paused(page)

@@ -184,3 +184,42 @@ def test_it_tells_every_waiting_session_and_its_owner_when_the_engine_fails(engi
     finally:
         engine.active.clear()
         loop.close()
+
+
+class SlowWriter(Sink):
+    """Passes each token on from another thread, 30 ms later (a database under load)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.received = self.written = 0
+        self.most_behind = 0
+        self.lock = threading.Lock()
+
+    def on_token(self, event: TokenEvent) -> None:
+        import threading
+
+        self.received += 1
+        self.most_behind = max(self.most_behind, self.backlog())
+        threading.Timer(0.03, self._wrote).start()
+
+    def _wrote(self) -> None:
+        with self.lock:
+            self.written += 1
+
+    def backlog(self) -> int:
+        return self.received - self.written
+
+
+def test_it_paces_the_loop_to_a_sink_that_falls_behind(engine):
+    from inference.serving import MAX_BACKLOG
+
+    loop = ServingLoop(engine)
+    try:
+        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 30})
+        sink = SlowWriter()
+        assert loop.submit(state, sink).result(timeout=30).reason == "max_tokens"
+        # the tiny model steps in about a millisecond: unpaced, the sink would be ~all behind
+        assert sink.most_behind <= MAX_BACKLOG + 1
+    finally:
+        loop.close()
