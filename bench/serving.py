@@ -3,6 +3,7 @@
     python bench/serving.py                      # both backends, a few minutes
     python bench/serving.py --quick              # tiny sizes: checks that it runs
     python bench/serving.py --backends=vllm      # one backend
+    python bench/serving.py --tokens=128         # longer generations per session
 
 Per backend: aggregate tokens/s with 1, 4 and 8 sessions generating at once; manual pause
 latency (from a reviewer's request, made by another thread at a random moment, to the
@@ -38,7 +39,10 @@ BACKENDS = next(
     ["transformers", "vllm"],
 )
 CONCURRENCY = (1, 2) if QUICK else (1, 4, 8)
-TOKENS = 6 if QUICK else 32  # generated per session in the throughput runs
+TOKENS = next(  # generated per session in the throughput runs
+    (int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--tokens=")),
+    6 if QUICK else 32,
+)
 ROUNDS = 1 if QUICK else 3  # interleaved throughput rounds
 LOAD_SESSIONS = CONCURRENCY[-1]  # sessions generating while pauses are measured
 PAUSES = 3 if QUICK else 16  # manual pauses measured
