@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from inference.config import SamplingParams
 from inference.control import ControlHandle
 from inference.edits import Edit, EditResult
-from inference.policies import PolicySet
+from inference.policies import PauseBudget, PolicySet
 from inference.prompt import Prompt
 from inference.signals import Signals
 from inference.sink import Sink
@@ -32,6 +32,18 @@ class UnsupportedFeature(ValueError):
     """The backend cannot do this; the message says what is missing and why."""
 
 
+class Generating(Protocol):
+    """A submitted run, as both backends give it back (``Run``, vLLM's ``Generation``)."""
+
+    key: str
+    sink: Sink
+    stop: Any  # inference.engine.StopInfo, once it stopped
+    error: BaseException | None
+
+    @property
+    def done(self) -> bool: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     backend: str  # "transformers" | "vllm"
@@ -47,6 +59,7 @@ class Backend(Protocol):
         params: SamplingParams | dict[str, Any] | None = None,
         policies: PolicySet | list[dict[str, Any]] | None = None,
         system: str | None = None,
+        budget: PauseBudget | dict[str, Any] | None = None,
     ) -> DecodeState: ...
 
     def rebuild(self, record: Checkpoint) -> DecodeState: ...
@@ -58,7 +71,23 @@ class Backend(Protocol):
         control: ControlHandle | None = None,
         max_new_tokens: int | None = None,
         pause_at: int | None = None,
+        live_attention: int | str | None = None,
     ) -> Any: ...  # inference.engine.StopInfo
+
+    # many sessions at once: ``run`` is ``submit`` then ``step`` until that one is done
+    active: Any  # the submitted runs not yet done, a mapping by key
+
+    def submit(
+        self,
+        state: DecodeState,
+        sink: Sink | None = None,
+        control: ControlHandle | None = None,
+        max_new_tokens: int | None = None,
+        pause_at: int | None = None,
+        live_attention: int | str | None = None,
+    ) -> Generating: ...
+
+    def step(self) -> Any: ...  # the runs this step ended
 
     def snapshot(self, state: DecodeState) -> bytes: ...
 

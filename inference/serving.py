@@ -15,8 +15,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any
 
+from inference.backend import Backend, Generating
 from inference.control import ControlHandle
 from inference.engine import StopInfo
 from inference.sink import Sink
@@ -33,39 +34,9 @@ PACE_WAIT_S = 0.05
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
 
 
-class Generating(Protocol):
-    """A submitted run, as both backends give it back (``Run``, vLLM's ``Generation``)."""
-
-    key: str
-    sink: Sink
-    stop: StopInfo | None
-    error: BaseException | None
-
-    @property
-    def done(self) -> bool: ...
-
-
-class Stepping(Protocol):
-    """What the loop needs of an engine besides the calls it forwards."""
-
-    active: Any  # the submitted runs not yet done (a mapping)
-
-    def submit(
-        self,
-        state: DecodeState,
-        sink: Sink | None,
-        control: ControlHandle | None,
-        max_new_tokens: int | None,
-        pause_at: int | None,
-        live_attention: int | str | None,
-    ) -> Generating: ...
-
-    def step(self) -> Any: ...
-
-
 class ServingLoop:
     def __init__(
-        self, engine: Stepping, on_failure: Callable[[BaseException], None] | None = None
+        self, engine: Backend, on_failure: Callable[[BaseException], None] | None = None
     ) -> None:
         self.engine = engine
         self.on_failure = on_failure  # told once if the engine fails and the loop stops
@@ -73,7 +44,7 @@ class ServingLoop:
         self._waiting: dict[str, tuple[Generating, Future[StopInfo]]] = {}
         self._wake = threading.Event()
         self._stopping = False
-        self._thread = threading.Thread(target=self._loop, name="vllm-serving", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="caesura-serving", daemon=True)
         self._thread.start()
 
     # ---- from any thread ----------------------------------------------------------------
@@ -96,7 +67,7 @@ class ServingLoop:
         Its callbacks run in the loop thread: they must be quick and never wait on the loop."""
         future: Future[StopInfo] = Future()
 
-        def start(engine: Stepping) -> None:
+        def start(engine: Backend) -> None:
             try:
                 generation = engine.submit(
                     state, sink, control, max_new_tokens, pause_at, live_attention

@@ -49,7 +49,7 @@ def serving() -> ServingLoop:
     records every token's similarity to the prompt where it can, so that drift can be
     calibrated on any session."""
     backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
-    return ServingLoop(backend, on_failure=engine_failed)  # type: ignore[arg-type]
+    return ServingLoop(backend, on_failure=engine_failed)
 
 
 def engine_failed(exc: BaseException) -> None:
