@@ -67,10 +67,15 @@ class CaesuraLogitsProcessor(LogitsProcessor):
         if not self.rows:
             return logits
         host = logits if logits.device.type == "cpu" else logits.cpu()
+        rows, tokens = [], []
         for index, (generation, output_ids) in self.rows.items():
             if index >= logits.shape[0]:
                 continue
             token = generation.next_token(host[index], len(output_ids))
-            logits[index].fill_(float("-inf"))
-            logits[index, STOP_TOKEN if token is None else token] = 0.0
+            rows.append(index)
+            tokens.append(STOP_TOKEN if token is None else token)
+        # one masked write for the batch, after every row was read
+        at = torch.tensor(rows, dtype=torch.long, device=logits.device)
+        logits.index_fill_(0, at, float("-inf"))
+        logits[at, torch.tensor(tokens, dtype=torch.long, device=logits.device)] = 0.0
         return logits

@@ -4,7 +4,11 @@ import pytest
 import torch
 
 from inference.config import SamplingConfigError, SamplingParams
-from inference.sampler import apply_repetition_penalty, filtered_probs, nucleus, sample
+from collections import Counter
+
+import numpy as np
+
+from inference.sampler import apply_repetition_penalty, candidates, draw, sample, step_uniform
 
 
 def logits(seed: int = 0, n: int = 50) -> torch.Tensor:
@@ -37,15 +41,64 @@ def test_it_varies_the_draw_with_position_attempt_and_seed():
 
 def test_it_keeps_only_the_top_k_tokens():
     x = logits(1)
-    probs = filtered_probs(x, top_k=3, top_p=1.0)
-    assert set(torch.nonzero(probs).flatten().tolist()) == set(torch.topk(x, 3).indices.tolist())
+    ids, probs = candidates(x.numpy(), top_k=3, top_p=1.0)
+    assert set(ids.tolist()) == set(torch.topk(x, 3).indices.tolist())
+    assert probs.sum() == pytest.approx(1.0)  # a distribution over the top-k
 
 
 def test_it_keeps_the_smallest_nucleus_reaching_top_p():
+    x = torch.log(torch.tensor([0.15, 0.5, 0.05, 0.3]))
+    ids, probs = candidates(x.numpy(), top_k=0, top_p=0.8)
+    assert ids.tolist() == [1, 3]  # most likely first
+    assert probs.sum() == pytest.approx(0.8)  # renormalized by the draw, not here
+
+
+def test_it_draws_each_candidate_as_often_as_its_probability():
     x = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
-    probs = filtered_probs(x, top_k=0, top_p=0.8)
-    assert torch.nonzero(probs).flatten().tolist() == [0, 1]
-    assert probs.sum().item() == pytest.approx(0.8)  # renormalized by multinomial, not here
+    params = SamplingParams(temperature=1.0, seed=3)
+    empty = torch.empty(0, dtype=torch.long)
+    counts = Counter(sample(x, params, empty, position, 0) for position in range(8000))
+    for token, p in enumerate([0.5, 0.3, 0.15, 0.05]):
+        assert counts[token] / 8000 == pytest.approx(p, abs=0.02), counts
+
+
+def test_it_draws_with_the_temperature_and_never_outside_the_nucleus():
+    x = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    hot = SamplingParams(temperature=2.0, top_p=0.85, seed=3)
+    empty = torch.empty(0, dtype=torch.long)
+    counts = Counter(sample(x, hot, empty, position, 0) for position in range(8000))
+    flat = torch.softmax(x / 2.0, -1)  # 0.38, 0.29, 0.21, 0.12: 0.88 before the last
+    assert set(counts) == {0, 1, 2}
+    for token in range(3):
+        share = (flat[token] / flat[:3].sum()).item()
+        assert counts[token] / 8000 == pytest.approx(share, abs=0.02), counts
+
+
+def test_a_token_outside_the_candidates_never_changes_the_draw():
+    x = logits(5, 49152) * 3
+    params = SamplingParams(temperature=0.7, top_p=0.9, seed=2)
+    empty = torch.empty(0, dtype=torch.long)
+    ids, _ = candidates(x.numpy() / 0.7, 0, 0.9)
+    outside = int(torch.argmin(x))
+    assert outside not in ids.tolist()
+    nudged = x.clone()
+    nudged[outside] -= 5.0
+    for position in range(50):
+        assert sample(x, params, empty, position, 0) == sample(nudged, params, empty, position, 0)
+
+
+def test_the_uniform_is_fixed_by_its_key_and_in_range():
+    # A snapshot resumed by another process or version must draw the same: the number
+    # comes from SHA-256 of the key, not from any library's random stream.
+    assert step_uniform(0, 0, 0) == pytest.approx(0.29234, abs=1e-5)
+    values = [step_uniform(1, p, 0) for p in range(2000)]
+    assert 0.0 <= min(values) and max(values) < 1.0
+    assert np.mean(values) == pytest.approx(0.5, abs=0.03)
+
+
+def test_the_draw_takes_the_candidate_whose_mass_holds_u():
+    ids, probs = np.array([7, 3, 9]), np.array([0.5, 0.3, 0.2])
+    assert [draw(ids, probs, u) for u in (0.0, 0.49, 0.5, 0.79, 0.8, 0.999)] == [7, 7, 3, 3, 9, 9]
 
 
 def test_it_penalizes_tokens_already_seen():
@@ -123,18 +176,20 @@ def test_it_round_trips_through_a_dict_and_switches_to_conservative():
     assert (params.conservative().temperature, params.conservative().top_p) == (0.3, 0.85)
 
 
-def full_sort_nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+def full_sort_nucleus(probs: torch.Tensor, top_p: float) -> list[int]:
     """The nucleus by sorting the whole vocabulary: what the fast path must equal."""
-    sorted_probs, order = torch.sort(probs, descending=True)
-    drop = (sorted_probs.cumsum(0) - sorted_probs) >= top_p
-    return torch.zeros_like(probs).scatter(0, order, sorted_probs.masked_fill(drop, 0.0))
+    sorted_probs, order = torch.sort(probs.double(), descending=True, stable=True)
+    keep = (sorted_probs.cumsum(0) - sorted_probs) < top_p
+    keep[0] = True
+    return order[keep].tolist()
 
 
 @pytest.mark.parametrize("scale", [0.5, 2.0, 8.0, 30.0])
 @pytest.mark.parametrize("top_p", [0.5, 0.9, 0.95, 0.999])
-def test_the_ranked_nucleus_is_the_full_sorts_bit_for_bit(scale, top_p):
+def test_the_ranked_nucleus_is_the_full_sorts(scale, top_p):
     gen = torch.Generator().manual_seed(int(scale * 1000 + top_p * 100))
     for _ in range(5):
-        # flat (many candidates: the fallback) to peaked (a few dominate: the fast path)
-        probs = torch.softmax(torch.randn(49152, generator=gen) * scale, dim=-1)
-        assert torch.equal(nucleus(probs, top_p), full_sort_nucleus(probs, top_p))
+        # flat (thousands of candidates) to peaked (a few dominate)
+        x = torch.randn(49152, generator=gen) * scale
+        ids, _ = candidates(x.numpy(), 0, top_p)
+        assert ids.tolist() == full_sort_nucleus(torch.softmax(x.double(), -1), top_p)
