@@ -41,7 +41,7 @@ KIND_LABELS = {
     "overconfidence": _("Overconfidence"),
     "sentence_count": _("Sentence count"),
     "tool_call": _("Tool call"),
-    "drift": _("Drift (roll back)"),
+    "drift": _("Drift"),
 }
 
 KIND_DESCRIPTIONS = {
@@ -52,7 +52,10 @@ KIND_DESCRIPTIONS = {
     "overconfidence": _("Pauses when a very confident token follows absolute wording."),
     "sentence_count": _("Pauses after every N complete sentences (。！？ as well as . ! ?)."),
     "tool_call": _("Pauses when the model writes a JSON tool call."),
-    "drift": _("Rolls back when the text becomes uncertain and drifts away from the prompt."),
+    "drift": _(
+        "Rolls back (or pauses, or flags, as its action says) when the text becomes "
+        "uncertain and drifts away from the prompt."
+    ),
 }
 
 PARAM_LABELS = {

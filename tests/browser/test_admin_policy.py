@@ -131,6 +131,8 @@ def try_page_looks(browser, base: str, policy: PausePolicy, name: str) -> dict[s
         log_in_to_admin(page, base, f"/admin/reviewer/pausepolicy/{policy.pk}/try/")
         texts[look] = page.locator("#content-main").inner_text()
         screenshot(page, f"{name}-{look}", full_page=True)
+        box = page.locator("#trial_form textarea").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= viewport["width"], (look, box)
         context.close()
     return texts
 
@@ -143,6 +145,8 @@ def test_the_admin_sees_over_which_sessions_drift_is_replayed(
     stored_session(alice, plain_domain)  # from before similarity was stored
     policy = PausePolicy.objects.create(domain=plain_domain, **drift())
     texts = try_page_looks(browser, server_url, policy, "admin-drift-replayed")
+    assert "Kind: Drift. Domain" in texts["en"]  # a pausing drift policy is not "roll back"
+    assert "类型：偏离。" in texts["zh-hans"]
     assert "replayed over the 2 of 3 recent sessions that stored it" in texts["en"]
     assert "One session stored none" in texts["en-phone"]
     assert "在 3 个近期会话中，只在保存了它的 2 个会话上回放" in texts["zh-hans"]
