@@ -228,7 +228,9 @@ def pause_when_a_few_tokens_are_in(page) -> None:
     page.wait_for_selector("#toggle-run:not([disabled])")
 
 
-def resume_while_the_server_is_down(page, server, session_id: int, shot: str) -> None:
+def resume_while_the_server_is_down(
+    page, server, session_id: int, shot: str, restart: bool = True
+) -> None:
     server.stop()
     page.wait_for_selector('#connection[data-state="reconnecting"]')
     page.click("#toggle-run")
@@ -245,7 +247,8 @@ def resume_while_the_server_is_down(page, server, session_id: int, shot: str) ->
     page.set_viewport_size({"width": 1280, "height": 800})
     assert ReviewSession.objects.get(pk=session_id).status == S.PAUSED  # nothing reached it
     assert not AuditRecord.objects.filter(session_id=session_id, action="resume").exists()
-    server.start()
+    if restart:
+        server.start()
 
 
 def sent_resumes(frames: list[dict]) -> list[str]:
@@ -293,7 +296,13 @@ def test_it_keeps_a_resume_given_while_the_server_is_down_and_resumes_exactly_on
     page.wait_for_selector('html[lang="zh-hans"]')
     second = start_in_browser(page, server.url, domain, max_new_tokens=60)
     pause_when_a_few_tokens_are_in(page)
-    resume_while_the_server_is_down(page, server, second, "session-pending-zh-hans")
+    resume_while_the_server_is_down(page, server, second, "session-pending-zh-hans", False)
+    # The reviewer leaves the page before the server is back, and opens it again later: the
+    # queued resume was kept in the tab and goes from the new page.
+    queued = page.locator('#pending li[data-command="resume"]').get_attribute("data-command-id")
+    page.goto("about:blank")
+    server.start()
+    page.goto(f"{server.url}/sessions/{second}/")
     wait_for(
         lambda: AuditRecord.objects.filter(session_id=second, action="resume").exists(),
         timeout=60,
@@ -302,6 +311,8 @@ def test_it_keeps_a_resume_given_while_the_server_is_down_and_resumes_exactly_on
     page.wait_for_selector("#pending", state="hidden", timeout=30_000)
     wait_for_status(page, "generated", timeout=180_000)
     assert AuditRecord.objects.filter(session_id=second, action="resume").count() == 1
+    assert queued and sent_resumes(frames)[-1] == queued  # the click from the page left behind
+    assert page.evaluate("() => sessionStorage.length") == 0  # answered: nothing kept
 
     log = server.log_path.read_text()
     assert "Timeout reading" not in log and "Traceback" not in log

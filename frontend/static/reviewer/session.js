@@ -9,7 +9,9 @@
 // are declared in reviewer/events.py.
 // Commands wait in an outbox until their ack or error: one that could not be sent, or whose
 // answer was lost with the connection, is sent again with the same command_id on reconnect,
-// and the server runs a repeated command_id only once.
+// and the server runs a repeated command_id only once. The outbox is kept in the tab's
+// sessionStorage too: a reload, or a visit elsewhere and back, while a command is unanswered
+// sends it again from the new page instead of losing the click.
 (function () {
   "use strict";
 
@@ -106,6 +108,35 @@
     });
   }
 
+  const OUTBOX_KEY = `caesura-outbox-${data.session}`;
+
+  function saveOutbox() {
+    try {
+      const messages = [...state.outbox.values()].map((entry) => entry.message);
+      if (messages.length) sessionStorage.setItem(OUTBOX_KEY, JSON.stringify(messages));
+      else sessionStorage.removeItem(OUTBOX_KEY);
+    } catch (_) {
+      // storage turned off or full: the commands are still kept while this page is open
+    }
+  }
+
+  function restoreOutbox() {
+    let messages = [];
+    try {
+      messages = JSON.parse(sessionStorage.getItem(OUTBOX_KEY) || "[]");
+    } catch (_) {
+      return;
+    }
+    if (!Array.isArray(messages)) return;
+    for (const message of messages) {
+      if (!message || typeof message.command_id !== "string" || typeof message.command !== "string") continue;
+      // Nobody on this page waits for its answer: an error is shown, an ack shows in the events.
+      const reject = (error) => notify(error.message, true);
+      state.outbox.set(message.command_id, { message, resolve: () => {}, reject, sent: false, since: Date.now() });
+    }
+    renderOutbox();
+  }
+
   function flushOutbox() {
     // Whatever is still unanswered goes again, oldest first, under its first command_id: one
     // that reached the server before the drop is answered from the server's receipt, not rerun.
@@ -142,6 +173,7 @@
   let outboxTimer = null;
 
   function renderOutbox() {
+    saveOutbox();
     const list = $("pending");
     list.textContent = "";
     const now = Date.now();
@@ -1185,6 +1217,7 @@
   A.init(state, { showHeadsOf });
   setStatus(state.status);
   refreshTimeline();
+  restoreOutbox();
   connect();
   // What the keyboard (keys.js) drives; for scripted checks: the state and a dropped connection.
   const actions = {
