@@ -91,4 +91,6 @@ def draw(ids: np.ndarray, probs: np.ndarray, u: float) -> int:
     """The candidate whose share of the cumulative mass holds u."""
     cumulative = np.cumsum(probs)
     index = int(np.searchsorted(cumulative, u * cumulative[-1], side="right"))
-    return int(ids[min(index, ids.size - 1)])
+    if index >= ids.size:  # u * total rounded up to the total: the last that can be drawn
+        index = int(np.flatnonzero(probs)[-1])
+    return int(ids[index])

@@ -98,6 +98,8 @@ def test_the_uniform_is_fixed_by_its_key_and_in_range():
 def test_the_draw_takes_the_candidate_whose_mass_holds_u():
     ids, probs = np.array([7, 3, 9]), np.array([0.5, 0.3, 0.2])
     assert [draw(ids, probs, u) for u in (0.0, 0.49, 0.5, 0.79, 0.8, 0.999)] == [7, 7, 3, 3, 9, 9]
+    zero_last = np.array([0.5, 0.5, 0.0])  # a token whose probability underflowed to 0
+    assert draw(ids, zero_last, 1.0) == 3  # u rounded to the total: never the 0 token
 
 
 def test_it_penalizes_tokens_already_seen():
