@@ -146,7 +146,7 @@ def test_the_admin_sees_over_which_sessions_drift_is_replayed(
     policy = PausePolicy.objects.create(domain=plain_domain, **drift())
     texts = try_page_looks(browser, server_url, policy, "admin-drift-replayed")
     assert "Kind: Drift. Domain" in texts["en"]  # a pausing drift policy is not "roll back"
-    assert "类型：偏离。" in texts["zh-hans"]
+    assert "类型：漂移。" in texts["zh-hans"]  # the name the rest of the page uses
     assert "replayed over the 2 of 3 recent sessions that stored it" in texts["en"]
     assert "One session stored none" in texts["en-phone"]
     assert "在 3 个近期会话中，只在保存了它的 2 个会话上回放" in texts["zh-hans"]
