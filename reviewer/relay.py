@@ -24,7 +24,7 @@ from django.db import connection
 from inference.engine import StopInfo
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
-from reviewer import events, metrics, services
+from reviewer import events, failures, metrics, services
 from reviewer.models import ReviewSession
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,7 @@ class Relay(Sink):
 
     def _record_failure(self, exc: BaseException) -> None:
         log.error("session %s: segment failed", self.session.pk, exc_info=exc)
-        message = f"{type(exc).__name__}: {exc}"
         try:
-            services.record_failure(self.session.pk, message, self.session.segment)
+            services.record_failure(self.session.pk, failures.describe(exc), self.session.segment)
         except Exception:  # Postgres gone too: the sweep retakes the session once it is back
             log.exception("session %s: the failure could not be recorded", self.session.pk)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 
-from reviewer import dispatch, heartbeat, metrics, services, worker
+from reviewer import dispatch, failures, heartbeat, metrics, services, worker
 
 
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
@@ -17,7 +17,7 @@ def run_segment(self, session_id: int, segment: str) -> str:
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
-        services.record_failure(session_id, f"{type(exc).__name__}: {exc}", segment)
+        services.record_failure(session_id, failures.describe(exc), segment)
         raise
 
 
@@ -26,7 +26,7 @@ def attention_view(session_id: int, layer: int) -> None:
     try:
         worker.attention_view(session_id, layer)
     except Exception as exc:
-        services.record_attention_failed(session_id, f"{type(exc).__name__}: {exc}")
+        services.record_attention_failed(session_id, failures.describe(exc))
         raise
 
 
