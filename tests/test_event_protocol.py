@@ -1,5 +1,6 @@
-"""One declared type per event kind: what the worker and services emit matches it, the README
-lists every kind, and an engine rollback and a reviewer truncate are told apart by kind."""
+"""One declared type per event kind: what the worker and services emit matches it, the
+websocket reference lists every kind, and an engine rollback and a reviewer truncate are told
+apart by kind."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from reviewer.models import Edit, ReviewSession, SessionEvent
 from tests.conftest import wait_for
 from tests.session_factory import make_session
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+WEBSOCKET_DOC = Path(__file__).resolve().parent.parent / "docs" / "websocket.md"
 
 SIGNALS = Signals(
     top1_prob=0.6,
@@ -53,10 +54,10 @@ def kinds_of(session: ReviewSession) -> list[str]:
     return list(stored.values_list("type", flat=True))
 
 
-def test_it_lists_every_event_kind_in_the_readme_and_the_module_docstring():
-    websocket = README.read_text().split("\n## Websocket\n", 1)[1].split("\n## ", 1)[0]
-    in_readme = set(re.findall(r"^\| `(\w+)` \|", websocket, flags=re.MULTILINE))
-    assert in_readme == set(events.KINDS)
+def test_it_lists_every_event_kind_in_the_websocket_reference_and_the_module_docstring():
+    websocket = WEBSOCKET_DOC.read_text().split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+    in_reference = set(re.findall(r"^\| `(\w+)` \|", websocket, flags=re.MULTILINE))
+    assert in_reference == set(events.KINDS)
     in_docstring = set(re.findall(r"``(\w+)``", events.__doc__))
     assert set(events.KINDS) <= in_docstring
 
