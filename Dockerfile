@@ -4,7 +4,7 @@ ENV PYTHONUNBUFFERED=1 CAESURA_DATA_DIR=/data
 COPY requirements.txt requirements-vllm.txt ./
 RUN pip install --no-cache-dir -r requirements.txt --extra-index-url https://download.pytorch.org/whl/cpu
 # The vLLM backend's packages, only when the image is built for it:
-#   docker compose build --build-arg CAESURA_BACKEND=vllm   (a GPU image: see README "Backends")
+#   docker compose build --build-arg CAESURA_BACKEND=vllm   (a GPU image: see docs/backends.md)
 ARG CAESURA_BACKEND=transformers
 RUN if [ "$CAESURA_BACKEND" = "vllm" ]; then pip install --no-cache-dir --no-deps -r requirements-vllm.txt; fi
 COPY . .

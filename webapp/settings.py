@@ -236,7 +236,7 @@ CAESURA_METRICS_TOKEN = env_str("CAESURA_METRICS_TOKEN", "")
 
 # Engine and worker knobs.
 # The engine the workers run: transformers (the default; live attention, hidden states and
-# every policy kind) or vllm (many sessions in one batch; see README "Backends").
+# every policy kind) or vllm (many sessions in one batch; see docs/backends.md).
 CAESURA_BACKEND = env_choice("CAESURA_BACKEND", "transformers", ("transformers", "vllm"))
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
