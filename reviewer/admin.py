@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -287,13 +289,15 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/try.html", context)
 
-    def run_trial(self, policy: PausePolicy, data: dict) -> tuple[Trial | None, str]:
+    def run_trial(self, policy: PausePolicy, data: dict[str, Any]) -> tuple[Trial | None, str]:
         try:
             return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
         except PolicyConfigError as exc:
             return None, str(exc)
 
-    def run_calibration(self, policy: PausePolicy, data: dict) -> tuple[Calibration | None, str]:
+    def run_calibration(
+        self, policy: PausePolicy, data: dict[str, Any]
+    ) -> tuple[Calibration | None, str]:
         specs = trial_specs(policy, data["whole_domain"])
         try:
             return calibrate(specs, policy.domain, data["sessions"]), ""
@@ -301,7 +305,7 @@ class PausePolicyAdmin(admin.ModelAdmin):
             return None, str(exc)
 
 
-def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict]:
+def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict[str, Any]]:
     """The policy alone (even while disabled), or the domain's enabled ones together."""
     if whole_domain:
         return [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]

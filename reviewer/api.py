@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -65,7 +66,7 @@ def unauthorized(message: str) -> JsonResponse:
     return response
 
 
-def body_of(request: HttpRequest) -> dict:
+def body_of(request: HttpRequest) -> dict[str, Any]:
     if not request.body:
         return {}
     data = arguments.loads(request.body)
@@ -77,7 +78,7 @@ def body_of(request: HttpRequest) -> dict:
 # --- serializers ---------------------------------------------------------------------------
 
 
-def session_summary(session: ReviewSession) -> dict:
+def session_summary(session: ReviewSession) -> dict[str, Any]:
     return {
         "id": session.pk,
         "status": session.status,
@@ -88,7 +89,7 @@ def session_summary(session: ReviewSession) -> dict:
     }
 
 
-def session_detail(session: ReviewSession, attention: bool = False) -> dict:
+def session_detail(session: ReviewSession, attention: bool = False) -> dict[str, Any]:
     return {
         **session_summary(session),
         "input": session.input_text,
@@ -112,7 +113,7 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict:
     }
 
 
-def pause_json(pause: PauseEvent, attention: bool = False) -> dict:
+def pause_json(pause: PauseEvent, attention: bool = False) -> dict[str, Any]:
     data = {
         "id": pause.pk,
         "position": pause.position,

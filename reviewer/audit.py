@@ -18,7 +18,12 @@ CHAIN_LOCK = 0x_CAE5_0A0D
 
 
 def record_hash(
-    prev_hash: str, session_id: int | None, actor: str, action: str, payload: dict, created_at
+    prev_hash: str,
+    session_id: int | None,
+    actor: str,
+    action: str,
+    payload: dict[str, Any],
+    created_at,
 ) -> str:
     content = json.dumps(
         [prev_hash, session_id, actor, action, payload, created_at.isoformat()],

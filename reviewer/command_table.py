@@ -29,7 +29,7 @@ class Command:
     status: int = 200  # 202 where a worker applies the change after the reply
     summary: str = ""
 
-    def arguments(self, body: dict) -> dict:
+    def arguments(self, body: dict[str, Any]) -> dict[str, Any]:
         """The arguments the body gives; other keys are ignored, null counts as absent."""
         missing = [arg.name for arg in self.required if body.get(arg.name) is None]
         if missing:
@@ -82,14 +82,14 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def command_id_of(body: dict) -> str | None:
+def command_id_of(body: dict[str, Any]) -> str | None:
     value = body.get("command_id")
     if value is None:
         return None
     return arguments.COMMAND_ID(value) or None
 
 
-def run(user, session_id: int, name: str, body: dict) -> dict:
+def run(user, session_id: int, name: str, body: dict[str, Any]) -> dict[str, Any]:
     """Validate a client's command body and hand it to services; raises CommandError."""
     command = COMMANDS.get(name) if isinstance(name, str) else None
     if command is None:

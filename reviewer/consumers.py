@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -21,12 +22,12 @@ def can_see(user, session_id: int) -> bool:
 
 
 @database_sync_to_async
-def events_after(session_id: int, after: int) -> list[dict]:
+def events_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return events.events_after(session_id, after)
 
 
 @database_sync_to_async
-def run_command(user, session_id: int, name: str, message: dict) -> dict:
+def run_command(user, session_id: int, name: str, message: dict[str, Any]) -> dict[str, Any]:
     return command_table.run(user, session_id, name, message)
 
 
@@ -68,7 +69,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(event)
             self.replayed_to = max(self.replayed_to, event["seq"])
 
-    async def session_event(self, message: dict) -> None:
+    async def session_event(self, message: dict[str, Any]) -> None:
         event = message["event"]
         if event.get("seq", 0) > self.replayed_to:
             await self.send_json(event)
@@ -93,7 +94,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         else:
             await self.command(content)
 
-    async def sync(self, message: dict) -> None:
+    async def sync(self, message: dict[str, Any]) -> None:
         after = message.get("after")
         try:
             after = arguments.AFTER(after) if after is not None else 0
@@ -102,7 +103,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.replay(after)
 
-    async def command(self, message: dict) -> None:
+    async def command(self, message: dict[str, Any]) -> None:
         name, command_id = message.get("command"), echoed_id(message)
         name = name if isinstance(name, str) and name in command_table.COMMANDS else None
         try:
@@ -132,7 +133,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         )
 
 
-def echoed_id(message: dict) -> str | None:
+def echoed_id(message: dict[str, Any]) -> str | None:
     """The command id to echo in a reply: the client's own, when it is one we could take."""
     try:
         return command_table.command_id_of(message)

@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -172,7 +173,7 @@ FIGURES = [
 ]
 
 
-def summary_rows(totals: dict) -> list[dict]:
+def summary_rows(totals: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"key": key, "label": label, "value": _shown(totals.get(key), fmt), "note": note}
         for key, label, fmt, note in FIGURES
@@ -183,7 +184,7 @@ def _shown(value, fmt: str) -> str:
     return "no data" if value is None else fmt.format(value)
 
 
-def missing_for_roi(totals: dict, settings: dict[str, dict]) -> list[str]:
+def missing_for_roi(totals: dict[str, Any], settings: dict[str, dict[str, Any]]) -> list[str]:
     """Why ROI is empty or small with the data at hand: each gap in words, so a thin period
     reads as "not measured yet" rather than as "worthless"."""
     gaps = []

@@ -127,7 +127,7 @@ class StringListField(forms.CharField):
         return "\n".join(value) if isinstance(value, list | tuple) else value
 
 
-def field_for(name: str, schema: dict) -> forms.Field:
+def field_for(name: str, schema: dict[str, Any]) -> forms.Field:
     """A form field for one parameter of a kind's `param_schema()`."""
     kind = schema["type"]
     common = {
@@ -149,7 +149,7 @@ def field_for(name: str, schema: dict) -> forms.Field:
     return forms.FloatField(**bounds, **common)
 
 
-def params_from(cleaned: dict, policy_cls: type[Policy]) -> dict:
+def params_from(cleaned: dict[str, Any], policy_cls: type[Policy]) -> dict[str, Any]:
     """The params object to validate: empty optional fields fall back to the engine's default."""
     params: dict[str, Any] = {}
     for name, schema in policy_cls.param_schema().items():
@@ -230,12 +230,12 @@ class PolicyForm(forms.ModelForm):
         # Only the actions this kind supports (rollback is for drift alone).
         return [(action, ACTION_LABELS[action]) for action in self.policy_class.actions]
 
-    def load_params(self, params: dict) -> None:
+    def load_params(self, params: dict[str, Any]) -> None:
         for name in self.policy_class.param_schema():
             if name in params:
                 self.initial[param_field_name(name)] = params[name]
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         if self.errors:
             return cleaned  # the engine would only repeat the field errors in other words
@@ -250,7 +250,7 @@ class PolicyForm(forms.ModelForm):
             self.add_error(None, VLLM_HAS_NO_HIDDEN_STATES)
         return cleaned
 
-    def spec(self, cleaned: dict) -> dict:
+    def spec(self, cleaned: dict[str, Any]) -> dict[str, Any]:
         return {
             "name": cleaned.get("name") or "",
             "kind": self.policy_kind,

@@ -24,6 +24,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
@@ -155,7 +156,7 @@ def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence) -> None:
 # --- figures ---------------------------------------------------------------------------------
 
 
-def settings_for(domains: Iterable[Domain]) -> dict[str, dict]:
+def settings_for(domains: Iterable[Domain]) -> dict[str, dict[str, Any]]:
     """Each domain's ROI settings as shown beside the figures; unsaved defaults where none."""
     found = {s.domain_id: s for s in RoiSettings.objects.filter(domain__in=list(domains))}
     shown = {}
@@ -173,7 +174,7 @@ def settings_for(domains: Iterable[Domain]) -> dict[str, dict]:
     return shown
 
 
-def figures(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
+def figures(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every figure of a selection. ``settings``: settings_for() of the domains in scope."""
     pauses = sum(r.pauses for r in rows)
     policy_pauses = sum(r.policy_pauses for r in rows)
@@ -204,7 +205,7 @@ def figures(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
     }
 
 
-def value(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
+def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Decision-chain compression and ROI, each domain's rows priced with its own settings."""
     reviewed = avoided = chain = hours = money = 0.0
     for domain, assumed in settings.items():
@@ -230,8 +231,8 @@ def value(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
 
 
 def time_series(
-    rows: Sequence[SessionRow], settings: dict[str, dict], bucket: str, tz=dt.UTC
-) -> list[dict]:
+    rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]], bucket: str, tz=dt.UTC
+) -> list[dict[str, Any]]:
     """figures() per day, week (from Monday) or month, oldest first; empty buckets omitted."""
     groups: dict[dt.date, list[SessionRow]] = {}
     for row in rows:

@@ -3,6 +3,7 @@
 The classifier is a multinomial naive Bayes over character n-grams (which cover Chinese,
 where there are no spaces) and English word uni/bigrams, trained in a few milliseconds
 from the labelled prompts in data/task_prompts.csv. Pure Python: classifying one prompt
+from typing import Any
 is a few hundred dictionary lookups, well under a millisecond.
 """
 
@@ -146,7 +147,7 @@ def classify(text: str) -> str:
 # --- decoding per task type ------------------------------------------------------------------
 
 
-def preset_for(domain, task_type: str) -> dict:
+def preset_for(domain, task_type: str) -> dict[str, Any]:
     """The built-in preset for a task type with the domain's admin overrides on top."""
     from reviewer.models import TaskDecoding
 

@@ -3,6 +3,7 @@
 The records keep what happened in the engine's terms (English reasons, the policy's name,
 ``eos``); a reviewer reads it here in their own words: the policy's display name, its reason
 from the Chinese template where the page is Chinese, how generation stopped, who acted.
+from typing import Any
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Teller:
         self.names = policy_names(session.domain)
         self.chinese = not (translation.get_language() or "en").startswith("en")
 
-    def entry(self, record: AuditRecord) -> dict:
+    def entry(self, record: AuditRecord) -> dict[str, Any]:
         return {
             "time": record.created_at.isoformat(),
             "kind": record.action,
@@ -63,7 +64,7 @@ class Teller:
             "quotes": record.action in QUOTING or record.action.startswith(QUOTING_PREFIX),
         }
 
-    def detail(self, action: str, payload: dict) -> str:
+    def detail(self, action: str, payload: dict[str, Any]) -> str:
         """One readable line of what a record holds; the full payload stays in the admin."""
         if action == "paused":
             return self.pause_detail(payload)
@@ -87,7 +88,7 @@ class Teller:
             return self.names.get(payload.get("policy", ""), payload.get("policy", ""))
         return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
-    def pause_detail(self, payload: dict) -> str:
+    def pause_detail(self, payload: dict[str, Any]) -> str:
         trigger = payload.get("trigger", "")
         if trigger in ("manual", "external", ""):
             return _("You paused the generation.")
@@ -97,7 +98,7 @@ class Teller:
             decision.update(kind=pause.kind, evidence=pause.evidence)
         return self.policy_line(trigger, decision)
 
-    def policy_line(self, policy: str, decision: dict) -> str:
+    def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
         reason = decision.get("reason", "")
         if self.chinese:
             reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
@@ -122,7 +123,7 @@ def actor_name(actor: str) -> str:
     return _("system") if actor == "engine" else actor
 
 
-def timeline(session: ReviewSession) -> list[dict]:
+def timeline(session: ReviewSession) -> list[dict[str, Any]]:
     teller = Teller(session)
     records = AuditRecord.objects.filter(session=session).order_by("id")
     return [teller.entry(record) for record in records]

@@ -4,6 +4,7 @@ session page runs in the browser over the session's websocket."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -105,7 +106,7 @@ SHOWN_DECODING = {
 }
 
 
-def decoding_summary(decoding: dict) -> str:
+def decoding_summary(decoding: dict[str, Any]) -> str:
     """The sampling parameters a reviewer cares about, e.g. "temperature 0.7, top-p 0.9"."""
     shown = [
         f"{label} {decoding[name]}" for name, label in SHOWN_DECODING.items() if name in decoding
@@ -165,7 +166,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
     return render(request, "reviewer/session_new.html", {"form": form})
 
 
-def start_from_form(user, data: dict) -> dict:
+def start_from_form(user, data: dict[str, Any]) -> dict[str, Any]:
     return services.start_session(
         user,
         data["domain"].name,
@@ -230,7 +231,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "reviewer/session_detail.html", context)
 
 
-def attention_map(session: ReviewSession) -> dict | None:
+def attention_map(session: ReviewSession) -> dict[str, Any] | None:
     """Where the case text sits among the prompt's tokens, so the page can show attention on
     its words (see reviewer/tokenizer.py); None where the model's tokenizer is not here."""
     from reviewer.tokenizer import case_map  # loads a tokenizer: only for this page
@@ -249,7 +250,7 @@ LIVE_STATUSES = {
 }
 
 
-def decision_data(record) -> dict | None:
+def decision_data(record) -> dict[str, Any] | None:
     """Who decided a finished session and when, for the page's script."""
     if record is None:
         return None
@@ -262,7 +263,7 @@ def decision_note(session: ReviewSession) -> str:
     return session.error if session.status == ReviewSession.FAILED else session.decision_comment
 
 
-def glossary_of(domain: Domain) -> list[dict]:
+def glossary_of(domain: Domain) -> list[dict[str, Any]]:
     terms = GlossaryTerm.objects.filter(glossary__domain=domain).order_by("term")
     return [
         {"id": t.pk, "term": t.term, "preferred": t.preferred, "code": t.code, "note": t.note}

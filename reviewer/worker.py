@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 from collections import OrderedDict
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -313,7 +314,7 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
     return engine().rebuild(record)
 
 
-def recovered_policy_state(session: ReviewSession) -> dict:
+def recovered_policy_state(session: ReviewSession) -> dict[str, Any]:
     """The checkpointed policy firings plus the flags raised since the checkpoint, so the
     cooldowns of a rebuilt state are what they were (pauses and rollbacks checkpoint)."""
     state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})
@@ -391,14 +392,14 @@ def checkpoint(session: ReviewSession, state: DecodeState) -> None:
     services.checkpoint(session, *capture(state))
 
 
-def capture(state: DecodeState) -> tuple[list[int], str, dict]:
+def capture(state: DecodeState) -> tuple[list[int], str, dict[str, Any]]:
     """What a checkpoint stores, copied now (the state goes on changing as it generates)."""
     record = state.checkpoint()
     record.histories = _complete_histories(state)
     return list(state.generated_ids), state.text, record.meta()
 
 
-def _complete_histories(state: DecodeState) -> dict | None:
+def _complete_histories(state: DecodeState) -> dict[str, Any] | None:
     """Histories one per token, or None mid-step (a rebuild then recomputes them)."""
     histories = state.histories()
     n = len(state.generated_ids)
@@ -418,7 +419,7 @@ def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
     )
 
 
-def look_ahead(state: DecodeState, alternatives) -> dict:
+def look_ahead(state: DecodeState, alternatives) -> dict[str, Any]:
     """What the model would write after each of the top alternatives: computed once per
     pause (and after an edit) from a fork of the frozen state, which stays untouched."""
     started = time.perf_counter()

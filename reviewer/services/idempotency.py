@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
@@ -36,7 +37,7 @@ def idempotent(command: str):
     return wrap
 
 
-def _keep_receipt(user, command_id: str, command: str, result: dict) -> None:
+def _keep_receipt(user, command_id: str, command: str, result: dict[str, Any]) -> None:
     try:
         with transaction.atomic():
             CommandReceipt.objects.create(

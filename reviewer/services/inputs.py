@@ -4,6 +4,7 @@ parameters asked for, whether an input or an edit still fits the model's context
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from django.conf import settings
 
@@ -40,7 +41,7 @@ def task_type(text: str, override) -> tuple[str, str]:
 
 
 def sampling_params(
-    domain: Domain, seed, max_new_tokens, decoding, preset: dict | None = None
+    domain: Domain, seed, max_new_tokens, decoding, preset: dict[str, Any] | None = None
 ) -> SamplingParams:
     """The domain's defaults, then the task type's preset, then what the request asked for."""
     if decoding is not None and not isinstance(decoding, dict):

@@ -8,6 +8,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -98,7 +99,9 @@ def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 
 
-def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
+def checkpoint(
+    session: ReviewSession, generated_ids: list[int], text: str, meta: dict[str, Any]
+) -> None:
     """Persist the token ids so far; events after ids_seq hold what came since.
 
     Only the segment that owns the session may write: a superseded one is told to stop."""

@@ -5,6 +5,7 @@ worker after the transaction commits; a refused command changes nothing."""
 from __future__ import annotations
 
 from datetime import UTC
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -37,7 +38,7 @@ from reviewer.services.transitions import (
 TIME_NOTE = " (Current time: {time}.) "
 
 
-def summary(session: ReviewSession) -> dict:
+def summary(session: ReviewSession) -> dict[str, Any]:
     return {"id": session.pk, "status": session.status}
 
 
@@ -50,7 +51,7 @@ def start_session(
     max_new_tokens=None,
     decoding=None,
     task_type=None,
-) -> dict:
+) -> dict[str, Any]:
     domain_obj = inputs.domain_named(domain)
     text = inputs.clean_input(input_text)
     task, task_source = inputs.task_type(text, task_type)
@@ -81,7 +82,7 @@ def start_session(
 
 
 @idempotent("pause")
-def pause(user, session_id) -> dict:
+def pause(user, session_id) -> dict[str, Any]:
     with command_on(user, session_id, {S.RUNNING}, "pause") as session:
         audit.append("pause_requested", user.username, session)
         # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
@@ -90,7 +91,7 @@ def pause(user, session_id) -> dict:
 
 
 @idempotent("resume")
-def resume(user, session_id) -> dict:
+def resume(user, session_id) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, RESUMABLE, "resume") as session:
@@ -129,7 +130,7 @@ def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
 
 
 @idempotent("edit")
-def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
+def edit(user, session_id, start, end, text, glossary_term=None) -> dict[str, Any]:
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
     with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
@@ -153,7 +154,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
 
 
 @idempotent("choose")
-def choose(user, session_id, token_id) -> dict:
+def choose(user, session_id, token_id) -> dict[str, Any]:
     token_id = arguments.TOKEN_ID(token_id)
     allowed, command = {S.PAUSED}, "choose an alternative for"
     with command_on(user, session_id, allowed, command, edits_applied=True) as session:
@@ -170,7 +171,7 @@ def choose(user, session_id, token_id) -> dict:
 
 
 @idempotent("attention")
-def attention(user, session_id, layer) -> dict:
+def attention(user, session_id, layer) -> dict[str, Any]:
     """Ask for one layer's attention per head at the pause. Reading the frozen state changes
     nothing: a worker answers with an ``attention`` event."""
     layer = arguments.LAYER(layer)
@@ -191,7 +192,7 @@ def attention(user, session_id, layer) -> dict:
 
 
 @idempotent("rollback")
-def rollback(user, session_id, position) -> dict:
+def rollback(user, session_id, position) -> dict[str, Any]:
     position = arguments.POSITION(position)
     with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
         if not 0 <= position < len(session.generated_ids):
@@ -204,7 +205,7 @@ def rollback(user, session_id, position) -> dict:
 
 
 @idempotent("mute")
-def mute(user, session_id, policy) -> dict:
+def mute(user, session_id, policy) -> dict[str, Any]:
     """Silence one of the session's policies for the rest of the session. Allowed at a pause;
     the worker applies it from the next segment on (resume, or an edit), so a running engine
     never changes under a decision being made."""
@@ -212,12 +213,12 @@ def mute(user, session_id, policy) -> dict:
 
 
 @idempotent("unmute")
-def unmute(user, session_id, policy) -> dict:
+def unmute(user, session_id, policy) -> dict[str, Any]:
     """Undo a mute: the policy fires again from the next segment on."""
     return _set_muted(user, session_id, policy, muted=False)
 
 
-def _set_muted(user, session_id, policy, muted: bool) -> dict:
+def _set_muted(user, session_id, policy, muted: bool) -> dict[str, Any]:
     name = arguments.POLICY(policy)
     command = "mute a policy of" if muted else "unmute a policy of"
     with command_on(user, session_id, {S.PAUSED}, command) as session:
@@ -238,17 +239,17 @@ def _set_muted(user, session_id, policy, muted: bool) -> dict:
 
 
 @idempotent("approve")
-def approve(user, session_id, comment: str = "") -> dict:
+def approve(user, session_id, comment: str = "") -> dict[str, Any]:
     return _decide(user, session_id, S.COMPLETED, "approve", comment)
 
 
 @idempotent("reject")
-def reject(user, session_id, comment: str = "") -> dict:
+def reject(user, session_id, comment: str = "") -> dict[str, Any]:
     return _decide(user, session_id, S.REJECTED, "reject", comment)
 
 
 @idempotent("cancel")
-def cancel(user, session_id) -> dict:
+def cancel(user, session_id) -> dict[str, Any]:
     with command_on(user, session_id, {S.DRAFT, *LIVE, S.GENERATED}, "cancel") as session:
         audit.append("cancel", user.username, session)
         if session.status == S.RUNNING and live_holder(session.worker):
@@ -260,7 +261,7 @@ def cancel(user, session_id) -> dict:
     return summary(session)
 
 
-def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
+def _decide(user, session_id, status: str, command: str, comment: str) -> dict[str, Any]:
     comment = arguments.COMMENT(comment)
     with command_on(user, session_id, DECIDABLE, command, edits_applied=True) as session:
         close_open_pause(session, outcome=status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -72,7 +73,7 @@ class Command(BaseCommand):
         except (ValueError, SamplingConfigError, TypeError) as exc:
             raise CommandError(f"Bad decoding configuration {raw!r}: {exc}") from None
 
-    def domain(self, slug: str | None) -> tuple[str | None, list[dict]]:
+    def domain(self, slug: str | None) -> tuple[str | None, list[dict[str, Any]]]:
         if not slug:
             return None, []
         from reviewer.models import Domain
