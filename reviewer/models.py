@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 
 def in_page_language(name: str, name_zh: str) -> str:
@@ -157,8 +160,8 @@ class PausePolicy(models.Model):
             raise ValidationError(str(exc)) from exc
 
 
-class SessionQuerySet(models.QuerySet):
-    def visible_to(self, user) -> SessionQuerySet:
+class SessionQuerySet(models.QuerySet["ReviewSession"]):
+    def visible_to(self, user: User | AnonymousUser) -> SessionQuerySet:
         return self if user.is_staff else self.filter(owner=user)
 
     def running(self) -> SessionQuerySet:

@@ -113,7 +113,9 @@ def store_version(domain: Domain, model: PauseModel, who: str) -> PauseModelVers
     return version
 
 
-def point_policy(version: PauseModelVersion, threshold: float | None, enable: bool, who: str):
+def point_policy(
+    version: PauseModelVersion, threshold: float | None, enable: bool, who: str
+) -> PausePolicy:
     """Create or update the domain's learned policy to use `version`; disabled unless
     `enable` (and then audited)."""
     policy = PausePolicy.objects.filter(domain=version.domain, kind=LEARNED).first()

@@ -5,7 +5,7 @@ worker after the transaction commits; a refused command changes nothing."""
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -35,6 +35,9 @@ from reviewer.services.transitions import (
 )
 
 # What the model reads after a long pause: a short aside in its context, never in the text.
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 TIME_NOTE = " (Current time: {time}.) "
 
 
@@ -44,13 +47,13 @@ def summary(session: ReviewSession) -> dict[str, Any]:
 
 @idempotent("start")
 def start_session(
-    user,
-    domain: str,
-    input_text: str,
-    seed=None,
-    max_new_tokens=None,
-    decoding=None,
-    task_type=None,
+    user: User,
+    domain: Any,
+    input_text: Any,
+    seed: Any = None,
+    max_new_tokens: Any = None,
+    decoding: Any = None,
+    task_type: Any = None,
 ) -> dict[str, Any]:
     domain_obj = inputs.domain_named(domain)
     text = inputs.clean_input(input_text)
@@ -82,7 +85,7 @@ def start_session(
 
 
 @idempotent("pause")
-def pause(user, session_id) -> dict[str, Any]:
+def pause(user: User, session_id: Any) -> dict[str, Any]:
     with command_on(user, session_id, {S.RUNNING}, "pause") as session:
         audit.append("pause_requested", user.username, session)
         # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
@@ -91,7 +94,7 @@ def pause(user, session_id) -> dict[str, Any]:
 
 
 @idempotent("resume")
-def resume(user, session_id) -> dict[str, Any]:
+def resume(user: User, session_id: Any) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, RESUMABLE, "resume") as session:
@@ -130,7 +133,9 @@ def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
 
 
 @idempotent("edit")
-def edit(user, session_id, start, end, text, glossary_term=None) -> dict[str, Any]:
+def edit(
+    user: User, session_id: Any, start: Any, end: Any, text: Any, glossary_term: Any = None
+) -> dict[str, Any]:
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
     with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
@@ -154,7 +159,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict[str, An
 
 
 @idempotent("choose")
-def choose(user, session_id, token_id) -> dict[str, Any]:
+def choose(user: User, session_id: Any, token_id: Any) -> dict[str, Any]:
     token_id = arguments.TOKEN_ID(token_id)
     allowed, command = {S.PAUSED}, "choose an alternative for"
     with command_on(user, session_id, allowed, command, edits_applied=True) as session:
@@ -171,7 +176,7 @@ def choose(user, session_id, token_id) -> dict[str, Any]:
 
 
 @idempotent("attention")
-def attention(user, session_id, layer) -> dict[str, Any]:
+def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
     """Ask for one layer's attention per head at the pause. Reading the frozen state changes
     nothing: a worker answers with an ``attention`` event."""
     layer = arguments.LAYER(layer)
@@ -192,7 +197,7 @@ def attention(user, session_id, layer) -> dict[str, Any]:
 
 
 @idempotent("rollback")
-def rollback(user, session_id, position) -> dict[str, Any]:
+def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
     position = arguments.POSITION(position)
     with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
         if not 0 <= position < len(session.generated_ids):
@@ -205,7 +210,7 @@ def rollback(user, session_id, position) -> dict[str, Any]:
 
 
 @idempotent("mute")
-def mute(user, session_id, policy) -> dict[str, Any]:
+def mute(user: User, session_id: Any, policy: Any) -> dict[str, Any]:
     """Silence one of the session's policies for the rest of the session. Allowed at a pause;
     the worker applies it from the next segment on (resume, or an edit), so a running engine
     never changes under a decision being made."""
@@ -213,12 +218,12 @@ def mute(user, session_id, policy) -> dict[str, Any]:
 
 
 @idempotent("unmute")
-def unmute(user, session_id, policy) -> dict[str, Any]:
+def unmute(user: User, session_id: Any, policy: Any) -> dict[str, Any]:
     """Undo a mute: the policy fires again from the next segment on."""
     return _set_muted(user, session_id, policy, muted=False)
 
 
-def _set_muted(user, session_id, policy, muted: bool) -> dict[str, Any]:
+def _set_muted(user: User, session_id: Any, policy: Any, muted: bool) -> dict[str, Any]:
     name = arguments.POLICY(policy)
     command = "mute a policy of" if muted else "unmute a policy of"
     with command_on(user, session_id, {S.PAUSED}, command) as session:
@@ -239,17 +244,17 @@ def _set_muted(user, session_id, policy, muted: bool) -> dict[str, Any]:
 
 
 @idempotent("approve")
-def approve(user, session_id, comment: str = "") -> dict[str, Any]:
+def approve(user: User, session_id: Any, comment: Any = "") -> dict[str, Any]:
     return _decide(user, session_id, S.COMPLETED, "approve", comment)
 
 
 @idempotent("reject")
-def reject(user, session_id, comment: str = "") -> dict[str, Any]:
+def reject(user: User, session_id: Any, comment: Any = "") -> dict[str, Any]:
     return _decide(user, session_id, S.REJECTED, "reject", comment)
 
 
 @idempotent("cancel")
-def cancel(user, session_id) -> dict[str, Any]:
+def cancel(user: User, session_id: Any) -> dict[str, Any]:
     with command_on(user, session_id, {S.DRAFT, *LIVE, S.GENERATED}, "cancel") as session:
         audit.append("cancel", user.username, session)
         if session.status == S.RUNNING and live_holder(session.worker):
@@ -261,7 +266,7 @@ def cancel(user, session_id) -> dict[str, Any]:
     return summary(session)
 
 
-def _decide(user, session_id, status: str, command: str, comment: str) -> dict[str, Any]:
+def _decide(user: User, session_id: Any, status: str, command: str, comment: str) -> dict[str, Any]:
     comment = arguments.COMMENT(comment)
     with command_on(user, session_id, DECIDABLE, command, edits_applied=True) as session:
         close_open_pause(session, outcome=status)
@@ -272,7 +277,7 @@ def _decide(user, session_id, status: str, command: str, comment: str) -> dict[s
     return summary(session)
 
 
-def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:
+def _queue_edit(session: ReviewSession, user: User, kind: str, **fields: Any) -> Edit:
     record = Edit.objects.create(
         session=session, pause=open_pause(session), kind=kind, author=user, **fields
     )
