@@ -9,8 +9,9 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.db.models import Case, Count, When
+from django.db.models import Case, Count, QuerySet, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -19,8 +20,9 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
 from reviewer import services
+from reviewer.auth import AuthenticatedHttpRequest
 from reviewer.health import check_database, check_redis, check_worker
-from reviewer.models import Domain, GlossaryTerm, ReviewSession
+from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
 from reviewer.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.ui_text import (
     command_labels,
@@ -44,7 +46,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 PAGE_SIZE = 25
 
 
-def review_queue(user):
+def review_queue(user: User) -> QuerySet[ReviewSession]:
     """The sessions a reviewer works through: those waiting for their decision (paused, or
     generated and not yet decided) first, then the rest; newest first within each."""
     waiting = Case(When(status__in=services.DECIDABLE, then=0), default=1)
@@ -56,7 +58,7 @@ def review_queue(user):
 
 
 @login_required
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     rows = review_queue(request.user).select_related("domain", "owner")
     rows = rows.annotate(pause_count=Count("pauses"))
@@ -76,7 +78,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def next_case(request: HttpRequest) -> HttpResponse:
+def next_case(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The newest other session waiting for this reviewer's decision, or the list saying that
     nothing is left."""
     current = request.GET.get("from", "")
@@ -153,7 +155,7 @@ class NewSessionForm(forms.Form):
 
 
 @login_required
-def session_new(request: HttpRequest) -> HttpResponse:
+def session_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     initial = {"max_new_tokens": settings.CAESURA_MAX_NEW_TOKENS}
     form = NewSessionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -166,7 +168,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
     return render(request, "reviewer/session_new.html", {"form": form})
 
 
-def start_from_form(user, data: dict[str, Any]) -> dict[str, Any]:
+def start_from_form(user: User, data: dict[str, Any]) -> dict[str, Any]:
     return services.start_session(
         user,
         data["domain"].name,
@@ -181,7 +183,7 @@ def start_from_form(user, data: dict[str, Any]) -> dict[str, Any]:
 
 
 @login_required
-def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResponse:
     try:
         session = services.get_session_for(request.user, session_id)
     except services.NotFound:
@@ -250,7 +252,7 @@ LIVE_STATUSES = {
 }
 
 
-def decision_data(record) -> dict[str, Any] | None:
+def decision_data(record: AuditRecord | None) -> dict[str, Any] | None:
     """Who decided a finished session and when, for the page's script."""
     if record is None:
         return None
@@ -273,7 +275,7 @@ def glossary_of(domain: Domain) -> list[dict[str, Any]]:
 
 @login_required
 @require_GET
-def session_audit(request: HttpRequest, session_id: int) -> JsonResponse:
+def session_audit(request: AuthenticatedHttpRequest, session_id: int) -> JsonResponse:
     """The session's audit records as timeline entries, oldest first."""
     try:
         session = services.get_session_for(request.user, session_id)
