@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django import forms
 from django.contrib import admin, messages
@@ -38,6 +38,9 @@ from reviewer.policy_forms import (
     policy_form_for,
 )
 from reviewer.policy_trial import Trial, try_policies
+
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
 
 _M = TypeVar("_M", bound=Model)
 
@@ -218,9 +221,7 @@ class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
             kwargs["form"] = policy_form_for(kind)
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fieldsets(
-        self, request: HttpRequest, obj: PausePolicy | None = None
-    ) -> list[tuple[str | None, dict[str, Any]]]:
+    def get_fieldsets(self, request: HttpRequest, obj: PausePolicy | None = None) -> _FieldsetSpec:
         kind = self.policy_kind(request, obj)
         general = [
             "name",
@@ -236,7 +237,7 @@ class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
         if kind is None:
             return [(None, {"fields": general})]
         description = KIND_DESCRIPTIONS.get(kind, "")
-        parameters = {"fields": param_field_names(kind), "description": description}
+        parameters: _FieldOpts = {"fields": param_field_names(kind), "description": description}
         return [(None, {"fields": general}), (_("Parameters"), parameters)]
 
     def add_view(
@@ -380,8 +381,15 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
 
 class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
     model = PauseEvent
-    fields = ["position", "trigger", "kind", "reason", "latency_ms", "outcome", "halted_at"]
-    readonly_fields = fields
+    fields = readonly_fields = [
+        "position",
+        "trigger",
+        "kind",
+        "reason",
+        "latency_ms",
+        "outcome",
+        "halted_at",
+    ]
     extra = 0
     can_delete = False
     show_change_link = True
@@ -392,8 +400,16 @@ class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
 
 class EditInline(admin.TabularInline[Edit, ReviewSession]):
     model = Edit
-    fields = ["kind", "start", "end", "text_before", "text_after", "author", "applied", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = [
+        "kind",
+        "start",
+        "end",
+        "text_before",
+        "text_after",
+        "author",
+        "applied",
+        "error",
+    ]
     extra = 0
     can_delete = False
 

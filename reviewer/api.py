@@ -24,6 +24,7 @@ def error(status: int, message: str) -> JsonResponse:
 
 class ApiView(Protocol):
     methods: tuple[str, ...]  # for the API description and its test
+    __name__: str
 
     def __call__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse: ...
 

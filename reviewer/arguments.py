@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 
@@ -187,7 +187,7 @@ def loads(text: str | bytes, what: str = "Request body") -> Any:
     """Strict JSON: no NaN or Infinity, no number beyond a float, no nesting deeper than
     Python's parser follows. Anything else is refused with InvalidInput naming `what`."""
 
-    def refuse_constant(name: str):
+    def refuse_constant(name: str) -> NoReturn:
         raise InvalidInput(f"{what} is not valid JSON: {name} is not a JSON number")
 
     def finite(text: str) -> float:

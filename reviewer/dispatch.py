@@ -32,7 +32,7 @@ def release(session_id: int, holder: str) -> None:
     _send(RELEASE_STATE, (session_id,), holder)
 
 
-def _send(name: str, args: tuple, holder: str | None) -> None:
+def _send(name: str, args: tuple[int | str, ...], holder: str | None) -> None:
     """To the worker holding the session's state when there is one, else to any worker.
     A broker blip shorter than the Redis grace is retried through, not lost."""
     options: dict[str, Any] = {"retry": True, "retry_policy": _retry_policy()}

@@ -355,7 +355,7 @@ def rollback_point(type: str, payload: dict[str, Any]) -> int | None:
     before the engine's rollback and a reviewer's truncate had kinds of their own say
     ``rolled_back`` for both; only the engine's carries ``removed_from``."""
     if type == ROLLBACK or (type == LEGACY_ROLLED_BACK and "removed_from" in payload):
-        return payload["removed_from"]
+        return int(payload["removed_from"])
     return None
 
 
@@ -382,7 +382,7 @@ def next_seq(session_id: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
-    return row[0]
+    return int(row[0])
 
 
 def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
@@ -403,6 +403,8 @@ def broadcast(event: SessionEvent) -> None:
     global _broadcast_failing
     layer = get_channel_layer()
     try:
+        if layer is None:
+            raise RuntimeError("no channel layer is configured")
         async_to_sync(layer.group_send)(
             group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
         )

@@ -229,6 +229,7 @@ class ReviewSession(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
+    roi_audit: list[AuditRecord]  # only where reviewer.roi prefetched it (to_attr)
 
     class Meta:
         ordering = ["-updated_at"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer import arguments
-from reviewer.command_table import COMMANDS
+from reviewer.command_table import COMMANDS, Reader
 from reviewer.models import ReviewSession
 
 OPENAPI_VERSION = "3.0.3"
@@ -126,7 +126,7 @@ def decoding_schema() -> dict[str, Any]:
     }
 
 
-def body(required: tuple = (), optional: tuple = ()) -> dict[str, Any]:
+def body(required: tuple[Reader, ...] = (), optional: tuple[Reader, ...] = ()) -> dict[str, Any]:
     readers = (*required, *optional, arguments.COMMAND_ID)
     schema = {
         "type": "object",
@@ -203,7 +203,7 @@ def command_path(name: str) -> dict[str, Any]:
 
 
 def description() -> dict[str, Any]:
-    paths = {
+    paths: dict[str, Any] = {
         "/api/sessions": {
             "get": {
                 "operationId": "list_sessions",

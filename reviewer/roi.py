@@ -24,11 +24,14 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Prefetch, QuerySet
 
-from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession, RoiSettings
+from reviewer.models import AuditRecord, Domain, Edit, PauseEvent, ReviewSession, RoiSettings
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 BUCKETS = ("day", "week", "month")
 
@@ -66,7 +69,7 @@ class SessionRow:
         "decision_seconds_p50",
     )  # fmt: skip
 
-    def csv_values(self) -> list:
+    def csv_values(self) -> list[Any]:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         data["pauses_by_trigger"] = "; ".join(
@@ -82,10 +85,10 @@ class SessionRow:
 
 def sessions_in(
     domain: Domain | None = None,
-    reviewer=None,
+    reviewer: User | None = None,
     start: dt.datetime | None = None,
     end: dt.datetime | None = None,
-) -> QuerySet:
+) -> QuerySet[ReviewSession]:
     """Sessions created in [start, end), of one domain and one reviewer when given."""
     sessions = ReviewSession.objects.select_related("domain", "owner")
     if domain is not None:
@@ -99,7 +102,7 @@ def sessions_in(
     return sessions.order_by("created_at", "id")
 
 
-def session_rows(sessions: QuerySet) -> list[SessionRow]:
+def session_rows(sessions: QuerySet[ReviewSession]) -> list[SessionRow]:
     audits = AuditRecord.objects.filter(action__in=["resume", "rolled_back"]).only(
         "session_id", "action", "created_at"
     )
@@ -136,7 +139,7 @@ def session_row(session: ReviewSession) -> SessionRow:
     return row
 
 
-def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence) -> None:
+def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence[Edit]) -> None:
     manual = pause.trigger == "manual"
     row.pauses += 1
     row.pauses_by_trigger[pause.trigger] = row.pauses_by_trigger.get(pause.trigger, 0) + 1
@@ -231,7 +234,10 @@ def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> di
 
 
 def time_series(
-    rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]], bucket: str, tz=dt.UTC
+    rows: Sequence[SessionRow],
+    settings: dict[str, dict[str, Any]],
+    bucket: str,
+    tz: dt.tzinfo = dt.UTC,
 ) -> list[dict[str, Any]]:
     """figures() per day, week (from Monday) or month, oldest first; empty buckets omitted."""
     groups: dict[dt.date, list[SessionRow]] = {}

@@ -3,10 +3,11 @@
 The records keep what happened in the engine's terms (English reasons, the policy's name,
 ``eos``); a reviewer reads it here in their own words: the policy's display name, its reason
 from the Chinese template where the page is Chinese, how generation stopped, who acted.
-from typing import Any
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -69,7 +70,7 @@ class Teller:
         if action == "paused":
             return self.pause_detail(payload)
         if action in ("approve", "reject"):
-            return payload.get("comment", "")
+            return str(payload.get("comment", ""))
         if action.startswith("edit_") and "text_after" in payload:
             return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
         requested_text = payload.get("text_after") or payload.get("text")  # older: "text"
@@ -85,21 +86,22 @@ class Teller:
         if action == "start":
             return self.domain_name(payload.get("domain", ""))
         if action in ("mute", "unmute"):
-            return self.names.get(payload.get("policy", ""), payload.get("policy", ""))
+            policy = str(payload.get("policy", ""))
+            return self.names.get(policy, policy)
         return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
     def pause_detail(self, payload: dict[str, Any]) -> str:
         trigger = payload.get("trigger", "")
         if trigger in ("manual", "external", ""):
             return _("You paused the generation.")
-        pause = self.pauses.get(payload.get("position"))
+        pause = self.pauses.get(payload.get("position", -1))
         decision = {"reason": payload.get("reason", "")}
         if pause is not None:
             decision.update(kind=pause.kind, evidence=pause.evidence)
         return self.policy_line(trigger, decision)
 
     def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
-        reason = decision.get("reason", "")
+        reason = str(decision.get("reason", ""))
         if self.chinese:
             reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
         if not policy:

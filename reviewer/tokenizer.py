@@ -7,13 +7,13 @@ import functools
 from typing import Any
 
 from django.conf import settings
-from transformers import AutoConfig, AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
 
 from inference.prompt import encode_prompt, user_text_spans
 
 
 @functools.cache
-def tokenizer():
+def tokenizer() -> PreTrainedTokenizerBase:
     return AutoTokenizer.from_pretrained(settings.MODEL_DIR)
 
 

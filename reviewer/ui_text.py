@@ -216,7 +216,7 @@ def filled_reason(kind: str, evidence: dict[str, Any] | None, fallback: str) -> 
         return fallback
 
 
-def shown_number(value):
+def shown_number(value: object) -> object:
     return f"{value:.2f}" if isinstance(value, float) and not value.is_integer() else value
 
 
