@@ -235,10 +235,13 @@ class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
         ]
         general += ["priority", "may_pause_before_first_word"]
         if kind is None:
-            return [(None, {"fields": general})]
+            return [(None, {"fields": tuple(general)})]
         description = KIND_DESCRIPTIONS.get(kind, "")
-        parameters: _FieldOpts = {"fields": param_field_names(kind), "description": description}
-        return [(None, {"fields": general}), (_("Parameters"), parameters)]
+        parameters: _FieldOpts = {
+            "fields": tuple(param_field_names(kind)),
+            "description": description,
+        }
+        return [(None, {"fields": tuple(general)}), (_("Parameters"), parameters)]
 
     def add_view(
         self,
@@ -381,7 +384,7 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
 
 class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
     model = PauseEvent
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "position",
         "trigger",
         "kind",
@@ -389,7 +392,7 @@ class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
         "latency_ms",
         "outcome",
         "halted_at",
-    ]
+    )
     extra = 0
     can_delete = False
     show_change_link = True
@@ -400,7 +403,7 @@ class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
 
 class EditInline(admin.TabularInline[Edit, ReviewSession]):
     model = Edit
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "kind",
         "start",
         "end",
@@ -409,7 +412,7 @@ class EditInline(admin.TabularInline[Edit, ReviewSession]):
         "author",
         "applied",
         "error",
-    ]
+    )
     extra = 0
     can_delete = False
 

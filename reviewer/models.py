@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import translation
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AnonymousUser, User
+    from django.contrib.auth.models import User
 
 
 def in_page_language(name: str, name_zh: str) -> str:
@@ -161,7 +161,7 @@ class PausePolicy(models.Model):
 
 
 class SessionQuerySet(models.QuerySet["ReviewSession"]):
-    def visible_to(self, user: User | AnonymousUser) -> SessionQuerySet:
+    def visible_to(self, user: User) -> SessionQuerySet:
         return self if user.is_staff else self.filter(owner=user)
 
     def running(self) -> SessionQuerySet:
@@ -229,7 +229,6 @@ class ReviewSession(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
-    roi_audit: list[AuditRecord]  # only where reviewer.roi prefetched it (to_attr)
 
     class Meta:
         ordering = ["-updated_at"]

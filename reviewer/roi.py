@@ -24,7 +24,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Prefetch, QuerySet
 
@@ -32,6 +32,11 @@ from reviewer.models import AuditRecord, Domain, Edit, PauseEvent, ReviewSession
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+    from django_stubs_ext import WithAnnotations
+
+    class RoiAudit(TypedDict):  # what session_rows() prefetches onto each session
+        roi_audit: list[AuditRecord]
+
 
 BUCKETS = ("day", "week", "month")
 
@@ -115,7 +120,7 @@ def session_rows(sessions: QuerySet[ReviewSession]) -> list[SessionRow]:
     return [session_row(s) for s in loaded]
 
 
-def session_row(session: ReviewSession) -> SessionRow:
+def session_row(session: WithAnnotations[ReviewSession, RoiAudit]) -> SessionRow:
     edits = [e for e in session.edits.all() if not e.error]
     pauses = list(session.pauses.all())
     resumes = [a.created_at for a in session.roi_audit if a.action == "resume"]

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
 def run_segment(self: Task[..., str], session_id: int, segment: str) -> str:
     try:
-        return worker.run_segment(session_id, segment, self.request.hostname)
+        hostname = self.request.hostname
+        assert hostname is not None, "a worker's task request names the worker"
+        return worker.run_segment(session_id, segment, hostname)
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:

@@ -4,17 +4,19 @@ and to tell the session page which prompt tokens spell the case text."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoTokenizer
 
 from inference.prompt import encode_prompt, user_text_spans
+from inference.text import Tokenizer
 
 
 @functools.cache
-def tokenizer() -> PreTrainedTokenizerBase:
-    return AutoTokenizer.from_pretrained(settings.MODEL_DIR)
+def tokenizer() -> Tokenizer:
+    # One sequence at a time, as the engine's loader types it (inference/loader.py).
+    return cast(Tokenizer, AutoTokenizer.from_pretrained(settings.MODEL_DIR))
 
 
 @functools.cache

@@ -4,7 +4,7 @@ session page runs in the browser over the session's websocket."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -24,10 +24,6 @@ from reviewer.auth import AuthenticatedHttpRequest
 from reviewer.health import check_database, check_redis, check_worker
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession
 from reviewer.timeline import last_decision, policy_names, stop_reason, timeline
-
-if TYPE_CHECKING:
-    from django_stubs_ext import WithAnnotations
-
 from reviewer.ui_text import (
     command_labels,
     decided_text,
@@ -50,7 +46,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 PAGE_SIZE = 25
 
 
-def review_queue(user: User) -> QuerySet[WithAnnotations[ReviewSession]]:
+def review_queue(user: User) -> QuerySet[Any]:  # sessions annotated with `waiting`
     """The sessions a reviewer works through: those waiting for their decision (paused, or
     generated and not yet decided) first, then the rest; newest first within each."""
     waiting = Case(When(status__in=services.DECIDABLE, then=0), default=1)

@@ -17,7 +17,7 @@ from reviewer.arguments import CommandError
 from reviewer.models import PauseEvent, ReviewSession
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AnonymousUser, User
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class Unavailable(CommandError):
 # --- reading a session -------------------------------------------------------------------
 
 
-def get_session_for(user: User | AnonymousUser, session_id: Any) -> ReviewSession:
+def get_session_for(user: User, session_id: Any) -> ReviewSession:
     try:
         return S.objects.visible_to(user).get(pk=int(session_id))
     except (S.DoesNotExist, TypeError, ValueError):
