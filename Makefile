@@ -1,5 +1,5 @@
 # Caesura: `make run` starts everything, `make test` runs the whole suite, `make lint`
-# checks style (ruff) and types (mypy: strict on inference/, see pyproject.toml).
+# checks style (ruff) and types (mypy: strict on inference/, reviewer/, webapp/; see pyproject.toml).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python

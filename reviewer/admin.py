@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import URLPattern, path
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
@@ -34,14 +39,19 @@ from reviewer.policy_forms import (
 )
 from reviewer.policy_trial import Trial, try_policies
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
 
-class GlossaryTermInline(admin.TabularInline):
+_M = TypeVar("_M", bound=Model)
+
+
+class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
     model = GlossaryTerm
     extra = 1
 
 
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
+class DomainAdmin(admin.ModelAdmin[Domain]):
     list_display = [
         "name",
         "name_zh",
@@ -82,7 +92,7 @@ class GlossaryImportForm(forms.Form):
 
 
 @admin.register(Glossary)
-class GlossaryAdmin(admin.ModelAdmin):
+class GlossaryAdmin(admin.ModelAdmin[Glossary]):
     """Terms are edited inline, or imported and exported as CSV from the glossary's page."""
 
     list_display = ["name", "domain", "term_count"]
@@ -94,7 +104,7 @@ class GlossaryAdmin(admin.ModelAdmin):
     def term_count(self, obj: Glossary) -> int:
         return obj.terms.count()
 
-    def get_urls(self) -> list:
+    def get_urls(self) -> list[URLPattern]:
         own = [
             path(
                 "<path:object_id>/export/",
@@ -134,7 +144,9 @@ class GlossaryAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/glossary/import.html", context)
 
-    def import_file(self, request: HttpRequest, glossary: Glossary, form) -> list[str]:
+    def import_file(
+        self, request: HttpRequest, glossary: Glossary, form: GlossaryImportForm
+    ) -> list[str]:
         """Import the uploaded file; the problems found, or [] after a success message."""
         data = form.cleaned_data["file"].read()
         try:
@@ -145,7 +157,12 @@ class GlossaryAdmin(admin.ModelAdmin):
         self.message_user(request, message % vars(result), messages.SUCCESS)
         return []
 
-    def glossary_or_404(self, request: HttpRequest, object_id: str, allowed) -> Glossary:
+    def glossary_or_404(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        allowed: Callable[[HttpRequest, Glossary], bool],
+    ) -> Glossary:
         glossary = self.get_object(request, object_id)
         if glossary is None:
             raise Http404
@@ -158,15 +175,19 @@ class KindFilter(admin.SimpleListFilter):
     title = _("kind")
     parameter_name = "kind"
 
-    def lookups(self, request, model_admin) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
         return [(kind, kind_label(kind)) for kind in POLICY_KINDS]
 
-    def queryset(self, request, queryset):
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[PausePolicy]
+    ) -> QuerySet[PausePolicy]:
         return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
 @admin.register(PausePolicy)
-class PausePolicyAdmin(admin.ModelAdmin):
+class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
     """One form per policy kind, generated from the engine's parameter schema.
 
     Adding a policy starts by choosing its kind (`?kind=...`); the kind of a saved policy
@@ -188,13 +209,19 @@ class PausePolicyAdmin(admin.ModelAdmin):
         kind = obj.kind if obj is not None else request.GET.get("kind")
         return kind if kind in POLICY_KINDS else None
 
-    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: PausePolicy | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[PausePolicy]]:
         kind = self.policy_kind(request, obj)
         if kind is not None:
             kwargs["form"] = policy_form_for(kind)
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fieldsets(self, request: HttpRequest, obj=None) -> list:
+    def get_fieldsets(self, request: HttpRequest, obj: PausePolicy | None = None) -> _FieldsetSpec:
         kind = self.policy_kind(request, obj)
         general = [
             "name",
@@ -208,12 +235,20 @@ class PausePolicyAdmin(admin.ModelAdmin):
         ]
         general += ["priority", "may_pause_before_first_word"]
         if kind is None:
-            return [(None, {"fields": general})]
+            return [(None, {"fields": tuple(general)})]
         description = KIND_DESCRIPTIONS.get(kind, "")
-        parameters = {"fields": param_field_names(kind), "description": description}
-        return [(None, {"fields": general}), (_("Parameters"), parameters)]
+        parameters: _FieldOpts = {
+            "fields": tuple(param_field_names(kind)),
+            "description": description,
+        }
+        return [(None, {"fields": tuple(general)}), (_("Parameters"), parameters)]
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
+    def add_view(
+        self,
+        request: HttpRequest,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         if self.policy_kind(request, None) is None:
             return self.choose_kind_view(request)
         extra = {**(extra_context or {}), "policy_kind_label": kind_label(request.GET["kind"])}
@@ -240,13 +275,13 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/choose_kind.html", context)
 
-    def save_model(self, request: HttpRequest, obj: PausePolicy, form, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: PausePolicy, form: Any, change: bool) -> None:
         before = PausePolicy.objects.filter(pk=obj.pk).first() if change else None
         super().save_model(request, obj, form, change)
         if pause_models.goes_live(before, obj):
             pause_models.record_enabled(obj, request.user.get_username())
 
-    def get_urls(self) -> list:
+    def get_urls(self) -> list[URLPattern]:
         trial = path(
             "<path:object_id>/try/",
             self.admin_site.admin_view(self.try_view),
@@ -287,13 +322,15 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/try.html", context)
 
-    def run_trial(self, policy: PausePolicy, data: dict) -> tuple[Trial | None, str]:
+    def run_trial(self, policy: PausePolicy, data: dict[str, Any]) -> tuple[Trial | None, str]:
         try:
             return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
         except PolicyConfigError as exc:
             return None, str(exc)
 
-    def run_calibration(self, policy: PausePolicy, data: dict) -> tuple[Calibration | None, str]:
+    def run_calibration(
+        self, policy: PausePolicy, data: dict[str, Any]
+    ) -> tuple[Calibration | None, str]:
         specs = trial_specs(policy, data["whole_domain"])
         try:
             return calibrate(specs, policy.domain, data["sessions"]), ""
@@ -301,7 +338,7 @@ class PausePolicyAdmin(admin.ModelAdmin):
             return None, str(exc)
 
 
-def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict]:
+def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict[str, Any]]:
     """The policy alone (even while disabled), or the domain's enabled ones together."""
     if whole_domain:
         return [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]
@@ -332,44 +369,59 @@ class CalibrationForm(forms.Form):
     )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     """Records written by services; the admin shows them and may delete, never edits."""
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False  # the audit chain hashes session ids: deleting a session would break it
 
 
-class PauseEventInline(admin.TabularInline):
+class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
     model = PauseEvent
-    fields = ["position", "trigger", "kind", "reason", "latency_ms", "outcome", "halted_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "position",
+        "trigger",
+        "kind",
+        "reason",
+        "latency_ms",
+        "outcome",
+        "halted_at",
+    )
     extra = 0
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: ReviewSession | None = None) -> bool:
         return False
 
 
-class EditInline(admin.TabularInline):
+class EditInline(admin.TabularInline[Edit, ReviewSession]):
     model = Edit
-    fields = ["kind", "start", "end", "text_before", "text_after", "author", "applied", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "kind",
+        "start",
+        "end",
+        "text_before",
+        "text_after",
+        "author",
+        "applied",
+        "error",
+    )
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: ReviewSession | None = None) -> bool:
         return False
 
 
 @admin.register(ReviewSession)
-class ReviewSessionAdmin(ReadOnlyAdmin):
+class ReviewSessionAdmin(ReadOnlyAdmin[ReviewSession]):
     list_display = ["id", "owner", "domain", "status", "created_at", "updated_at"]
     list_filter = ["status", "domain"]
     search_fields = ["owner__username", "input_text", "text"]
@@ -378,31 +430,31 @@ class ReviewSessionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(PauseEvent)
-class PauseEventAdmin(ReadOnlyAdmin):
+class PauseEventAdmin(ReadOnlyAdmin[PauseEvent]):
     list_display = ["session", "position", "trigger", "kind", "latency_ms", "outcome", "halted_at"]
     list_filter = ["kind", "outcome"]
 
 
 @admin.register(Edit)
-class EditAdmin(ReadOnlyAdmin):
+class EditAdmin(ReadOnlyAdmin[Edit]):
     list_display = ["session", "kind", "start", "end", "author", "applied", "created_at"]
     list_filter = ["kind", "applied"]
 
 
 @admin.register(AuditRecord)
-class AuditRecordAdmin(ReadOnlyAdmin):
+class AuditRecordAdmin(ReadOnlyAdmin[AuditRecord]):
     """The hash chain is append-only: deleting a record would break verification."""
 
     list_display = ["id", "session", "actor", "action", "created_at", "hash"]
     list_filter = ["action"]
     search_fields = ["actor", "action", "hash"]
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: AuditRecord | None = None) -> bool:
         return False
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     """Only a digest is stored: a new key is shown once, in a message, when created or rotated."""
 
     list_display = ["user", "created_at"]
@@ -410,19 +462,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     actions = ["rotate"]
     search_fields = ["user__username"]
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         key = auth.issue_token(obj.user)
         obj.pk = ApiToken.objects.get(user=obj.user).pk
         self.show_key(request, obj.user, key)
 
     @admin.action(description="Rotate the selected tokens (shows the new keys)")
-    def rotate(self, request, queryset) -> None:
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("user"):
             self.show_key(request, token.user, auth.issue_token(token.user))
 
-    def show_key(self, request, user, key: str) -> None:
+    def show_key(self, request: HttpRequest, user: User, key: str) -> None:
         message = f"API token for {user}: {key} (copy it now; it is not shown again)"
         self.message_user(request, message, messages.WARNING)

@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 
@@ -62,7 +62,7 @@ class Integer:
             )
         return value
 
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         return _described(
             {"type": "integer", "minimum": self.minimum, "maximum": self.maximum},
             self.description,
@@ -95,7 +95,7 @@ class Text:
             )
         return storable(value, self.name)
 
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         schema = {"type": "string", "maxLength": self.limit}
         if not self.blank:
             schema["minLength"] = 1
@@ -115,7 +115,7 @@ class Choice:
             )
         return value
 
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         return _described({"type": "string", "enum": list(self.choices)}, self.description)
 
 
@@ -129,7 +129,7 @@ def storable(value: str, name: str) -> str:
     return value
 
 
-def _described(schema: dict, description: str) -> dict:
+def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {**schema, "description": description} if description else schema
 
 
@@ -187,7 +187,7 @@ def loads(text: str | bytes, what: str = "Request body") -> Any:
     """Strict JSON: no NaN or Infinity, no number beyond a float, no nesting deeper than
     Python's parser follows. Anything else is refused with InvalidInput naming `what`."""
 
-    def refuse_constant(name: str):
+    def refuse_constant(name: str) -> NoReturn:
         raise InvalidInput(f"{what} is not valid JSON: {name} is not a JSON number")
 
     def finite(text: str) -> float:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from reviewer.models import AuditRecord
+from reviewer.models import AuditRecord, ReviewSession
 
 GENESIS = "0" * 64
 # Serializes appends across processes so two writers never fork the chain.
@@ -18,7 +19,12 @@ CHAIN_LOCK = 0x_CAE5_0A0D
 
 
 def record_hash(
-    prev_hash: str, session_id: int | None, actor: str, action: str, payload: dict, created_at
+    prev_hash: str,
+    session_id: int | None,
+    actor: str,
+    action: str,
+    payload: dict[str, Any],
+    created_at: datetime,
 ) -> str:
     content = json.dumps(
         [prev_hash, session_id, actor, action, payload, created_at.isoformat()],
@@ -31,7 +37,10 @@ def record_hash(
 
 
 def append(
-    action: str, actor: str, session=None, payload: Mapping[str, Any] | None = None
+    action: str,
+    actor: str,
+    session: ReviewSession | None = None,
+    payload: Mapping[str, Any] | None = None,
 ) -> AuditRecord:
     with transaction.atomic():
         with connection.cursor() as cursor:

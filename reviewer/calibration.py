@@ -104,7 +104,9 @@ class Calibration:
         return sorted(self.sessions, key=lambda s: -len(s.pauses))[:EXAMPLES]
 
 
-def calibrate(specs: list[dict], domain: Domain, limit: int = RECENT_SESSIONS) -> Calibration:
+def calibrate(
+    specs: list[dict[str, Any]], domain: Domain, limit: int = RECENT_SESSIONS
+) -> Calibration:
     """Replay `specs` over the domain's `limit` most recent sessions that generated text,
     within the domain's pause budget as the engine keeps it; PolicyConfigError if a spec is
     bad.
@@ -139,7 +141,7 @@ def history_of(session: ReviewSession) -> History:
     return history
 
 
-def apply_event(history: History, kind: str, payload: dict) -> None:
+def apply_event(history: History, kind: str, payload: dict[str, Any]) -> None:
     """One stored event's effect on the tokens; a malformed payload is skipped."""
     try:
         if kind == events.TOKEN:
@@ -159,7 +161,7 @@ def apply_event(history: History, kind: str, payload: dict) -> None:
         return
 
 
-def stored_token(text: str, payload: dict) -> RecordedToken:
+def stored_token(text: str, payload: dict[str, Any]) -> RecordedToken:
     """A token as the web side stores it: a token event's chosen-token probability and
     top alternatives (the best is the top-1), or an edit's per-token top1; the similarity
     to the prompt where it was stored (None in sessions from before it was, or on vLLM)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -11,26 +12,35 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from reviewer import arguments, command_table, events, services
 from reviewer.models import ReviewSession
 
+if TYPE_CHECKING:
+    from channels.auth import UserLazyObject
+    from django.contrib.auth.models import User
+
 UNAUTHENTICATED, NOT_FOUND = 4401, 4404
 log = logging.getLogger(__name__)
 
 
-@database_sync_to_async
-def can_see(user, session_id: int) -> bool:
-    return ReviewSession.objects.visible_to(user).filter(pk=session_id).exists()
+# The auth middleware's scope["user"] is a lazy stand-in for the logged-in User.
 
 
 @database_sync_to_async
-def events_after(session_id: int, after: int) -> list[dict]:
+def can_see(user: UserLazyObject, session_id: int) -> bool:
+    return ReviewSession.objects.visible_to(cast("User", user)).filter(pk=session_id).exists()
+
+
+@database_sync_to_async
+def events_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return events.events_after(session_id, after)
 
 
 @database_sync_to_async
-def run_command(user, session_id: int, name: str, message: dict) -> dict:
-    return command_table.run(user, session_id, name, message)
+def run_command(
+    user: UserLazyObject | None, session_id: int, name: object, message: dict[str, Any]
+) -> dict[str, Any]:
+    return command_table.run(cast("User", user), session_id, name, message)
 
 
-def non_negative_int(value, default: int = 0) -> int:
+def non_negative_int(value: str, default: int = 0) -> int:
     try:
         return max(int(value), 0)
     except (TypeError, ValueError):
@@ -45,9 +55,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # Accept before closing so browsers see the close code, not a failed handshake.
         user = self.scope["user"]
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
-        if not user.is_authenticated or not await can_see(user, self.session_id):
+        authenticated = user is not None and user.is_authenticated
+        if user is None or not authenticated or not await can_see(user, self.session_id):
             await self.accept()
-            await self.close(code=UNAUTHENTICATED if not user.is_authenticated else NOT_FOUND)
+            await self.close(code=UNAUTHENTICATED if not authenticated else NOT_FOUND)
             return
         # Join before reading the log so that nothing falls between the replay and live events.
         self.group = events.group_name(self.session_id)
@@ -68,12 +79,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(event)
             self.replayed_to = max(self.replayed_to, event["seq"])
 
-    async def session_event(self, message: dict) -> None:
+    async def session_event(self, message: dict[str, Any]) -> None:
         event = message["event"]
         if event.get("seq", 0) > self.replayed_to:
             await self.send_json(event)
 
-    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
         """Every malformed message gets an error frame; none closes the socket."""
         if text_data is None:
             await self.send_error(None, None, "Messages must be JSON text, not binary", 400)
@@ -85,7 +98,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.receive_json(content, **kwargs)
 
-    async def receive_json(self, content, **kwargs) -> None:
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict):
             await self.send_error(None, None, "Messages must be JSON objects", 400)
         elif content.get("command") == "sync":
@@ -93,7 +106,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         else:
             await self.command(content)
 
-    async def sync(self, message: dict) -> None:
+    async def sync(self, message: dict[str, Any]) -> None:
         after = message.get("after")
         try:
             after = arguments.AFTER(after) if after is not None else 0
@@ -102,7 +115,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.replay(after)
 
-    async def command(self, message: dict) -> None:
+    async def command(self, message: dict[str, Any]) -> None:
         name, command_id = message.get("command"), echoed_id(message)
         name = name if isinstance(name, str) and name in command_table.COMMANDS else None
         try:
@@ -120,7 +133,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             {"type": "ack", "command": name, "command_id": command_id, "result": result}
         )
 
-    async def send_error(self, name, command_id, message: str, status: int) -> None:
+    async def send_error(
+        self, name: str | None, command_id: str | None, message: str, status: int
+    ) -> None:
         await self.send_json(
             {
                 "type": "error",
@@ -132,7 +147,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         )
 
 
-def echoed_id(message: dict) -> str | None:
+def echoed_id(message: dict[str, Any]) -> str | None:
     """The command id to echo in a reply: the client's own, when it is one we could take."""
     try:
         return command_table.command_id_of(message)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -19,14 +23,15 @@ from reviewer import roi
 from reviewer.models import Domain, ReviewSession
 
 DEFAULT_DAYS = 30
+_M = TypeVar("_M", bound=Model)
 
 
-def staff_only(view):
+def staff_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Anonymous users go to the login page; logged-in reviewers who are not staff get 403."""
 
     @login_required
     @functools.wraps(view)
-    def run(request: HttpRequest, *args, **kwargs):
+    def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("The dashboard is for staff")
         return view(request, *args, **kwargs)
@@ -37,13 +42,13 @@ def staff_only(view):
 @dataclass(frozen=True)
 class Filters:
     domain: Domain | None
-    reviewer: object | None  # a User
+    reviewer: User | None
     start: dt.date
     end: dt.date  # inclusive
     bucket: str
     errors: tuple[str, ...] = ()
 
-    def sessions(self):
+    def sessions(self) -> QuerySet[ReviewSession]:
         tz = timezone.get_current_timezone()
         start = dt.datetime.combine(self.start, dt.time.min, tzinfo=tz)
         end = dt.datetime.combine(self.end + dt.timedelta(days=1), dt.time.min, tzinfo=tz)
@@ -86,7 +91,7 @@ def _date(raw: str | None, default: dt.date, name: str, errors: list[str]) -> dt
         return default
 
 
-def _found(queryset, name: str, request: HttpRequest, errors: list[str]):
+def _found(queryset: QuerySet[_M], name: str, request: HttpRequest, errors: list[str]) -> _M | None:
     wanted = request.GET.get(name)
     found = queryset.first()
     if wanted and found is None:
@@ -137,7 +142,7 @@ def sessions_csv(request: HttpRequest) -> HttpResponse:
 # --- presentation ------------------------------------------------------------------------------
 
 
-def _reviewers():
+def _reviewers() -> QuerySet[User]:
     owners = ReviewSession.objects.values_list("owner", flat=True).distinct()
     return get_user_model().objects.filter(pk__in=owners).order_by("username")
 
@@ -172,18 +177,18 @@ FIGURES = [
 ]
 
 
-def summary_rows(totals: dict) -> list[dict]:
+def summary_rows(totals: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"key": key, "label": label, "value": _shown(totals.get(key), fmt), "note": note}
         for key, label, fmt, note in FIGURES
     ]
 
 
-def _shown(value, fmt: str) -> str:
+def _shown(value: float | None, fmt: str) -> str:
     return "no data" if value is None else fmt.format(value)
 
 
-def missing_for_roi(totals: dict, settings: dict[str, dict]) -> list[str]:
+def missing_for_roi(totals: dict[str, Any], settings: dict[str, dict[str, Any]]) -> list[str]:
     """Why ROI is empty or small with the data at hand: each gap in words, so a thin period
     reads as "not measured yet" rather than as "worthless"."""
     gaps = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -20,7 +21,7 @@ def load_demo_data(credentials_file: Path) -> dict[str, str]:
     return ensure_demo_users(credentials_file)
 
 
-def load_domain(spec: dict) -> Domain:
+def load_domain(spec: dict[str, Any]) -> Domain:
     domain, _ = Domain.objects.update_or_create(
         slug=spec["slug"],
         defaults={
@@ -42,7 +43,7 @@ def load_domain(spec: dict) -> Domain:
     return domain
 
 
-def load_policy(domain: Domain, order: int, spec: dict) -> PausePolicy:
+def load_policy(domain: Domain, order: int, spec: dict[str, Any]) -> PausePolicy:
     policy, _ = PausePolicy.objects.update_or_create(
         domain=domain,
         name=spec["name"],

@@ -11,10 +11,15 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from inference.config import TASK_PRESETS, SamplingParams
 from inference.sink import RollbackEvent, Sink, TokenEvent
 from reviewer.roi import percentile
+
+if TYPE_CHECKING:
+    from inference.engine import Engine
+    from inference.state import DecodeState
 
 # Watches drift without acting on it, so every run records prompt similarity.
 OBSERVE_DRIFT = {
@@ -78,7 +83,14 @@ def parse_config(raw: str) -> SamplingParams:
     return SamplingParams.from_dict(json.loads(raw))
 
 
-def run_prompt(engine, prompt: str, params: SamplingParams, policies, system, limit) -> RunResult:
+def run_prompt(
+    engine: Engine,
+    prompt: str,
+    params: SamplingParams,
+    policies: list[dict[str, Any]],
+    system: str | None,
+    limit: int,
+) -> RunResult:
     started = time.perf_counter()
     sink = TimingSink(started)
     state = engine.start(prompt, params, [*policies, OBSERVE_DRIFT], system=system)
@@ -93,7 +105,7 @@ def run_prompt(engine, prompt: str, params: SamplingParams, policies, system, li
                      state.text, trace(engine, state))  # fmt: skip
 
 
-def trace(engine, state) -> list[StepTrace]:
+def trace(engine: Engine, state: DecodeState) -> list[StepTrace]:
     ids = state.generated_ids
     return [
         StepTrace(

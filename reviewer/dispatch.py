@@ -6,6 +6,8 @@ worker or the tasks module); the names are the ones ``reviewer/tasks.py`` regist
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import current_app
 from celery.utils import worker_direct
 from django.conf import settings
@@ -30,16 +32,16 @@ def release(session_id: int, holder: str) -> None:
     _send(RELEASE_STATE, (session_id,), holder)
 
 
-def _send(name: str, args: tuple, holder: str | None) -> None:
+def _send(name: str, args: tuple[int | str, ...], holder: str | None) -> None:
     """To the worker holding the session's state when there is one, else to any worker.
     A broker blip shorter than the Redis grace is retried through, not lost."""
-    options: dict = {"retry": True, "retry_policy": _retry_policy()}
+    options: dict[str, Any] = {"retry": True, "retry_policy": _retry_policy()}
     if holder:
         options["queue"] = worker_direct(holder)
     current_app.send_task(name, args=args, **options)
 
 
-def _retry_policy() -> dict:
+def _retry_policy() -> dict[str, Any]:
     return {
         "max_retries": max(3, settings.CAESURA_REDIS_GRACE_S),
         "interval_start": 0,

@@ -42,7 +42,7 @@ class Token(TypedDict):
     text: str
     probability: float
     entropy: float
-    alternatives: list[dict]
+    alternatives: list[dict[str, Any]]
     attention: list[float | None]  # the new token's row over its context ([] if not live)
     similarity: float | None  # its hidden state's cosine to the prompt's; None if not computed
 
@@ -54,14 +54,16 @@ class PauseReport(TypedDict):
     trigger: str  # the policy's name, or "manual"
     kind: str  # the policy's kind, or "manual"
     reason: str
-    evidence: dict
+    evidence: dict[str, Any]
     span: list[int] | None
-    decisions: list[dict]
-    alternatives: list[dict]
-    attention: dict
+    decisions: list[dict[str, Any]]
+    alternatives: list[dict[str, Any]]
+    attention: dict[str, Any]
     text: str
-    history: dict
-    lookahead: dict  # branches: per top alternative, the greedy words after it; ms: its cost
+    history: dict[str, Any]
+    lookahead: dict[
+        str, Any
+    ]  # branches: per top alternative, the greedy words after it; ms: its cost
 
 
 class Pause(PauseReport):
@@ -86,10 +88,10 @@ class EditReport(TypedDict):
     char_end: int
     text_before: str
     text_after: str
-    alternatives: list[dict]  # at the new next token
-    tokens: list[dict]  # each token from token_start on: text, top1, entropy, similarity
-    lookahead: dict  # as a pause's, for the new next token
-    attention: dict  # as a pause's, of the new last position ({} when not computed)
+    alternatives: list[dict[str, Any]]  # at the new next token
+    tokens: list[dict[str, Any]]  # each token from token_start on: text, top1, entropy, similarity
+    lookahead: dict[str, Any]  # as a pause's, for the new next token
+    attention: dict[str, Any]  # as a pause's, of the new last position ({} when not computed)
 
 
 class Edited(EditReport):
@@ -107,7 +109,7 @@ class Truncated(Edited):
 class Rollback(TypedDict):
     """The engine rolled back drifting tokens and resamples from ``removed_from``."""
 
-    decision: dict
+    decision: dict[str, Any]
     removed_from: int
     removed_to: int
     removed_ids: list[int]
@@ -125,7 +127,7 @@ class Flag(TypedDict):
     kind: str
     action: str
     reason: str
-    evidence: dict
+    evidence: dict[str, Any]
     span: list[int] | None
     rollback_to: int | None
 
@@ -192,7 +194,7 @@ KINDS: dict[str, type] = {
 }
 
 
-def mismatches(type: str, payload: dict) -> list[str]:
+def mismatches(type: str, payload: dict[str, Any]) -> list[str]:
     """How a payload differs from its kind's declared fields; empty when it matches."""
     kind: Any = KINDS.get(type)  # a TypedDict class: it knows its keys
     if kind is None:
@@ -232,11 +234,11 @@ def token(event: TokenEvent) -> Token:
 def pause_report(
     stop: StopInfo,
     signals: Signals,
-    attention: dict,
+    attention: dict[str, Any],
     text: str,
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
-    lookahead: dict | None = None,
+    lookahead: dict[str, Any] | None = None,
 ) -> PauseReport:
     """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
     decision = stop.decision
@@ -262,7 +264,7 @@ def pause_report(
     }
 
 
-def _rounded_attention(attention: dict) -> dict:
+def _rounded_attention(attention: dict[str, Any]) -> dict[str, Any]:
     if not attention:
         return {}
     return {
@@ -287,8 +289,8 @@ def edit_report(
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
     similarity_history: Sequence[float | None],
-    lookahead: dict | None = None,
-    attention: dict | None = None,
+    lookahead: dict[str, Any] | None = None,
+    attention: dict[str, Any] | None = None,
 ) -> EditReport:
     """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
     them one by one, each with the top-1 probability and entropy of its distribution (and
@@ -348,12 +350,12 @@ def error(message: str, edit: int | None = None) -> Error:
     return {"message": message} if edit is None else {"message": message, "edit": edit}
 
 
-def rollback_point(type: str, payload: dict) -> int | None:
+def rollback_point(type: str, payload: dict[str, Any]) -> int | None:
     """Where an engine rollback cut the generated ids; None for any other event. Rows stored
     before the engine's rollback and a reviewer's truncate had kinds of their own say
     ``rolled_back`` for both; only the engine's carries ``removed_from``."""
     if type == ROLLBACK or (type == LEGACY_ROLLED_BACK and "removed_from" in payload):
-        return payload["removed_from"]
+        return int(payload["removed_from"])
     return None
 
 
@@ -380,7 +382,7 @@ def next_seq(session_id: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
-    return row[0]
+    return int(row[0])
 
 
 def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
@@ -401,6 +403,8 @@ def broadcast(event: SessionEvent) -> None:
     global _broadcast_failing
     layer = get_channel_layer()
     try:
+        if layer is None:
+            raise RuntimeError("no channel layer is configured")
         async_to_sync(layer.group_send)(
             group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
         )
@@ -417,6 +421,6 @@ def broadcast(event: SessionEvent) -> None:
 _broadcast_failing = False
 
 
-def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict]:
+def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict[str, Any]]:
     rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
     return [row.to_message() for row in rows]

@@ -12,14 +12,21 @@ import csv
 import io
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import models, transaction
 from django.utils.translation import gettext as _
 
 from reviewer.models import Glossary, GlossaryTerm
 
+
+def _max_length(name: str) -> int:
+    field = GlossaryTerm._meta.get_field(name)
+    assert isinstance(field, models.CharField) and field.max_length is not None, name
+    return field.max_length
+
+
 COLUMNS = ("term", "preferred", "code", "note")
 REQUIRED_COLUMNS = ("term", "preferred")
-MAX_LENGTHS = {name: GlossaryTerm._meta.get_field(name).max_length for name in COLUMNS[:3]}
+MAX_LENGTHS = {name: _max_length(name) for name in COLUMNS[:3]}
 MAX_ERRORS = 50  # enough to fix a file; more would bury the first ones
 
 

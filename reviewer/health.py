@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -15,7 +16,7 @@ class Check:
     ok: bool
     detail: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "detail": self.detail}
 
 

@@ -7,11 +7,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.db import close_old_connections
 
 from reviewer import dispatch, liveness, services
 from reviewer.health import ALIVE_TTL_S, alive_key, redis_client
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +52,7 @@ def announce(hostname: str) -> None:
     redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
 
 
-def _guarded(what: str, step):
+def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
     """One failing step (Redis or Postgres out of reach) must neither kill the thread nor
     keep the others from running. The step's result, None if it failed."""
     try:

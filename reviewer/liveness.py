@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Set as AbstractSet
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def hold(hostname: str) -> bool:
     return True
 
 
-def _holds(holder) -> bool:
+def _holds(holder: BaseDatabaseWrapper) -> bool:
     try:
         with holder.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -81,7 +82,7 @@ def _holds(holder) -> bool:
         return False
 
 
-def _close(holder) -> None:
+def _close(holder: BaseDatabaseWrapper) -> None:
     with contextlib.suppress(Exception):  # already broken: nothing to close cleanly
         holder.close()
 

@@ -18,7 +18,7 @@ def lockout_minutes() -> int:
     return max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
 
 
-def lockout_response(request: HttpRequest, *args) -> HttpResponse:
+def lockout_response(request: HttpRequest, *args: object) -> HttpResponse:
     """AXES_LOCKOUT_CALLABLE: the app's login page, saying so, for /login/ and /admin/login/.
     (axes passes the original response and the credentials, or only the credentials.)"""
     next_url = request.POST.get("next") or request.GET.get("next", "")
@@ -28,7 +28,13 @@ def lockout_response(request: HttpRequest, *args) -> HttpResponse:
     return render(request, "registration/login.html", context, status=429)
 
 
-def on_locked_out(sender, request=None, username=None, ip_address=None, **kwargs) -> None:
+def on_locked_out(
+    sender: object,
+    request: HttpRequest | None = None,
+    username: str | None = None,
+    ip_address: str | None = None,
+    **kwargs: object,
+) -> None:
     """axes sends this on the failure that locks, and again on each attempt during the lockout:
     every one is logged, the lockout itself is audited once."""
     name = (username or "")[:150]

@@ -14,6 +14,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -34,6 +35,12 @@ from prometheus_client import (  # noqa: E402
 )
 from prometheus_client import values as _values  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from django.http import HttpRequest, HttpResponse
+    from prometheus_client.metrics_core import Metric
 
 # If something imported prometheus_client before the directory was set, its choice of
 # per-process values is stale: choose again, before any metric below is made.
@@ -115,7 +122,7 @@ def process_ended() -> None:
 class SessionGauges:
     """Running and paused sessions, counted in Postgres when scraped."""
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from reviewer.models import ReviewSession
 
         for status in (ReviewSession.RUNNING, ReviewSession.PAUSED):
@@ -137,7 +144,7 @@ def exposition() -> bytes:
     return generate_latest(registry())
 
 
-def metrics_view(request):
+def metrics_view(request: HttpRequest) -> HttpResponse:
     from django.http import HttpResponse
 
     if not scrape_allowed(request):
@@ -151,7 +158,7 @@ def metrics_view(request):
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
 
 
-def scrape_allowed(request) -> bool:
+def scrape_allowed(request: HttpRequest) -> bool:
     """Open by default, like any scrape target; with CAESURA_METRICS_TOKEN set, only for
     `Authorization: Bearer <that token>`."""
     token = settings.CAESURA_METRICS_TOKEN

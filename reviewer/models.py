@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def in_page_language(name: str, name_zh: str) -> str:
@@ -56,7 +61,7 @@ class Domain(models.Model):
     def display_name(self) -> str:
         return in_page_language(self.name, self.name_zh)
 
-    def pause_budget(self) -> dict:
+    def pause_budget(self) -> dict[str, Any]:
         """The engine's PauseBudget as JSON: a session stores the one it started with."""
         return {
             "per_100_tokens": self.max_pauses_per_100_tokens,
@@ -132,7 +137,7 @@ class PausePolicy(models.Model):
     def display_name(self) -> str:
         return in_page_language(self.name, self.name_zh)
 
-    def to_spec(self) -> dict:
+    def to_spec(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,
@@ -155,8 +160,8 @@ class PausePolicy(models.Model):
             raise ValidationError(str(exc)) from exc
 
 
-class SessionQuerySet(models.QuerySet):
-    def visible_to(self, user) -> SessionQuerySet:
+class SessionQuerySet(models.QuerySet["ReviewSession"]):
+    def visible_to(self, user: User) -> SessionQuerySet:
         return self if user.is_staff else self.filter(owner=user)
 
     def running(self) -> SessionQuerySet:
@@ -284,7 +289,7 @@ class Edit(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The one serialisation of an edit: the API's answer and the audit record's."""
         return {
             "id": self.pk,
@@ -316,7 +321,7 @@ class SessionEvent(models.Model):
         ordering = ["session", "seq"]
         unique_together = [("session", "seq")]
 
-    def to_message(self) -> dict:
+    def to_message(self) -> dict[str, Any]:
         return {"type": self.type, "seq": self.seq, "session": self.session_id, **self.payload}
 
 

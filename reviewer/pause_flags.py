@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 import redis
 from django.conf import settings
@@ -47,7 +48,7 @@ def clear(session_id: int) -> None:
     _write(lambda client: client.delete(control_key(session_id)))
 
 
-def _write(action) -> None:
+def _write(action: Callable[[redis.Redis], object]) -> None:
     """Write a flag through a Redis blip of a few seconds; past that, RedisUnavailable."""
     deadline = time.monotonic() + min(settings.CAESURA_REDIS_GRACE_S, REQUEST_WAIT_S)
     while True:
@@ -87,7 +88,8 @@ class RedisControl(ControlHandle):
             return None
         message = json.loads(raw)
         self.requested_at = message.get("requested_at")
-        return message["command"]
+        command: str | None = message["command"]
+        return command
 
     def clear(self) -> None:
         try:

@@ -6,7 +6,7 @@ into fields and put its complaints next to the field they name.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.conf import settings
@@ -16,6 +16,9 @@ from django.utils.translation import gettext_noop
 
 from inference.policies import POLICY_KINDS, Policy, PolicyConfigError, build_policy
 from reviewer.models import PausePolicy
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 PARAM_PREFIX = "param_"
 VLLM_HAS_NO_HIDDEN_STATES = _(
@@ -119,18 +122,18 @@ class StringListField(forms.CharField):
 
     widget = forms.Textarea(attrs={"rows": 5})
 
-    def to_python(self, value: Any) -> list[str]:
-        text = super().to_python(value)
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]  # lines, not text
+        text = super().to_python(value) or ""
         return [line.strip() for line in text.splitlines() if line.strip()]
 
     def prepare_value(self, value: Any) -> Any:
         return "\n".join(value) if isinstance(value, list | tuple) else value
 
 
-def field_for(name: str, schema: dict) -> forms.Field:
+def field_for(name: str, schema: dict[str, Any]) -> forms.Field:
     """A form field for one parameter of a kind's `param_schema()`."""
     kind = schema["type"]
-    common = {
+    common: dict[str, Any] = {
         "label": PARAM_LABELS.get(name, name.replace("_", " ").capitalize()),
         "help_text": _(schema["help"]),
         "required": schema["required"] and kind != "boolean",
@@ -143,13 +146,13 @@ def field_for(name: str, schema: dict) -> forms.Field:
         return StringListField(**common)
     if kind == "string":
         return forms.CharField(strip=False, **common)
-    bounds = {"min_value": schema.get("min"), "max_value": schema.get("max")}
+    bounds: dict[str, Any] = {"min_value": schema.get("min"), "max_value": schema.get("max")}
     if kind == "integer":
         return forms.IntegerField(**bounds, **common)
     return forms.FloatField(**bounds, **common)
 
 
-def params_from(cleaned: dict, policy_cls: type[Policy]) -> dict:
+def params_from(cleaned: dict[str, Any], policy_cls: type[Policy]) -> dict[str, Any]:
     """The params object to validate: empty optional fields fall back to the engine's default."""
     params: dict[str, Any] = {}
     for name, schema in policy_cls.param_schema().items():
@@ -162,7 +165,7 @@ def params_from(cleaned: dict, policy_cls: type[Policy]) -> dict:
     return params
 
 
-class PolicyForm(forms.ModelForm):
+class PolicyForm(forms.ModelForm[PausePolicy]):
     """Base of the per-kind forms made by `policy_form_for`; `policy_kind` is set there."""
 
     policy_kind: str = ""
@@ -207,11 +210,11 @@ class PolicyForm(forms.ModelForm):
             ),
         }
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.instance.kind = self.policy_kind
         if "action" in self.fields:
-            self.fields["action"].choices = self.action_choices()
+            cast(forms.ChoiceField, self.fields["action"]).choices = self.action_choices()
             if not self.instance.pk:
                 self.fields["action"].initial = self.policy_class.default_action
         if "priority" in self.fields:
@@ -226,18 +229,18 @@ class PolicyForm(forms.ModelForm):
     def policy_class(self) -> type[Policy]:
         return POLICY_KINDS[self.policy_kind]
 
-    def action_choices(self) -> list[tuple[str, str]]:
+    def action_choices(self) -> list[tuple[str, StrOrPromise]]:
         # Only the actions this kind supports (rollback is for drift alone).
         return [(action, ACTION_LABELS[action]) for action in self.policy_class.actions]
 
-    def load_params(self, params: dict) -> None:
+    def load_params(self, params: dict[str, Any]) -> None:
         for name in self.policy_class.param_schema():
             if name in params:
                 self.initial[param_field_name(name)] = params[name]
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
-        if self.errors:
+        if self.errors or cleaned is None:
             return cleaned  # the engine would only repeat the field errors in other words
         spec = self.spec(cleaned)
         try:
@@ -250,7 +253,7 @@ class PolicyForm(forms.ModelForm):
             self.add_error(None, VLLM_HAS_NO_HIDDEN_STATES)
         return cleaned
 
-    def spec(self, cleaned: dict) -> dict:
+    def spec(self, cleaned: dict[str, Any]) -> dict[str, Any]:
         return {
             "name": cleaned.get("name") or "",
             "kind": self.policy_kind,
@@ -275,7 +278,7 @@ class PolicyForm(forms.ModelForm):
         # message above the form, so model validation waits until the fields are valid.
         if self.errors:
             return
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # django-stubs leaves out this private hook
 
 
 def policy_form_for(kind: str) -> type[PolicyForm]:

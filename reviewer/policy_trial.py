@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 from inference.policies import POLICY_KINDS, Decision, scan_text, simulated_tokens
 from reviewer.ui_text import reason_template, reason_values
@@ -42,7 +43,7 @@ class Trial:
     skipped: list[str]  # names of policies that need model signals, not tried
 
 
-def try_policies(specs: list[dict], text: str) -> Trial:
+def try_policies(specs: list[dict[str, Any]], text: str) -> Trial:
     """Run the text policies of `specs` over `text`; PolicyConfigError if a spec is bad."""
     decisions = scan_text(specs, text)
     ends = token_ends(text)
@@ -99,7 +100,7 @@ def segments_of(text: str, pauses: list[TrialPause]) -> list[Segment]:
     return [s for s in segments if s.text or s.stops]
 
 
-def skipped_policies(specs: list[dict]) -> list[str]:
+def skipped_policies(specs: list[dict[str, Any]]) -> list[str]:
     return [
         str(spec.get("name"))
         for spec in specs

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -30,7 +31,7 @@ class Change:
     def end(self) -> int:
         return self.start + len(self.inserted)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "start": self.start,
@@ -153,7 +154,7 @@ def segments(text: str, found: list[Change]) -> list[tuple[str, str, Change | No
     return out
 
 
-def as_json(session: ReviewSession) -> dict:
+def as_json(session: ReviewSession) -> dict[str, Any]:
     found = changes(session)
     return {
         "session": session.pk,

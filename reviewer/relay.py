@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 
-Checkpoint = tuple[list[int], str, dict]  # generated ids, text, meta: what services store
+Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 
 
 class Aborted(Exception):

@@ -24,10 +24,19 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Prefetch, QuerySet
 
-from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession, RoiSettings
+from reviewer.models import AuditRecord, Domain, Edit, PauseEvent, ReviewSession, RoiSettings
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_stubs_ext import WithAnnotations
+
+    class RoiAudit(TypedDict):  # what session_rows() prefetches onto each session
+        roi_audit: list[AuditRecord]
+
 
 BUCKETS = ("day", "week", "month")
 
@@ -65,7 +74,7 @@ class SessionRow:
         "decision_seconds_p50",
     )  # fmt: skip
 
-    def csv_values(self) -> list:
+    def csv_values(self) -> list[Any]:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         data["pauses_by_trigger"] = "; ".join(
@@ -81,10 +90,10 @@ class SessionRow:
 
 def sessions_in(
     domain: Domain | None = None,
-    reviewer=None,
+    reviewer: User | None = None,
     start: dt.datetime | None = None,
     end: dt.datetime | None = None,
-) -> QuerySet:
+) -> QuerySet[ReviewSession]:
     """Sessions created in [start, end), of one domain and one reviewer when given."""
     sessions = ReviewSession.objects.select_related("domain", "owner")
     if domain is not None:
@@ -98,7 +107,7 @@ def sessions_in(
     return sessions.order_by("created_at", "id")
 
 
-def session_rows(sessions: QuerySet) -> list[SessionRow]:
+def session_rows(sessions: QuerySet[ReviewSession]) -> list[SessionRow]:
     audits = AuditRecord.objects.filter(action__in=["resume", "rolled_back"]).only(
         "session_id", "action", "created_at"
     )
@@ -111,7 +120,7 @@ def session_rows(sessions: QuerySet) -> list[SessionRow]:
     return [session_row(s) for s in loaded]
 
 
-def session_row(session: ReviewSession) -> SessionRow:
+def session_row(session: WithAnnotations[ReviewSession, RoiAudit]) -> SessionRow:
     edits = [e for e in session.edits.all() if not e.error]
     pauses = list(session.pauses.all())
     resumes = [a.created_at for a in session.roi_audit if a.action == "resume"]
@@ -135,7 +144,7 @@ def session_row(session: ReviewSession) -> SessionRow:
     return row
 
 
-def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence) -> None:
+def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence[Edit]) -> None:
     manual = pause.trigger == "manual"
     row.pauses += 1
     row.pauses_by_trigger[pause.trigger] = row.pauses_by_trigger.get(pause.trigger, 0) + 1
@@ -155,7 +164,7 @@ def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence) -> None:
 # --- figures ---------------------------------------------------------------------------------
 
 
-def settings_for(domains: Iterable[Domain]) -> dict[str, dict]:
+def settings_for(domains: Iterable[Domain]) -> dict[str, dict[str, Any]]:
     """Each domain's ROI settings as shown beside the figures; unsaved defaults where none."""
     found = {s.domain_id: s for s in RoiSettings.objects.filter(domain__in=list(domains))}
     shown = {}
@@ -173,7 +182,7 @@ def settings_for(domains: Iterable[Domain]) -> dict[str, dict]:
     return shown
 
 
-def figures(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
+def figures(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every figure of a selection. ``settings``: settings_for() of the domains in scope."""
     pauses = sum(r.pauses for r in rows)
     policy_pauses = sum(r.policy_pauses for r in rows)
@@ -204,7 +213,7 @@ def figures(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
     }
 
 
-def value(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
+def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Decision-chain compression and ROI, each domain's rows priced with its own settings."""
     reviewed = avoided = chain = hours = money = 0.0
     for domain, assumed in settings.items():
@@ -230,8 +239,11 @@ def value(rows: Sequence[SessionRow], settings: dict[str, dict]) -> dict:
 
 
 def time_series(
-    rows: Sequence[SessionRow], settings: dict[str, dict], bucket: str, tz=dt.UTC
-) -> list[dict]:
+    rows: Sequence[SessionRow],
+    settings: dict[str, dict[str, Any]],
+    bucket: str,
+    tz: dt.tzinfo = dt.UTC,
+) -> list[dict[str, Any]]:
     """figures() per day, week (from Monday) or month, oldest first; empty buckets omitted."""
     groups: dict[dt.date, list[SessionRow]] = {}
     for row in rows:

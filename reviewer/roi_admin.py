@@ -8,7 +8,7 @@ from reviewer.models import RoiSettings, TaskDecoding
 
 
 @admin.register(RoiSettings)
-class RoiSettingsAdmin(admin.ModelAdmin):
+class RoiSettingsAdmin(admin.ModelAdmin[RoiSettings]):
     list_display = [
         "domain",
         "baseline_regenerate_cycles",
@@ -23,7 +23,7 @@ class RoiSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(TaskDecoding)
-class TaskDecodingAdmin(admin.ModelAdmin):
+class TaskDecodingAdmin(admin.ModelAdmin[TaskDecoding]):
     """Per-domain overrides of the decoding preset a task type gets (validated on save)."""
 
     list_display = ["domain", "task_type", "params"]

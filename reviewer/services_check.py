@@ -6,6 +6,8 @@ readable paragraph instead of a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 import redis
 from django.conf import settings
@@ -21,7 +23,7 @@ class ServiceUnavailable(RuntimeError):
     pass
 
 
-def database_settings() -> dict:
+def database_settings() -> dict[str, Any]:
     db = settings.DATABASES["default"]
     return {
         "host": db.get("HOST") or "127.0.0.1",

@@ -16,8 +16,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from inference.config import TASK_PRESETS
+
+if TYPE_CHECKING:
+    from reviewer.models import Domain
 
 LABELS = ("deterministic", "open", "reasoning")
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "task_prompts.csv"
@@ -35,10 +39,10 @@ class Example:
     lang: str = ""
 
 
-def features(text: str) -> Counter:
+def features(text: str) -> Counter[str]:
     """Character 1-4 grams of the normalized text plus English word uni- and bigrams."""
     norm = " " + " ".join(text.lower().split()) + " "
-    grams: Counter = Counter()
+    grams: Counter[str] = Counter()
     for n in CHAR_NGRAMS:
         grams.update("c:" + norm[i : i + n] for i in range(len(norm) - n + 1))
     words = WORD.findall(norm)
@@ -57,7 +61,7 @@ class TaskClassifier:
         self.log_unseen: dict[str, float] = {}
 
     def fit(self, examples: Sequence[Example]) -> TaskClassifier:
-        counts: dict[str, Counter] = defaultdict(Counter)
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
         per_label = Counter(e.label for e in examples)
         for example in examples:
             counts[example.label].update(features(example.text))
@@ -104,7 +108,7 @@ def split(examples: Sequence[Example]) -> tuple[list[Example], list[Example]]:
     """A fixed, stratified split: the same examples are held out on every machine."""
     train: list[Example] = []
     held_out: list[Example] = []
-    seen: Counter = Counter()
+    seen: Counter[tuple[str, str, str]] = Counter()
     for example in examples:
         group = (example.label, example.domain, example.lang)
         seen[group] += 1
@@ -146,7 +150,7 @@ def classify(text: str) -> str:
 # --- decoding per task type ------------------------------------------------------------------
 
 
-def preset_for(domain, task_type: str) -> dict:
+def preset_for(domain: Domain, task_type: str) -> dict[str, Any]:
     """The built-in preset for a task type with the domain's admin overrides on top."""
     from reviewer.models import TaskDecoding
 

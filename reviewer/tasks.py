@@ -4,16 +4,24 @@ The web side sends them by name through ``reviewer/dispatch.py``; the names live
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 
 from reviewer import dispatch, failures, heartbeat, metrics, services, worker
 
+if TYPE_CHECKING:
+    from celery import Task
+    from celery.worker.consumer import Consumer
+
 
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
-def run_segment(self, session_id: int, segment: str) -> str:
+def run_segment(self: Task[..., str], session_id: int, segment: str) -> str:
     try:
-        return worker.run_segment(session_id, segment, self.request.hostname)
+        hostname = self.request.hostname
+        assert hostname is not None, "a worker's task request names the worker"
+        return worker.run_segment(session_id, segment, hostname)
     except services.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
@@ -36,7 +44,7 @@ def release_state(session_id: int) -> None:
 
 
 @worker_ready.connect
-def on_worker_ready(sender, **kwargs) -> None:
+def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
     heartbeat.start(sender.hostname)
     worker.engine()  # load the model once, before the first session arrives
@@ -44,6 +52,6 @@ def on_worker_ready(sender, **kwargs) -> None:
 
 
 @worker_shutting_down.connect
-def on_worker_shutting_down(sender, **kwargs) -> None:
+def on_worker_shutting_down(sender: str, **kwargs: object) -> None:
     heartbeat.stop(sender)
     metrics.process_ended()

@@ -7,6 +7,8 @@ from the Chinese template where the page is Chinese, how generation stopped, who
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -53,7 +55,7 @@ class Teller:
         self.names = policy_names(session.domain)
         self.chinese = not (translation.get_language() or "en").startswith("en")
 
-    def entry(self, record: AuditRecord) -> dict:
+    def entry(self, record: AuditRecord) -> dict[str, Any]:
         return {
             "time": record.created_at.isoformat(),
             "kind": record.action,
@@ -63,12 +65,12 @@ class Teller:
             "quotes": record.action in QUOTING or record.action.startswith(QUOTING_PREFIX),
         }
 
-    def detail(self, action: str, payload: dict) -> str:
+    def detail(self, action: str, payload: dict[str, Any]) -> str:
         """One readable line of what a record holds; the full payload stays in the admin."""
         if action == "paused":
             return self.pause_detail(payload)
         if action in ("approve", "reject"):
-            return payload.get("comment", "")
+            return str(payload.get("comment", ""))
         if action.startswith("edit_") and "text_after" in payload:
             return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
         requested_text = payload.get("text_after") or payload.get("text")  # older: "text"
@@ -84,21 +86,22 @@ class Teller:
         if action == "start":
             return self.domain_name(payload.get("domain", ""))
         if action in ("mute", "unmute"):
-            return self.names.get(payload.get("policy", ""), payload.get("policy", ""))
+            policy = str(payload.get("policy", ""))
+            return self.names.get(policy, policy)
         return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
-    def pause_detail(self, payload: dict) -> str:
+    def pause_detail(self, payload: dict[str, Any]) -> str:
         trigger = payload.get("trigger", "")
         if trigger in ("manual", "external", ""):
             return _("You paused the generation.")
-        pause = self.pauses.get(payload.get("position"))
+        pause = self.pauses.get(payload.get("position", -1))
         decision = {"reason": payload.get("reason", "")}
         if pause is not None:
             decision.update(kind=pause.kind, evidence=pause.evidence)
         return self.policy_line(trigger, decision)
 
-    def policy_line(self, policy: str, decision: dict) -> str:
-        reason = decision.get("reason", "")
+    def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
+        reason = str(decision.get("reason", ""))
         if self.chinese:
             reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
         if not policy:
@@ -122,7 +125,7 @@ def actor_name(actor: str) -> str:
     return _("system") if actor == "engine" else actor
 
 
-def timeline(session: ReviewSession) -> list[dict]:
+def timeline(session: ReviewSession) -> list[dict[str, Any]]:
     teller = Teller(session)
     records = AuditRecord.objects.filter(session=session).order_by("id")
     return [teller.entry(record) for record in records]

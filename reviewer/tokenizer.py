@@ -4,16 +4,19 @@ and to tell the session page which prompt tokens spell the case text."""
 from __future__ import annotations
 
 import functools
+from typing import Any, cast
 
 from django.conf import settings
 from transformers import AutoConfig, AutoTokenizer
 
 from inference.prompt import encode_prompt, user_text_spans
+from inference.text import Tokenizer
 
 
 @functools.cache
-def tokenizer():
-    return AutoTokenizer.from_pretrained(settings.MODEL_DIR)
+def tokenizer() -> Tokenizer:
+    # One sequence at a time, as the engine's loader types it (inference/loader.py).
+    return cast(Tokenizer, AutoTokenizer.from_pretrained(settings.MODEL_DIR))
 
 
 @functools.cache
@@ -33,7 +36,7 @@ def text_length(text: str) -> int:
     return len(tokenizer().encode(text, add_special_tokens=False, split_special_tokens=True))
 
 
-def case_map(prompt_ids: list[int], system_prompt: str, text: str) -> dict:
+def case_map(prompt_ids: list[int], system_prompt: str, text: str) -> dict[str, Any]:
     """What the session page needs to show attention in the case text: each prompt token's
     text, and the characters of ``text`` (code points) it spells, or None for the template
     and the system prompt. ``prompt_ids`` may be empty before the worker has started: the

@@ -4,6 +4,7 @@ session page's JavaScript needs, policy reasons and how generation stopped."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -183,7 +184,7 @@ def reason_template(kind: str, count: int = 2) -> str | None:
     return make() if make else None
 
 
-def reason_values(evidence: dict) -> dict:
+def reason_values(evidence: dict[str, Any]) -> dict[str, Any]:
     """A decision's evidence plus the values templates derive from it."""
     values = dict(evidence)
     window = values.get("window")
@@ -202,7 +203,7 @@ def reason_templates() -> dict[str, str | None]:
     return {kind: reason_template(kind) for kind in POLICY_KINDS}
 
 
-def filled_reason(kind: str, evidence: dict | None, fallback: str) -> str:
+def filled_reason(kind: str, evidence: dict[str, Any] | None, fallback: str) -> str:
     """Why a policy fired, in the active language, filled from its decision's evidence; the
     engine's own wording when there is no template or a value is missing."""
     template = reason_template(kind)
@@ -215,7 +216,7 @@ def filled_reason(kind: str, evidence: dict | None, fallback: str) -> str:
         return fallback
 
 
-def shown_number(value):
+def shown_number(value: object) -> object:
     return f"{value:.2f}" if isinstance(value, float) and not value.is_integer() else value
 
 

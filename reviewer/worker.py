@@ -20,16 +20,19 @@ import signal
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from inference.backend import LIVE_ATTENTION, UnsupportedFeature
 from inference.control import CANCEL
-from inference.edits import EditError
+from inference.edits import EditError, EditResult
 from inference.engine import Engine, StopInfo
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
+from inference.signals import Alternative
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
 from reviewer import events, liveness, metrics, pause_models, services, vault
@@ -313,7 +316,7 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
     return engine().rebuild(record)
 
 
-def recovered_policy_state(session: ReviewSession) -> dict:
+def recovered_policy_state(session: ReviewSession) -> dict[str, Any]:
     """The checkpointed policy firings plus the flags raised since the checkpoint, so the
     cooldowns of a rebuilt state are what they were (pauses and rollbacks checkpoint)."""
     state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})
@@ -369,19 +372,27 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             services.record_edit_applied(session, record, report)
 
 
-def apply_edit(state: DecodeState, record: Edit):
+def apply_edit(state: DecodeState, record: Edit) -> EditResult:
     eng = engine()
     if record.kind == "replace":
-        if state.text[record.start : record.end] != record.text_before:
+        start, end = _given(record, record.start, "start"), _given(record, record.end, "end")
+        if state.text[start:end] != record.text_before:
             raise EditError("The text changed since this edit was made; select the span again")
-        return eng.replace_text(state, record.start, record.end, record.text_after)
+        return eng.replace_text(state, start, end, record.text_after)
     if record.kind == "choose":
-        return eng.choose_alternative(state, record.token_id)
+        return eng.choose_alternative(state, _given(record, record.token_id, "token_id"))
     if record.kind == "truncate":
-        return eng.truncate(state, record.start)
+        return eng.truncate(state, _given(record, record.start, "start"))
     if record.kind == "append":
         return eng.append_text(state, record.text_after)
     raise EditError(f"Unknown edit kind {record.kind!r}")
+
+
+def _given(record: Edit, value: int | None, name: str) -> int:
+    """A column the edit's kind needs (services always store it)."""
+    if value is None:
+        raise EditError(f"The {record.kind} edit {record.pk} has no {name}")
+    return value
 
 
 # --- reporting -----------------------------------------------------------------------------
@@ -391,14 +402,14 @@ def checkpoint(session: ReviewSession, state: DecodeState) -> None:
     services.checkpoint(session, *capture(state))
 
 
-def capture(state: DecodeState) -> tuple[list[int], str, dict]:
+def capture(state: DecodeState) -> tuple[list[int], str, dict[str, Any]]:
     """What a checkpoint stores, copied now (the state goes on changing as it generates)."""
     record = state.checkpoint()
     record.histories = _complete_histories(state)
     return list(state.generated_ids), state.text, record.meta()
 
 
-def _complete_histories(state: DecodeState) -> dict | None:
+def _complete_histories(state: DecodeState) -> dict[str, Any] | None:
     """Histories one per token, or None mid-step (a rebuild then recomputes them)."""
     histories = state.histories()
     n = len(state.generated_ids)
@@ -418,7 +429,7 @@ def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
     )
 
 
-def look_ahead(state: DecodeState, alternatives) -> dict:
+def look_ahead(state: DecodeState, alternatives: Sequence[Alternative]) -> dict[str, Any]:
     """What the model would write after each of the top alternatives: computed once per
     pause (and after an edit) from a fork of the frozen state, which stays untouched."""
     started = time.perf_counter()

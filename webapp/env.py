@@ -62,13 +62,13 @@ def env_list(name: str, default: list[str]) -> list[str]:
 LOCKOUT_FIELDS = {"username", "ip_address", "user_agent"}
 
 
-def env_lockout_parameters(name: str, default: list) -> list:
+def env_lockout_parameters(name: str, default: list[str | list[str]]) -> list[str | list[str]]:
     """What a login lockout is keyed on: "username,ip_address" locks an account and, apart, an
     address; "username+ip_address" locks only that account from that address."""
     raw = os.environ.get(name)
     if raw is None:
         return default
-    groups = []
+    groups: list[str | list[str]] = []
     for item in raw.split(","):
         fields = [field.strip() for field in item.split("+") if field.strip()]
         unknown = set(fields) - LOCKOUT_FIELDS

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from csp.constants import NONCE, NONE, SELF, UNSAFE_HASHES
 
 from webapp.env import (
@@ -21,6 +22,9 @@ from webapp.env import (
     env_secret,
     env_str,
 )
+
+# Lets the admin classes name their model (ModelAdmin[Domain]), as django-stubs types them.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

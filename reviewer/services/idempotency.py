@@ -5,21 +5,30 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
 
 from reviewer.models import CommandReceipt
 from reviewer.services.transitions import Conflict
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 COMMAND_LOCK_SPACE = 0x0CAE_5C1D  # first key of the two-key advisory locks on command ids
 
 
-def idempotent(command: str):
+Result = dict[str, Any]
+Service = Callable[..., Result]  # (user, session id or start's fields, ...) -> its answer
+
+
+def idempotent(command: str) -> Callable[[Service], Service]:
     """Run a command once per client command id; a repeat returns the first result."""
 
-    def wrap(func):
+    def wrap(func: Service) -> Service:
         @functools.wraps(func)
-        def run(user, *args, command_id: str | None = None, **kwargs):
+        def run(user: User, *args: Any, command_id: str | None = None, **kwargs: Any) -> Result:
             if not command_id:
                 return func(user, *args, **kwargs)
             with transaction.atomic():
@@ -36,7 +45,7 @@ def idempotent(command: str):
     return wrap
 
 
-def _keep_receipt(user, command_id: str, command: str, result: dict) -> None:
+def _keep_receipt(user: User, command_id: str, command: str, result: dict[str, Any]) -> None:
     try:
         with transaction.atomic():
             CommandReceipt.objects.create(

@@ -4,6 +4,7 @@ parameters asked for, whether an input or an edit still fits the model's context
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from django.conf import settings
 
@@ -13,7 +14,7 @@ from reviewer.arguments import InvalidInput
 from reviewer.models import Domain, GlossaryTerm, ReviewSession
 
 
-def domain_named(name) -> Domain:
+def domain_named(name: Any) -> Domain:
     if name is None:
         raise InvalidInput("domain is required")
     name = arguments.DOMAIN(name)
@@ -24,13 +25,13 @@ def domain_named(name) -> Domain:
     return domain
 
 
-def clean_input(text) -> str:
+def clean_input(text: Any) -> str:
     if text is None:
         raise InvalidInput("input is required")
     return arguments.INPUT(text)
 
 
-def task_type(text: str, override) -> tuple[str, str]:
+def task_type(text: str, override: Any) -> tuple[str, str]:
     if override not in (None, ""):
         override = arguments.TASK_TYPE(override)
     try:
@@ -40,7 +41,11 @@ def task_type(text: str, override) -> tuple[str, str]:
 
 
 def sampling_params(
-    domain: Domain, seed, max_new_tokens, decoding, preset: dict | None = None
+    domain: Domain,
+    seed: Any,
+    max_new_tokens: Any,
+    decoding: Any,
+    preset: dict[str, Any] | None = None,
 ) -> SamplingParams:
     """The domain's defaults, then the task type's preset, then what the request asked for."""
     if decoding is not None and not isinstance(decoding, dict):
@@ -86,7 +91,7 @@ def check_edit_fits(session: ReviewSession, edited_text: str) -> None:
         )
 
 
-def glossary_term(session: ReviewSession, term_id) -> GlossaryTerm | None:
+def glossary_term(session: ReviewSession, term_id: Any) -> GlossaryTerm | None:
     if term_id is None:
         return None
     term = GlossaryTerm.objects.filter(

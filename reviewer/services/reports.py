@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -98,7 +100,9 @@ def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 
 
-def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
+def checkpoint(
+    session: ReviewSession, generated_ids: list[int], text: str, meta: dict[str, Any]
+) -> None:
     """Persist the token ids so far; events after ids_seq hold what came since.
 
     Only the segment that owns the session may write: a superseded one is told to stop."""
@@ -215,7 +219,7 @@ def record_edit_applied(
         edit_record.text_after = result.get("text_after", edit_record.text_after)
         edit_record.save(update_fields=["applied", "text_before", "text_after"])
         if edit_record.pause is not None:
-            _offer_new_alternatives(edit_record, result)
+            _offer_new_alternatives(edit_record.pause, edit_record.kind, result)
         audit.append(
             f"edit_{edit_record.kind}",
             edit_record.author.username,
@@ -231,11 +235,10 @@ def record_edit_applied(
         )
 
 
-def _offer_new_alternatives(edit_record: Edit, result: events.EditReport) -> None:
+def _offer_new_alternatives(pause: PauseEvent, kind: str, result: events.EditReport) -> None:
     """The reviewer now faces a new next token: its pause offers that token's alternatives."""
-    pause = edit_record.pause
     pause.alternatives = result.get("alternatives", pause.alternatives)
-    edited = "rolled back" if edit_record.kind == "truncate" else "edited"
+    edited = "rolled back" if kind == "truncate" else "edited"
     pause.outcome = pause.outcome or edited
     pause.save(update_fields=["outcome", "alternatives"])
 
@@ -259,7 +262,7 @@ def record_attention_failed(session_id: int, error: str) -> None:
 # --- workers that died -------------------------------------------------------------------
 
 
-def orphaned_sessions(alive_workers) -> list[tuple[int, str]]:
+def orphaned_sessions(alive_workers: Container[str]) -> list[tuple[int, str]]:
     """Sessions whose worker is gone with work unfinished, each with the worker it lost: running
     ones, and paused ones with an edit not yet applied (the edit went to the dead worker's own
     queue). Their segment must be started again elsewhere. ``alive_workers`` answers ``in``."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,6 +15,9 @@ from django.utils import timezone
 from reviewer import audit, dispatch, events, liveness, pause_flags, vault
 from reviewer.arguments import CommandError
 from reviewer.models import PauseEvent, ReviewSession
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +52,7 @@ class Unavailable(CommandError):
 # --- reading a session -------------------------------------------------------------------
 
 
-def get_session_for(user, session_id) -> ReviewSession:
+def get_session_for(user: User, session_id: Any) -> ReviewSession:
     try:
         return S.objects.visible_to(user).get(pk=int(session_id))
     except (S.DoesNotExist, TypeError, ValueError):
@@ -61,7 +65,7 @@ def locked(session_id: int) -> ReviewSession:
 
 @contextlib.contextmanager
 def command_on(
-    user, session_id, allowed: set[str], command: str, edits_applied: bool = False
+    user: User, session_id: Any, allowed: set[str], command: str, edits_applied: bool = False
 ) -> Iterator[ReviewSession]:
     """The opening every reviewer command shares: one transaction, the session locked, its
     state checked (and, where offsets matter, no edit still on its way to the worker)."""
@@ -138,7 +142,7 @@ def fail(session_id: int, error: str, segment: str | None = None) -> None:
         events.emit(session.pk, events.ERROR, events.error(error))
 
 
-def set_flag(action, session_id: int) -> None:
+def set_flag(action: Callable[[int], object], session_id: int) -> None:
     try:
         action(session_id)
     except pause_flags.RedisUnavailable as exc:
@@ -168,7 +172,7 @@ def dispatch_segment(session: ReviewSession) -> None:
     )
 
 
-def send_after_commit(send, on_failure) -> None:
+def send_after_commit(send: Callable[[], object], on_failure: Callable[[], object]) -> None:
     """Hand work to the broker once the command is committed. The send retries through a
     blip (dispatch._send); should the broker stay away longer, the session says so instead of
     waiting for a task that was never queued."""

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
@@ -7,7 +9,7 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = "Everything `make run` needs before it starts: services, model, schema, demo data."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         # One process for all steps: each separate start would import Django and torch again.
         call_command("check_services", stdout=self.stdout)
         call_command("prepare_model", stdout=self.stdout)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 
 from reviewer.services_check import ServiceUnavailable, check_redis, ensure_database
@@ -8,7 +10,7 @@ from reviewer.services_check import ServiceUnavailable, check_redis, ensure_data
 class Command(BaseCommand):
     help = "Check that PostgreSQL and Redis answer, and create the database if it is missing."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         problems = []
         for step in (ensure_database, check_redis):
             try:

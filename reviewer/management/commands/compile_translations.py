@@ -7,10 +7,11 @@ output and not committed. A catalog is compiled only when its .mo is missing or 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polib
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 
 def catalogs() -> list[Path]:
@@ -33,10 +34,10 @@ def compile_catalog(po: Path, mo: Path) -> int:
 class Command(BaseCommand):
     help = "Compile the translation catalogs (.po) into .mo files, where out of date."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="Compile even if up to date")
 
-    def handle(self, *args, force: bool = False, **options) -> None:
+    def handle(self, *args: Any, force: bool = False, **options: Any) -> None:
         for po in catalogs():
             mo = po.with_suffix(".mo")
             if force or is_stale(po, mo):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewer.auth import issue_token
 
@@ -11,10 +13,10 @@ from reviewer.auth import issue_token
 class Command(BaseCommand):
     help = "Create or rotate USERNAME's API token and print the new key; the old key stops working."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
 
-    def handle(self, *args, username: str, **options) -> None:
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user named {username!r}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inference.config import SamplingConfigError
+from inference.config import SamplingConfigError, SamplingParams
 from inference.loader import load_engine
 from reviewer import diagnostics as diag
 
@@ -19,7 +20,7 @@ class Command(BaseCommand):
         "comparison of two decoding configurations."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--prompts",
             type=Path,
@@ -38,13 +39,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--model", type=Path, default=None, help="model directory")
 
-    def handle(self, *args, **opts) -> None:
+    def handle(self, *args: Any, **opts: Any) -> None:
         prompts = self.prompts(opts["prompts"], opts["limit"])
         configs = {name: self.config(opts[name.lower()]) for name in ("A", "B")}
         system, policies = self.domain(opts["domain"])
         engine = load_engine(opts["model"] or settings.MODEL_DIR)
         limit = opts["max_new_tokens"]
-        results = {}
+        results: dict[str, list[diag.RunResult]] = {}
         for name, params in configs.items():
             results[name] = [
                 diag.run_prompt(engine, p, params, policies, system, limit) for p in prompts
@@ -66,13 +67,13 @@ class Command(BaseCommand):
             raise CommandError(f"{path} holds no prompts")
         return prompts
 
-    def config(self, raw: str):
+    def config(self, raw: str) -> SamplingParams:
         try:
             return diag.parse_config(raw)
         except (ValueError, SamplingConfigError, TypeError) as exc:
             raise CommandError(f"Bad decoding configuration {raw!r}: {exc}") from None
 
-    def domain(self, slug: str | None) -> tuple[str | None, list[dict]]:
+    def domain(self, slug: str | None) -> tuple[str | None, list[dict[str, Any]]]:
         if not slug:
             return None, []
         from reviewer.models import Domain
@@ -82,20 +83,22 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown domain {slug!r}")
         return domain.system_prompt, [p.to_spec() for p in domain.policies.filter(enabled=True)]
 
-    def print_latency(self, name: str, params, results) -> None:
+    def print_latency(
+        self, name: str, params: SamplingParams, results: list[diag.RunResult]
+    ) -> None:
         self.stdout.write(f"\nConfiguration {name}: {params.to_dict()}")
         self.stdout.write(f"  {'latency (s)':<14}{'p50':>9}{'p90':>9}{'p95':>9}")
         for row, values in diag.latency_table(results).items():
             cells = "".join(_cell(values[q]) for q in ("p50", "p90", "p95"))
             self.stdout.write(f"  {row:<14}{cells}")
 
-    def print_comparison(self, a, b) -> None:
+    def print_comparison(self, a: list[diag.RunResult], b: list[diag.RunResult]) -> None:
         self.stdout.write("\nA/B comparison")
         self.stdout.write(f"  {'':<22}{'A':>10}{'B':>10}")
         for label, va, vb in diag.comparison(a, b):
             self.stdout.write(f"  {label:<22}{_cell(va, 10)}{_cell(vb, 10)}")
 
-    def print_trace(self, name: str, number: int, result) -> None:
+    def print_trace(self, name: str, number: int, result: diag.RunResult) -> None:
         self.stdout.write(f"\nTrace, prompt {number}, configuration {name}: {result.prompt[:60]!r}")
         self.stdout.write(
             f"  {'pos':>4}  {'token':<16}{'top1 p':>8}{'entropy':>9}{'similarity':>12}"
@@ -108,5 +111,5 @@ class Command(BaseCommand):
             )
 
 
-def _cell(value, width: int = 9) -> str:
+def _cell(value: float | None, width: int = 9) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.3f}"

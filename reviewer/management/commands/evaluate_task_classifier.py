@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewer import task_types
 
@@ -13,14 +14,16 @@ from reviewer import task_types
 class Command(BaseCommand):
     help = "Print the task classifier's held-out accuracy, confusion matrix and speed."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--data", type=Path, default=task_types.DATA_FILE)
         parser.add_argument(
             "--min-accuracy", type=float, default=0.0, help="Exit with an error below this"
         )
         parser.add_argument("--show-mistakes", action="store_true")
 
-    def handle(self, *args, data: Path, min_accuracy: float, show_mistakes: bool, **options):
+    def handle(
+        self, *args: Any, data: Path, min_accuracy: float, show_mistakes: bool, **options: Any
+    ) -> None:
         train, held_out = task_types.split(task_types.load_examples(data))
         classifier = task_types.TaskClassifier().fit(train)
         started = time.perf_counter()

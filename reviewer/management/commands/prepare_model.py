@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -9,7 +11,7 @@ from inference.preparation import PreparationError, prepare_default_model
 class Command(BaseCommand):
     help = "Convert the default model (SmolLM2-135M-Instruct GGUF) into a checkpoint under the data directory."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         target = settings.MODEL_DIR
         default = settings.DATA_DIR / "models" / "smollm2-135m-instruct"
         if target != default:

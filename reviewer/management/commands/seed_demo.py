@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from reviewer.demo import load_demo_data
 from reviewer.demo_data import DOMAINS
@@ -10,10 +12,10 @@ from reviewer.demo_data import DOMAINS
 class Command(BaseCommand):
     help = "Load the demo domains, glossaries and users (safe to run again)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--quiet-logins", action="store_true", help="Do not print passwords")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         logins = load_demo_data(settings.DATA_DIR / "demo_credentials.json")
         self.stdout.write(f"Demo data: {len(DOMAINS)} domains with glossaries, {len(logins)} users")
         if options["quiet_logins"]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 
 from reviewer.audit import first_broken_record
@@ -9,7 +11,7 @@ from reviewer.models import AuditRecord
 class Command(BaseCommand):
     help = "Verify the audit hash chain; exits non-zero naming the first broken record."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         broken = first_broken_record()
         if broken is not None:
             record, why = broken
