@@ -1,7 +1,9 @@
-"""Shared fixtures: named personas, a demo domain and a real Celery worker process."""
+"""Shared fixtures: named personas, a demo domain, a real Celery worker process and the real
+model in this process, each started once per run."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+pytest_plugins = ["tests.markers"]
 
 
 def worker_env(db_name: str) -> dict[str, str]:
@@ -40,6 +43,9 @@ def start_worker(
     ``wait=False`` returns at once (a busy solo worker answers no ping)."""
     from django.conf import settings
 
+    from tests.markers import require  # imported as the plugin first, so not at the top
+
+    require("slow", "starts a real Celery worker process")
     name = name or f"{tag}-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     log = open(REPO / "var" / f"{tag}-worker.log", "w")  # noqa: SIM115 - the process owns it
     command = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--pool=solo"]
@@ -120,6 +126,26 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     process, _ = start_worker("test")
     yield process
     stop_process(process)
+
+
+@functools.cache
+def load_real_engine():
+    """The prepared default model on the transformers backend, loaded once per run: the
+    engine tests, and the worker tests' uninterrupted reference runs, share it."""
+    from inference.loader import default_model_dir, load_engine
+
+    path = default_model_dir()
+    if not (path / "config.json").is_file():
+        pytest.fail(
+            f"the default model is missing at {path}: prepare it (inference/preparation.py) "
+            "or set CAESURA_MODEL to a local model directory"
+        )
+    return load_engine(path)
+
+
+@pytest.fixture(scope="session")
+def real_engine():
+    return load_real_engine()
 
 
 def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 120) -> None:

@@ -17,16 +17,6 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 MAX_MEDIAN_PER_200 = 3
 
 
-@pytest.fixture(scope="module")
-def real_engine():
-    from inference.loader import default_model_dir, load_engine
-
-    path = default_model_dir()
-    if not (path / "config.json").is_file():
-        pytest.fail(f"the default model is missing at {path}: run manage.py prepare_model")
-    return load_engine(path)
-
-
 def specs(slug: str) -> list[dict]:
     """The demo policies as the engine takes them (without their display names)."""
     return [{k: v for k, v in spec.items() if k != "name_zh"} for spec in POLICIES[slug]]

@@ -36,6 +36,7 @@ def test_it_lists_only_the_reviewers_sessions_and_filters_by_status(client, alic
     assert f'href="/sessions/{done.pk}/"' not in only_paused
 
 
+@pytest.mark.model  # the tokenizer counts the prompt
 def test_it_starts_a_session_from_the_form_and_opens_its_page(client, alice, plain_domain):
     client.force_login(alice)
     assert client.get("/sessions/new").status_code == 200
@@ -48,6 +49,7 @@ def test_it_starts_a_session_from_the_form_and_opens_its_page(client, alice, pla
     assert (created.seed, created.max_new_tokens, created.status) == (5, 12, "running")
 
 
+@pytest.mark.model  # the tokenizer counts the prompt
 def test_it_lets_the_reviewer_choose_the_task_type_and_shows_it_with_its_decoding(
     client, alice, plain_domain
 ):
@@ -62,6 +64,7 @@ def test_it_lets_the_reviewer_choose_the_task_type_and_shows_it_with_its_decodin
     assert f"temperature {created.decoding['temperature']}" in shown
 
 
+@pytest.mark.model  # the tokenizer counts the prompt
 def test_it_classifies_the_task_type_when_the_reviewer_leaves_it_automatic(
     client, alice, plain_domain
 ):
@@ -84,6 +87,7 @@ def test_it_shows_the_form_again_with_the_error_when_input_is_missing(client, al
     assert b'class="error"' in response.content
 
 
+@pytest.mark.model  # the tokenizer counts the prompt
 def test_it_gives_the_session_page_its_glossary_and_labels(client, alice, plain_domain):
     session = make_session(alice)
     session.domain = plain_domain
@@ -95,6 +99,7 @@ def test_it_gives_the_session_page_its_glossary_and_labels(client, alice, plain_
     assert data["labels"]["pause"] == "Pause"
 
 
+@pytest.mark.model  # the tokenizer counts the prompt
 def test_it_translates_the_page_labels_for_chinese_readers(client, alice):
     session = make_session(alice)
     client.force_login(alice)

@@ -12,7 +12,7 @@ from reviewer.models import ReviewSession
 from tests.session_factory import TEXT, make_session
 from tests.test_reviewer_pages import page_data
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.model]  # the page spells the prompt tokens
 S = ReviewSession
 
 
@@ -198,7 +198,6 @@ def test_it_says_why_there_is_no_live_attention_on_the_vllm_backend(client, alic
     assert "vLLM engine" in element(html, "no-live-attention")
 
 
-@pytest.mark.model
 def test_it_tells_the_page_which_prompt_tokens_spell_the_case_text(client, alice):
     from inference.prompt import encode_prompt
     from reviewer.tokenizer import tokenizer

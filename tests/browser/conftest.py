@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.markers import require
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -32,6 +33,7 @@ def browser():
     """Torn down with this package: Playwright's loop must not outlive the browser tests."""
     from playwright.sync_api import sync_playwright
 
+    require("browser", "launches chromium")
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium")
     with sync_playwright() as playwright:

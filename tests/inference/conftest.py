@@ -1,4 +1,5 @@
-"""Fixtures: a tiny random Llama for fast tests, the real default model for integration."""
+"""Fixtures: a tiny random Llama for fast tests, vLLM on the real default model for integration
+(the transformers one, ``real_engine``, is shared with the web tests: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -34,19 +35,6 @@ def engine(tokenizer) -> Engine:
 def other_engine(tokenizer) -> Engine:
     """Same architecture and config, other weights."""
     return Engine(ModelRunner(tiny_model(len(tokenizer), seed=1), name="tiny-other"), tokenizer)
-
-
-@pytest.fixture(scope="session")
-def real_engine() -> Engine:
-    from inference.loader import default_model_dir, load_engine
-
-    path = default_model_dir()
-    if not (path / "config.json").is_file():
-        pytest.fail(
-            f"the default model is missing at {path}: prepare it (inference/preparation.py) "
-            "or set CAESURA_MODEL to a local model directory"
-        )
-    return load_engine(path)
 
 
 @pytest.fixture(scope="session")

@@ -192,6 +192,7 @@ def assert_unchanged(state, summary, cache, logits) -> None:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_it_keeps_special_token_markup_in_edit_text_as_plain_text(real_engine):
     state = real_engine.start("Say hello.", {"temperature": 0.0, "max_new_tokens": 4})
     real_engine.run(state)

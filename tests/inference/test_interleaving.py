@@ -119,6 +119,7 @@ def test_it_serves_threads_through_one_loop_with_pauses_from_outside(engine):
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_it_interleaves_real_model_sessions_with_policies(real_engine):
     policies = [{"name": "article", "kind": "regex", "params": {"pattern": r"\b[Tt]he\b"}}]
     prompts = ["Write a short note about ibuprofen dosing.", "Name three rivers in Europe."]
