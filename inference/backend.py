@@ -1,6 +1,6 @@
 """The engine contract both backends satisfy: start, run until a stop, snapshot, edits.
 
-``inference.engine.Engine`` (transformers) is the reference: live attention, hidden states
+``inference.transformers_backend.engine.Engine`` (transformers) is the reference: live attention, hidden states
 and every policy kind. ``inference.vllm_backend.VllmEngine`` serves many sessions at once
 (continuous batching, prefix caching) and decides every pause inside a logits processor.
 The web side programs against this Protocol and asks ``features`` what a backend offers.
@@ -37,7 +37,7 @@ class Generating(Protocol):
 
     key: str
     sink: Sink
-    stop: Any  # inference.engine.StopInfo, once it stopped
+    stop: Any  # inference.transformers_backend.engine.StopInfo, once it stopped
     error: BaseException | None
 
     @property
@@ -72,7 +72,7 @@ class Backend(Protocol):
         max_new_tokens: int | None = None,
         pause_at: int | None = None,
         live_attention: int | str | None = None,
-    ) -> Any: ...  # inference.engine.StopInfo
+    ) -> Any: ...  # inference.transformers_backend.engine.StopInfo
 
     # many sessions at once: ``run`` is ``submit`` then ``step`` until that one is done
     active: Any  # the submitted runs not yet done, a mapping by key

@@ -17,7 +17,7 @@ from inference.state import Note
 from inference.text import Tokenizer
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner, StepOutput
+    from inference.transformers_backend.runner import ModelRunner, StepOutput
     from inference.state import DecodeState
 
 Description = dict[str, Any]  # one edit: kind, char span, text before and after

@@ -19,7 +19,7 @@ from typing import Any
 
 from inference.backend import Backend, Generating
 from inference.control import ControlHandle
-from inference.engine import StopInfo
+from inference.transformers_backend.engine import StopInfo
 from inference.sink import Sink
 from inference.state import DecodeState
 

@@ -18,7 +18,7 @@ import torch
 from inference.text import REPLACEMENT, Tokenizer
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
+    from inference.transformers_backend.runner import ModelRunner
     from inference.state import DecodeState
 
 LEFT_CONTEXT = 6  # generated tokens decoded before a branch, so its text joins them cleanly

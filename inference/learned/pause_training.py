@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from inference.pause_features import HASH_BITS, Step, features, hashed
-from inference.pause_model import PauseModel
+from inference.learned.pause_features import HASH_BITS, Step, features, hashed
+from inference.learned.pause_model import PauseModel
 from inference.policies.dry_run import simulated_tokens
 
 STARTER_DIR = Path(__file__).resolve().parent.parent / "data" / "pause_fragments"

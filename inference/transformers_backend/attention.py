@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
+    from inference.transformers_backend.runner import ModelRunner
     from inference.state import DecodeState
 
 
