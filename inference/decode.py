@@ -63,7 +63,9 @@ class RunRequest:
 
     def limit(self, state: DecodeState) -> int:
         """Generated tokens at which the run stops (default: the state's max_new_tokens)."""
-        return self.max_new_tokens if self.max_new_tokens is not None else state.params.max_new_tokens
+        return (
+            self.max_new_tokens if self.max_new_tokens is not None else state.params.max_new_tokens
+        )
 
 
 @dataclass

@@ -72,4 +72,3 @@ def model_path(model_dir: str | Path | None = None) -> Path:
             "(inference/preparation.py) or point CAESURA_MODEL at a local model directory."
         )
     return path
-

@@ -17,8 +17,8 @@ from inference.text import Detokenizer
 
 if TYPE_CHECKING:
     from inference.policies import Decision, PauseBudget, PolicySet
-    from inference.transformers_backend.runner import ModelRunner
     from inference.signals import Signals
+    from inference.transformers_backend.runner import ModelRunner
 
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
 

@@ -13,6 +13,7 @@ import time
 import pytest
 from django.conf import settings
 
+from inference.decode import RunRequest
 from inference.loader import load_engine
 from reviewer import dispatch, events, liveness, services
 from reviewer.models import ReviewSession
@@ -81,7 +82,7 @@ def uninterrupted(final: ReviewSession) -> list[int]:
     state = engine().start(
         final.input_text, final.decoding, final.policy_specs, system=final.domain.system_prompt
     )
-    engine().run(state, max_new_tokens=final.max_new_tokens)
+    engine().run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)
 
 

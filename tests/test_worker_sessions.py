@@ -10,6 +10,7 @@ import signal
 import pytest
 from django.conf import settings
 
+from inference.decode import RunRequest
 from inference.loader import load_engine
 from inference.state import Checkpoint
 from reviewer import dispatch, services
@@ -130,5 +131,5 @@ def test_it_finishes_every_session_of_a_killed_worker_elsewhere(alice, plain_dom
 
 def uninterrupted(engine, final: ReviewSession) -> list[int]:
     state = engine.rebuild(Checkpoint(final.prompt_ids, [], final.decoding, final.policy_specs))
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)

@@ -17,13 +17,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from inference.transformers_backend import attention as attention_mod
+from inference import decode
 from inference import edits as edits_mod
-from inference.transformers_backend import lookahead as lookahead_mod
-from inference.transformers_backend import rebuild as rebuild_mod
 from inference import snapshot as snapshot_mod
 from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
-from inference import decode
 from inference.config import SamplingParams
 from inference.decode import Drawn, RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
@@ -33,6 +30,9 @@ from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, RollbackEvent, Sink, TokenEvent
 from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note, first_record
 from inference.text import Tokenizer, TokenTexts, eos_ids
+from inference.transformers_backend import attention as attention_mod
+from inference.transformers_backend import lookahead as lookahead_mod
+from inference.transformers_backend import rebuild as rebuild_mod
 from inference.transformers_backend.runner import AttentionRecorder, ModelRunner
 
 
@@ -274,4 +274,3 @@ class Engine(edits_mod.EditShortcuts):
         """The next token's distribution (what a reviewer sees at a pause)."""
         self.settle(state)
         return summarize(state.next_logits, state.params.top_alternatives, self.token_text)[0]
-

@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 
 from inference.policies import PolicySet
-from inference.transformers_backend.runner import ModelRunner
 from inference.signals import top1_and_entropy
 from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer, Tokenizer
+from inference.transformers_backend.runner import ModelRunner
 
 HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
 

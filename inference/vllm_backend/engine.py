@@ -241,7 +241,9 @@ class VllmEngine(edits_mod.EditShortcuts):
             self._settle(state, [])
 
     def _settle(self, state: DecodeState, tail: list[int]) -> None:
-        generation = Generation(state=state, model=self.model, limit=SETTLE_LIMIT, forced=list(tail))
+        generation = Generation(
+            state=state, model=self.model, limit=SETTLE_LIMIT, forced=list(tail)
+        )
         self._add(generation, len(tail) + 1)
         self.drive(generation)
 
