@@ -282,8 +282,9 @@ class VllmEngine(edits_mod.EditShortcuts):
 
     def add_note(self, state: DecodeState, text: str) -> Note:
         raise UnsupportedFeature(
-            "the vllm backend cannot add context to a paused session: its resume resubmits "
-            "the prompt and the generated ids, with no place for a note between them"
+            "the vllm backend cannot add context to a paused session: its edits replay "
+            "generated ids through vLLM and have no step for a note (a record's notes are "
+            "kept on a rebuild)"
         )
 
     def look_ahead(self, state: DecodeState, token_ids: list[int], steps: int = 5) -> list[Branch]:

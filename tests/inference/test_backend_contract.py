@@ -268,3 +268,17 @@ def test_it_keeps_to_the_pause_budget_and_flags_the_rest(backend):
 
 
 _budget_pauses: dict[str, list[int]] = {}
+
+
+def test_a_vllm_rebuild_keeps_the_notes_and_continues_as_the_transformers_engine(
+    real_engine, vllm_engine
+):
+    state = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
+    real_engine.run(state, RunRequest(pause_at=4))
+    real_engine.add_note(state, " (It is now the next morning.)")
+    record = Checkpoint.from_dict(state.to_checkpoint().to_dict())
+    moved = vllm_engine.rebuild(record)
+    assert moved.notes == state.notes and moved.to_checkpoint().notes == record.notes
+    real_engine.run(state, RunRequest(max_new_tokens=10))
+    vllm_engine.run(moved, RunRequest(max_new_tokens=10))
+    assert moved.generated_ids == state.generated_ids

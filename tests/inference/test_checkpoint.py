@@ -8,7 +8,7 @@ import struct
 
 from inference.decode import RunRequest
 from inference.snapshot import MAGIC
-from inference.state import Checkpoint
+from inference.state import Checkpoint, DecodeState
 from reviewer.checkpoint_meta import session_meta
 
 PROMPT = "The contract is void."
@@ -72,3 +72,11 @@ def _with_header_fields(data: bytes, **extra) -> bytes:
     payload = data[prefix.size + length : -32]
     body = prefix.pack(MAGIC, version, len(encoded)) + encoded + payload
     return body + hashlib.sha256(body).digest()
+
+
+def test_a_state_from_a_record_gives_the_record_back(engine):
+    state = paused(engine)
+    engine.add_note(state, " later")
+    record = Checkpoint.from_dict(json.loads(json.dumps(state.to_checkpoint().to_dict())))
+    again = DecodeState.from_checkpoint(record, state.detok)
+    assert again.to_checkpoint() == record and again.notes == state.notes
