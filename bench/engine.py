@@ -13,7 +13,7 @@ and draws the next one.
 
 The generate() baseline is the model as transformers loads it (``from_pretrained``), what
 a user without this engine would run. The engine lays its weights out for its decode step
-(see inference/runner.py); ``generate_same_weights`` shows generate() on those weights too.
+(see inference/transformers_backend/runner.py); ``generate_same_weights`` shows generate() on those weights too.
 
 Timings are repeated and interleaved. Decode speeds are the median of DECODE_ROUNDS
 rounds, each running every variant once, so a slow spell of this small machine hits them
@@ -33,12 +33,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inference import engine as engine_mod  # noqa: E402
+from inference import decode as decode_mod  # noqa: E402
+from inference.decode import RunRequest  # noqa: E402
 from inference.loader import default_model_dir, load_engine  # noqa: E402
 from inference.policies import PolicySet  # noqa: E402
 from inference.sampler import sample  # noqa: E402
 from inference.sink import Sink  # noqa: E402
 from inference.state import Checkpoint  # noqa: E402
+from inference.transformers_backend import engine as engine_mod  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
 DECODE_TOKENS = 8 if QUICK else 64
@@ -104,7 +106,7 @@ def decode_speed(engine) -> dict:
 
     def run_engine(live=None, on=engine):
         state = on.start(prompt_ids, GREEDY, DEFAULT_POLICIES)
-        on.run(state, live_attention=live)
+        on.run(state, RunRequest(live_attention=live))
         assert len(state.generated_ids) == DECODE_TOKENS, "EOS before the token budget"
         return state.generated_ids
 
@@ -156,7 +158,7 @@ def similarity_start_overhead(engine) -> float:
 def policy_overhead(engine) -> float:
     """Time in signals + policy evaluation over the whole run time of the decode loop."""
     spent = [0.0]
-    summarize, evaluate = engine_mod.summarize, PolicySet.evaluate
+    summarize, evaluate = decode_mod.summarize, PolicySet.evaluate
 
     def timed_summarize(*args, **kwargs):
         t = time.perf_counter()
@@ -172,12 +174,12 @@ def policy_overhead(engine) -> float:
         finally:
             spent[0] += time.perf_counter() - t
 
-    engine_mod.summarize, PolicySet.evaluate = timed_summarize, timed_evaluate
+    decode_mod.summarize, PolicySet.evaluate = timed_summarize, timed_evaluate
     try:
         state = engine.start(PROMPT, GREEDY, DEFAULT_POLICIES)
         total, _ = timed(lambda: engine.run(state))
     finally:
-        engine_mod.summarize, PolicySet.evaluate = summarize, evaluate
+        decode_mod.summarize, PolicySet.evaluate = summarize, evaluate
     return spent[0] / total
 
 
@@ -201,7 +203,7 @@ class FirstTokenSink(Sink):
 def first_token(engine, state, started: float) -> float:
     """Seconds from ``started`` until the first new token after resume is reported."""
     sink = FirstTokenSink()
-    engine.run(state, sink, max_new_tokens=len(state.generated_ids) + 1)
+    engine.run(state, RunRequest(sink, max_new_tokens=len(state.generated_ids) + 1))
     return sink.at - started
 
 
@@ -215,7 +217,7 @@ def median_of(fn, repeats: int = RESUME_REPEATS) -> float:
 
 def resume_paths(engine, length: int) -> tuple[dict, object]:
     state = engine.start(context_ids(engine, length), GREEDY, DEFAULT_POLICIES)
-    engine.run(state, pause_at=GENERATED)
+    engine.run(state, RunRequest(pause_at=GENERATED))
     data = engine.snapshot(state)
     all_ids = state.prompt_ids + state.generated_ids
 

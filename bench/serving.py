@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inference.control import ControlHandle  # noqa: E402
+from inference.decode import RunRequest  # noqa: E402
 from inference.loader import default_model_dir, load_backend  # noqa: E402
 from inference.sink import Sink  # noqa: E402
 
@@ -86,7 +87,7 @@ def aggregate_tok_s(engine, sessions: int) -> float:
 
 def step_ms(engine) -> float:
     state = engine.start(prompt(0), {**params(0, TOKENS), "temperature": 0.0})
-    engine.run(state, pause_at=1)  # the prefill, not timed
+    engine.run(state, RunRequest(pause_at=1))  # the prefill, not timed
     start = time.perf_counter()
     engine.run(state)
     return 1000 * (time.perf_counter() - start) / max(1, len(state.generated_ids) - 1)
@@ -133,13 +134,13 @@ def pause_latency_ms(engine) -> dict:
     requester = Requester(controls, PAUSES)
     steps: list[float] = []
     requester.start()
-    running = {i: engine.submit(states[i], None, controls[i]) for i in range(n)}
+    running = {i: engine.submit(states[i], RunRequest(None, controls[i])) for i in range(n)}
     while not requester.finished:
         steps.append(timed(engine.step))
         requester.check()
         for i, generation in running.items():
             if generation.done:  # paused: resumed at once, the load stays at n sessions
-                running[i] = engine.submit(states[i], None, controls[i])
+                running[i] = engine.submit(states[i], RunRequest(None, controls[i]))
     for i in range(n):
         controls[i].request_cancel()
     while not all(g.done for g in running.values()):
@@ -175,7 +176,7 @@ def long_prompt(engine) -> list[int]:
 def first_token_s(engine, state) -> float:
     sink = FirstToken()
     start = time.perf_counter()
-    engine.run(state, sink, pause_at=len(state.generated_ids) + 1)
+    engine.run(state, RunRequest(sink, pause_at=len(state.generated_ids) + 1))
     return sink.at - start
 
 
@@ -184,7 +185,7 @@ def resume_vllm(engine) -> dict:
     cached, cold = [], []
     for i in range(1 if QUICK else 3):
         state = engine.start(long_prompt(engine), params(100 + i, 10_000))
-        engine.run(state, pause_at=8)
+        engine.run(state, RunRequest(pause_at=8))
         cached.append(first_token_s(engine, state))
         engine.llm.reset_prefix_cache()
         cold.append(first_token_s(engine, state))
@@ -194,11 +195,11 @@ def resume_vllm(engine) -> dict:
 def resume_transformers(engine) -> dict:
     """The KV kept in memory, against a rebuild (one prefill over every id)."""
     state = engine.start(long_prompt(engine), params(100, 10_000))
-    engine.run(state, pause_at=8)
+    engine.run(state, RunRequest(pause_at=8))
     memory = first_token_s(engine, state)
-    rebuilt = engine.rebuild(state.checkpoint())
+    rebuilt = engine.rebuild(state.to_checkpoint())
     start = time.perf_counter()
-    rebuilt = engine.rebuild(state.checkpoint())
+    rebuilt = engine.rebuild(state.to_checkpoint())
     prefill = time.perf_counter() - start
     return {"in_memory_s": memory, "rebuild_s": prefill + first_token_s(engine, rebuilt)}
 

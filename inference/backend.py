@@ -1,6 +1,6 @@
 """The engine contract both backends satisfy: start, run until a stop, snapshot, edits.
 
-``inference.engine.Engine`` (transformers) is the reference: live attention, hidden states
+``inference.transformers_backend.engine.Engine`` is the reference: live attention, hidden states
 and every policy kind. ``inference.vllm_backend.VllmEngine`` serves many sessions at once
 (continuous batching, prefix caching) and decides every pause inside a logits processor.
 The web side programs against this Protocol and asks ``features`` what a backend offers.
@@ -8,15 +8,15 @@ The web side programs against this Protocol and asks ``features`` what a backend
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from inference.config import SamplingParams
-from inference.control import ControlHandle
+from inference.decode import Run, RunRequest, StopInfo
 from inference.edits import Edit, EditResult
 from inference.policies import PauseBudget, PolicySet
 from inference.prompt import Prompt
 from inference.signals import Signals
-from inference.sink import Sink
 from inference.state import Checkpoint, DecodeState
 from inference.text import Tokenizer
 
@@ -30,18 +30,6 @@ BATCHING = "batching"  # several sessions decode in one batch
 
 class UnsupportedFeature(ValueError):
     """The backend cannot do this; the message says what is missing and why."""
-
-
-class Generating(Protocol):
-    """A submitted run, as both backends give it back (``Run``, vLLM's ``Generation``)."""
-
-    key: str
-    sink: Sink
-    stop: Any  # inference.engine.StopInfo, once it stopped
-    error: BaseException | None
-
-    @property
-    def done(self) -> bool: ...
 
 
 @runtime_checkable
@@ -64,30 +52,15 @@ class Backend(Protocol):
 
     def rebuild(self, record: Checkpoint) -> DecodeState: ...
 
-    def run(
-        self,
-        state: DecodeState,
-        sink: Sink | None = None,
-        control: ControlHandle | None = None,
-        max_new_tokens: int | None = None,
-        pause_at: int | None = None,
-        live_attention: int | str | None = None,
-    ) -> Any: ...  # inference.engine.StopInfo
+    def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo: ...
 
     # many sessions at once: ``run`` is ``submit`` then ``step`` until that one is done
-    active: Any  # the submitted runs not yet done, a mapping by key
+    @property
+    def active(self) -> Mapping[str, Run]: ...  # the submitted runs not yet done, by key
 
-    def submit(
-        self,
-        state: DecodeState,
-        sink: Sink | None = None,
-        control: ControlHandle | None = None,
-        max_new_tokens: int | None = None,
-        pause_at: int | None = None,
-        live_attention: int | str | None = None,
-    ) -> Generating: ...
+    def submit(self, state: DecodeState, request: RunRequest | None = None) -> Run: ...
 
-    def step(self) -> Any: ...  # the runs this step ended
+    def step(self) -> Sequence[Run]: ...  # the runs this step ended
 
     def snapshot(self, state: DecodeState) -> bytes: ...
 

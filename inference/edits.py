@@ -17,8 +17,8 @@ from inference.state import Note
 from inference.text import Tokenizer
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner, StepOutput
     from inference.state import DecodeState
+    from inference.transformers_backend.runner import ModelRunner, StepOutput
 
 Description = dict[str, Any]  # one edit: kind, char span, text before and after
 Parts = tuple[int, list[int], list[Description]]  # (ids kept, new tail, descriptions)

@@ -1,17 +1,20 @@
-"""Load the configured model into an Engine."""
+"""Load the configured model into either backend: the one place that knows both.
+
+Each backend builds itself from a model directory (``transformers_backend.loading``,
+``vllm_backend.loading``); the loader picks one and hands the vLLM backend the
+transformers engine it uses for attention and look-ahead, so neither backend imports it.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import cast
 
 import torch
 
 from inference.backend import BACKENDS, Backend
-from inference.engine import Engine
-from inference.runner import ModelRunner
-from inference.text import Tokenizer
+from inference.transformers_backend.engine import Engine
+from inference.transformers_backend.loading import load_transformers_engine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -37,7 +40,7 @@ def load_engine(
 ) -> Engine:
     """The transformers engine: the reference backend (live attention, hidden states).
     ``record_similarity``: every token's similarity to the prompt, drift policy or not."""
-    return _load_transformers(model_path(model_dir), dtype, record_similarity)
+    return load_transformers_engine(model_path(model_dir), dtype, record_similarity)
 
 
 def load_backend(
@@ -55,9 +58,9 @@ def load_backend(
     if backend == "vllm":
         from inference.vllm_backend import load_vllm_engine
 
-        engine: Backend = load_vllm_engine(path, dtype)
+        engine: Backend = load_vllm_engine(path, dtype, reference=lambda: load_engine(path))
         return engine
-    return _load_transformers(path, dtype, record_similarity)
+    return load_transformers_engine(path, dtype, record_similarity)
 
 
 def model_path(model_dir: str | Path | None = None) -> Path:
@@ -69,13 +72,3 @@ def model_path(model_dir: str | Path | None = None) -> Path:
             "(inference/preparation.py) or point CAESURA_MODEL at a local model directory."
         )
     return path
-
-
-def _load_transformers(path: Path, dtype: torch.dtype, record_similarity: bool = False) -> Engine:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    # transformers types decode() for batches too (-> str | list[str]); the engine decodes
-    # one sequence at a time, which gives a str: the Tokenizer protocol says so.
-    tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
-    return Engine(ModelRunner(model, name=path.name), tokenizer, record_similarity)

@@ -17,10 +17,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from inference.backend import Backend, Generating
-from inference.control import ControlHandle
-from inference.engine import StopInfo
-from inference.sink import Sink
+from inference.backend import Backend
+from inference.decode import Run, RunRequest, StopInfo
 from inference.state import DecodeState
 
 IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
@@ -41,7 +39,7 @@ class ServingLoop:
         self.engine = engine
         self.on_failure = on_failure  # told once if the engine fails and the loop stops
         self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
-        self._waiting: dict[str, tuple[Generating, Future[StopInfo]]] = {}
+        self._waiting: dict[str, tuple[Run, Future[StopInfo]]] = {}
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="caesura-serving", daemon=True)
@@ -54,24 +52,14 @@ class ServingLoop:
         self._put(fn, args, kwargs, future)
         return future.result()
 
-    def submit(
-        self,
-        state: DecodeState,
-        sink: Sink | None = None,
-        control: ControlHandle | None = None,
-        max_new_tokens: int | None = None,
-        pause_at: int | None = None,
-        live_attention: int | str | None = None,
-    ) -> Future[StopInfo]:
+    def submit(self, state: DecodeState, request: RunRequest | None = None) -> Future[StopInfo]:
         """Start generating; the future gives the StopInfo (or raises what the run raised).
         Its callbacks run in the loop thread: they must be quick and never wait on the loop."""
         future: Future[StopInfo] = Future()
 
         def start(engine: Backend) -> None:
             try:
-                generation = engine.submit(
-                    state, sink, control, max_new_tokens, pause_at, live_attention
-                )
+                generation = engine.submit(state, request)
             except Exception as exc:
                 future.set_exception(exc)
                 return
@@ -80,9 +68,9 @@ class ServingLoop:
         self._put(start, (), {}, None)
         return future
 
-    def run(self, state: DecodeState, *args: Any, **kwargs: Any) -> StopInfo:
+    def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo:
         """``Engine.run`` for one session, batched with every other session's run."""
-        return self.submit(state, *args, **kwargs).result()
+        return self.submit(state, request).result()
 
     def _put(
         self,
@@ -175,9 +163,9 @@ class Served:
             return value
         return lambda *args, **kwargs: self.loop.call(_method(name), *args, **kwargs)
 
-    def run(self, state: DecodeState, *args: Any, **kwargs: Any) -> StopInfo:
+    def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo:
         """Generate until a stop, batched or interleaved with every other session's run."""
-        return self.loop.run(state, *args, **kwargs)
+        return self.loop.run(state, request)
 
 
 def _method(name: str) -> Callable[..., Any]:

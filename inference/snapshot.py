@@ -24,7 +24,7 @@ from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
+    from inference.transformers_backend.runner import ModelRunner
 
 MAGIC = b"CAESURA\x00"
 FORMAT_VERSION = 1
@@ -171,25 +171,9 @@ def _state(
             "snapshot holds no KV cache (written by the vllm backend): rebuild from its token ids"
         )
     cache = runner.cache_from_tensors([(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)])
-    policies = record.policy_set()
-    histories = record.histories or {}
-    state = DecodeState(
-        prompt_ids=record.prompt_ids,
-        params=record.sampling,
-        policies=policies,
-        cache=cache,
-        next_logits=tensors["next_logits"],
-        detok=Detokenizer.from_dict(record.generated_ids, header["detok"]),
-        attempt=record.attempt,
-        rollbacks=record.rollbacks,
-        conservative=bool(record.conservative),
-        top1_history=list(histories["top1"]),
-        entropy_history=list(histories["entropy"]),
-        similarity_history=list(histories["similarity"]),
-        prompt_hidden=tensors.get("prompt_hidden"),
-        skip_before_at=record.skip_before_at,
-        notes=record.note_list(),
-    )
+    detok = Detokenizer.from_dict(record.generated_ids, header["detok"])
+    state = DecodeState.from_checkpoint(record, detok, None, cache, tensors["next_logits"])
+    state.prompt_hidden = tensors.get("prompt_hidden")
     if runner.cache_length(cache) != state.position:
         raise SnapshotFormatError(
             f"snapshot KV covers {runner.cache_length(cache)} positions, token ids {state.position}"

@@ -17,8 +17,8 @@ from inference.text import Detokenizer
 
 if TYPE_CHECKING:
     from inference.policies import Decision, PauseBudget, PolicySet
-    from inference.runner import ModelRunner
     from inference.signals import Signals
+    from inference.transformers_backend.runner import ModelRunner
 
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
 
@@ -115,7 +115,42 @@ class DecodeState:
             "similarity": list(self.similarity_history),
         }
 
-    def checkpoint(self) -> Checkpoint:
+    @classmethod
+    def from_checkpoint(
+        cls,
+        record: Checkpoint,
+        detok: Detokenizer,
+        policies: PolicySet | None = None,
+        cache: Any = None,
+        next_logits: torch.Tensor | None = None,
+    ) -> DecodeState:
+        """The state ``record`` describes, over the backend's ``cache`` and ``next_logits``
+        (none yet: empty). ``detok`` holds the generated ids' text; ``policies`` (default:
+        the record's own) get the record's firing state. Histories the record lacks are left
+        empty for the backend to recompute."""
+        if policies is None:
+            policies = record.policy_set()
+        elif record.policy_state:
+            policies.load_state_dict(record.policy_state)
+        histories = record.histories or {"top1": [], "entropy": [], "similarity": []}
+        return cls(
+            prompt_ids=list(record.prompt_ids),
+            params=record.sampling,
+            policies=policies,
+            cache=cache,
+            next_logits=torch.empty(0) if next_logits is None else next_logits,
+            detok=detok,
+            attempt=record.attempt,
+            rollbacks=record.rollbacks,
+            conservative=record.is_conservative,
+            top1_history=list(histories["top1"]),
+            entropy_history=list(histories["entropy"]),
+            similarity_history=list(histories["similarity"]),
+            skip_before_at=record.skip_before_at,
+            notes=record.note_list(),
+        )
+
+    def to_checkpoint(self) -> Checkpoint:
         return Checkpoint(
             prompt_ids=list(self.prompt_ids),
             generated_ids=list(self.generated_ids),
@@ -134,7 +169,7 @@ class DecodeState:
 
     def summary(self) -> dict[str, Any]:
         """JSON-able description without tensors: the checkpoint record and the text."""
-        return {**self.checkpoint().to_dict(), "text": self.text}
+        return {**self.to_checkpoint().to_dict(), "text": self.text}
 
     def evaluate_policies(
         self, phase: str, signals: Signals, new_text_start: int
@@ -180,19 +215,6 @@ class Checkpoint:
     muted: list[str] = field(default_factory=list)  # policies a reviewer silenced
     notes: list[dict[str, Any]] = field(default_factory=list)  # Note as dicts: at, ids, text
 
-    # Left out of a session's checkpoint meta: what the session row keeps in its own
-    # columns, and skip_before_at (a state rebuilt for a session decides its first boundary
-    # afresh; the policies' firing memory keeps them from firing twice).
-    NOT_IN_META = (
-        "prompt_ids",
-        "generated_ids",
-        "params",
-        "policy_specs",
-        "skip_before_at",
-        "budget",
-        "muted",
-    )
-
     def __post_init__(self) -> None:
         self.prompt_ids = [int(i) for i in self.prompt_ids]
         self.generated_ids = [int(i) for i in self.generated_ids]
@@ -215,6 +237,13 @@ class Checkpoint:
         return policies
 
     @property
+    def is_conservative(self) -> bool:
+        """The circuit breaker's state: recorded, else derived from the rollbacks."""
+        if self.conservative is None:
+            return self.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
+        return bool(self.conservative)
+
+    @property
     def sampling(self) -> SamplingParams:
         assert isinstance(self.params, SamplingParams)  # see __post_init__
         return self.params
@@ -228,15 +257,6 @@ class Checkpoint:
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Checkpoint:
         known = {f.name for f in fields(cls)}
         return cls(**{**{k: v for k, v in data.items() if k in known}, **overrides})
-
-    def meta(self) -> dict[str, Any]:
-        """The JSON a session stores next to its own columns."""
-        out = self.to_dict()
-        for name in self.NOT_IN_META:
-            del out[name]
-        if not out["notes"]:  # most sessions have none; their meta stays as it was
-            del out["notes"]
-        return out
 
 
 def first_record(

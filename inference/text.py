@@ -120,3 +120,11 @@ class Detokenizer:
 
 def _decode(tokenizer: Tokenizer, ids: list[int]) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True) if ids else ""
+
+
+def eos_ids(tokenizer: Tokenizer, model: object) -> frozenset[int]:
+    """The ids that end a generation: the tokenizer's EOS and the model's configured ones."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, list) else [configured])
+    return frozenset(i for i in ids if i is not None)

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.config import SamplingParams
-from inference.engine import Engine
+from inference.decode import RunRequest
 from inference.policies import RecordedToken
 from inference.sink import CollectingSink, TokenEvent
+from inference.transformers_backend.engine import Engine
 from reviewer import task_types
 from reviewer.demo_data import DOMAINS
 
@@ -61,7 +62,7 @@ def record_case(engine: Engine, slug: str, case: dict[str, Any]) -> list[Recorde
     change them), for replaying candidate policies over."""
     sink = CollectingSink()
     state = engine.start(case["input"], case_params(case), [], system=system_prompt(slug))
-    engine.run(state, sink)
+    engine.run(state, RunRequest(sink))
     return [
         RecordedToken.from_event({"text": e.text, "signals": e.signals.to_dict()})
         for e in sink.of(TokenEvent)

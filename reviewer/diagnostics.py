@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inference.config import TASK_PRESETS, SamplingParams
+from inference.decode import RunRequest
 from inference.sink import RollbackEvent, Sink, TokenEvent
 from reviewer.roi import percentile
 
@@ -95,10 +96,10 @@ def run_prompt(
     sink = TimingSink(started)
     state = engine.start(prompt, params, [*policies, OBSERVE_DRIFT], system=system)
     pauses = 0
-    stop = engine.run(state, sink, max_new_tokens=limit)
+    stop = engine.run(state, RunRequest(sink, max_new_tokens=limit))
     while stop.reason == "pause" and pauses < MAX_PAUSES:
         pauses += 1
-        stop = engine.run(state, sink, max_new_tokens=limit)
+        stop = engine.run(state, RunRequest(sink, max_new_tokens=limit))
     total = time.perf_counter() - started
     first = sink.first_token_at - started if sink.first_token_at is not None else None
     return RunResult(prompt, first, total, len(state.generated_ids), pauses, sink.rollbacks,

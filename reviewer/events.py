@@ -23,8 +23,8 @@ from django.db import connection, transaction
 from reviewer.models import ReviewSession, SessionEvent
 
 if TYPE_CHECKING:  # the web side loads no model code
+    from inference.decode import StopInfo
     from inference.edits import EditResult
-    from inference.engine import StopInfo
     from inference.signals import Signals
     from inference.sink import FlagEvent, RollbackEvent, TokenEvent
 

@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from inference.pause_model import PauseModel, store_model_bytes
-from inference.pause_training import Example, Session, load_starter_set, train
+from inference.learned.pause_model import PauseModel, store_model_bytes
+from inference.learned.pause_training import Example, Session, load_starter_set, train
 from reviewer import audit
 from reviewer.calibration import RECENT_SESSIONS, History, history_of, recent_sessions
 from reviewer.models import Domain, Edit, PauseEvent, PauseModelVersion, PausePolicy, ReviewSession

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import connection
 
-from inference.engine import StopInfo
+from inference.decode import StopInfo
 from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, failures, metrics, services

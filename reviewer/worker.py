@@ -28,14 +28,16 @@ from django.db import transaction
 
 from inference.backend import LIVE_ATTENTION, UnsupportedFeature
 from inference.control import CANCEL
+from inference.decode import RunRequest, StopInfo
 from inference.edits import EditError, EditResult
-from inference.engine import Engine, StopInfo
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
 from inference.signals import Alternative
 from inference.snapshot import SnapshotError
 from inference.state import Checkpoint, DecodeState
+from inference.transformers_backend.engine import Engine
 from reviewer import events, liveness, metrics, pause_models, services, vault
+from reviewer.checkpoint_meta import session_meta
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from reviewer.pause_flags import RedisControl
 from reviewer.relay import Relay
@@ -113,7 +115,7 @@ class StateCache:
 
 
 def state_bytes(state: DecodeState) -> int:
-    from inference.runner import ModelRunner
+    from inference.transformers_backend.runner import ModelRunner
 
     # vLLM keeps a paused session's KV in its own prefix cache, not in the state.
     return ModelRunner.cache_bytes(state.cache) if state.cache is not None else 0
@@ -153,7 +155,10 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
         lambda stop, halted_at: finish_segment(session, state, stop, control, halted_at),
     )
     run = serving().submit(
-        state, relay, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+        state,
+        RunRequest(
+            relay, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+        ),
     )
     with _relays_lock:
         _relays[session.pk] = relay
@@ -404,9 +409,9 @@ def checkpoint(session: ReviewSession, state: DecodeState) -> None:
 
 def capture(state: DecodeState) -> tuple[list[int], str, dict[str, Any]]:
     """What a checkpoint stores, copied now (the state goes on changing as it generates)."""
-    record = state.checkpoint()
+    record = state.to_checkpoint()
     record.histories = _complete_histories(state)
-    return list(state.generated_ids), state.text, record.meta()
+    return list(state.generated_ids), state.text, session_meta(record)
 
 
 def _complete_histories(state: DecodeState) -> dict[str, Any] | None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
+from inference.decode import StopInfo
 from inference.edits import EditResult
-from inference.engine import StopInfo
 from inference.policies import Decision
 from inference.signals import Alternative, Signals
 from inference.sink import FlagEvent, RollbackEvent, TokenEvent

@@ -12,6 +12,7 @@ import time
 import pytest
 from django.conf import settings
 
+from inference.decode import RunRequest
 from reviewer import dispatch, events, liveness, services
 from reviewer.models import ReviewSession
 from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
@@ -79,7 +80,7 @@ def uninterrupted(final: ReviewSession) -> list[int]:
     state = engine.start(
         final.input_text, final.decoding, final.policy_specs, system=final.domain.system_prompt
     )
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)
 
 

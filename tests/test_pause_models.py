@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from inference.pause_training import load_starter_set
+from inference.learned.pause_training import load_starter_set
 from inference.policies import build_policy
 from reviewer import pause_models
 from reviewer.models import (

@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from inference.decode import RunRequest
 from inference.state import Checkpoint
 from reviewer import dispatch, services
 from reviewer.models import Edit, ReviewSession
@@ -65,5 +66,5 @@ def reference_run(final: ReviewSession, edited_ids: list[int]) -> list[int]:
     state = engine.rebuild(
         Checkpoint(final.prompt_ids, edited_ids, final.decoding, final.policy_specs)
     )
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from inference.decode import RunRequest
 from inference.state import Checkpoint
 from reviewer import dispatch, services
 from reviewer.models import Edit, PauseEvent, ReviewSession
@@ -128,5 +129,5 @@ def test_it_finishes_every_session_of_a_killed_worker_elsewhere(
 
 def uninterrupted(engine, final: ReviewSession) -> list[int]:
     state = engine.rebuild(Checkpoint(final.prompt_ids, [], final.decoding, final.policy_specs))
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)

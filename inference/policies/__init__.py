@@ -22,25 +22,15 @@ below are its surface.
 """
 
 from inference.policies.base import (
-    DEFAULT_ABSOLUTE_WORDS,
-    MAX_REMEMBERED_FIRINGS,
-    PHRASE_SLACK_CHARS,
-    SPEC_KEYS,
     Decision,
-    Param,
     Policy,
     PolicyConfigError,
     StepContext,
     manual_decision,
 )
-from inference.policies.budget import PauseBudget, PauseLedger
-from inference.policies.dry_run import (
-    scan_text,
-    simulated_tokens,
-    text_step,
-)
-from inference.policies.learned import LearnedPolicy
-from inference.policies.policy_set import PolicySet
+from inference.policies.budget import PauseBudget
+from inference.policies.dry_run import scan_text, simulated_tokens, text_step
+from inference.policies.policy_set import PolicySet, Routed
 from inference.policies.replay import (
     RecordedToken,
     ReplayStop,
@@ -49,91 +39,26 @@ from inference.policies.replay import (
     similarity_policies,
     unreplayable,
 )
-from inference.policies.sentence_count import SentenceCountPolicy
-from inference.policies.signal_based import (
-    DriftPolicy,
-    HighEntropyPolicy,
-    LowConfidencePolicy,
-    OverconfidencePolicy,
-)
-from inference.policies.specs import (
-    POLICY_KINDS,
-    TYPE_CHECKS,
-    build_policy,
-    check_param,
-    is_number,
-    range_problem,
-    spec_action,
-    spec_cooldown,
-    spec_kind,
-    spec_name,
-    validate_params,
-)
-from inference.policies.text import (
-    KeywordPolicy,
-    RegexPolicy,
-    bounded_literal,
-    literal_pattern,
-    matched_word_index,
-    text_evidence,
-)
-from inference.policies.tool_call import (
-    ToolCallPolicy,
-    completed_objects,
-    handle_string_char,
-    may_open_object,
-    parse_object,
-)
+from inference.policies.specs import POLICY_KINDS, build_policy
 
 __all__ = [
-    "RecordedToken",
-    "ReplayStop",
-    "has_similarity",
-    "replay",
-    "similarity_policies",
-    "unreplayable",
-    "DEFAULT_ABSOLUTE_WORDS",
-    "Decision",
-    "manual_decision",
-    "DriftPolicy",
-    "HighEntropyPolicy",
-    "KeywordPolicy",
-    "LearnedPolicy",
-    "LowConfidencePolicy",
-    "MAX_REMEMBERED_FIRINGS",
-    "OverconfidencePolicy",
-    "PHRASE_SLACK_CHARS",
-    "PauseBudget",
-    "PauseLedger",
     "POLICY_KINDS",
-    "Param",
+    "Decision",
+    "PauseBudget",
     "Policy",
     "PolicyConfigError",
     "PolicySet",
-    "RegexPolicy",
-    "SPEC_KEYS",
-    "SentenceCountPolicy",
+    "RecordedToken",
+    "ReplayStop",
+    "Routed",
     "StepContext",
-    "TYPE_CHECKS",
-    "ToolCallPolicy",
-    "bounded_literal",
     "build_policy",
-    "check_param",
-    "completed_objects",
-    "handle_string_char",
-    "is_number",
-    "literal_pattern",
-    "matched_word_index",
-    "may_open_object",
-    "parse_object",
-    "range_problem",
+    "has_similarity",
+    "manual_decision",
+    "replay",
     "scan_text",
+    "similarity_policies",
     "simulated_tokens",
-    "spec_action",
-    "spec_cooldown",
-    "spec_kind",
-    "spec_name",
-    "text_evidence",
     "text_step",
-    "validate_params",
+    "unreplayable",
 ]

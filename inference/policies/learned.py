@@ -3,8 +3,8 @@ token where the score rises to its threshold, saying which features pushed it th
 
 from __future__ import annotations
 
-from inference.pause_features import Step, clause_start, describe, prior_step
-from inference.pause_model import PauseModel, PauseModelError, load_model
+from inference.learned.pause_features import Step, clause_start, describe, prior_step
+from inference.learned.pause_model import PauseModel, PauseModelError, load_model
 from inference.policies.base import Decision, Param, Policy, StepContext
 
 REASON_FEATURES = 3

@@ -3,7 +3,7 @@ pause budget that limits them, and the policies a reviewer muted for this sessio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from inference.policies.base import (
@@ -29,6 +29,14 @@ class Firing(NamedTuple):
     position: int
     start: int | None  # the matched span, None when the decision has none
     end: int | None
+
+
+class Routed(NamedTuple):
+    """One step's decisions sorted: what pauses, what rolls back, what is only reported."""
+
+    pauses: list[Decision]  # the one allowed pause, with any rollback decisions beside it
+    rollback: Decision | None  # a rollback to apply (no pause at this step)
+    flags: list[Decision]  # to report, in order
 
 
 class PolicySet:
@@ -109,6 +117,36 @@ class PolicySet:
             else:
                 winner = decision
         return winner, flags
+
+    def route(
+        self,
+        decisions: list[Decision],
+        position: int,
+        text: str,
+        may_roll_back: Callable[[Decision], bool] | None = None,
+    ) -> Routed:
+        """Sort one step's decisions. The budget picks at most one pause (``arbitrate``) and
+        the others become flags; a pause outranks a rollback (the reviewer sees the rollback
+        with it). Without ``may_roll_back`` (a backend or a replay that cannot follow one) a
+        rollback without a pause is a flag; with it, the first rollback is applied if it
+        allows, else reported as a flag after the others."""
+        pause, refused = self.arbitrate(
+            [d for d in decisions if d.action == "pause"], position, text
+        )
+        pauses = [pause] if pause is not None else []
+        rollbacks = [d for d in decisions if d.action == "rollback"]
+        first = rollbacks[0] if rollbacks and may_roll_back is not None else None
+        flags = [
+            d
+            for d in decisions
+            if d.action == "flag" or (d.action == "rollback" and not pauses and d is not first)
+        ]
+        flags += refused  # over the budget or outranked: kept as a flag
+        if pauses:
+            return Routed(pauses + rollbacks, None, flags)
+        if first is not None and may_roll_back is not None and not may_roll_back(first):
+            return Routed([], None, [*flags, first])
+        return Routed([], first, flags)
 
     def refusal(self, decision: Decision, position: int, text: str) -> tuple[str, str] | None:
         """(rule, why) the budget refuses this pause, or None."""

@@ -109,20 +109,16 @@ def _number(value: Any) -> float | None:
 def _stops(
     policies: PolicySet, position: int, phase: str, text: str, decisions: list[Decision]
 ) -> list[ReplayStop]:
-    """As the engine routes one step's decisions: at most one pause (with any rollback
-    beside it), counted in the budget's ledger; every other decision a flag."""
-    pause, refused = policies.arbitrate(
-        [d for d in decisions if d.action == "pause"], position, text
-    )
-    others = [d for d in decisions if d.action != "pause"] + refused
+    """As the engine routes one step's decisions (``PolicySet.route``, the backends'
+    routing without a rollback to follow): at most one pause (with any rollback beside it),
+    counted in the budget's ledger; every other decision a flag."""
+    routed = policies.route(decisions, position, text)
     stops: list[ReplayStop] = []
-    if pause is not None:
+    if routed.pauses:
         policies.note_pause(position, policy=True)
-        rollbacks = tuple(d for d in others if d.action == "rollback")
-        stops.append(ReplayStop(position, phase, len(text), (pause, *rollbacks)))
-        others = [d for d in others if d.action != "rollback"]
-    if others:
-        stops.append(ReplayStop(position, phase, len(text), tuple(others)))
+        stops.append(ReplayStop(position, phase, len(text), tuple(routed.pauses)))
+    if routed.flags:
+        stops.append(ReplayStop(position, phase, len(text), tuple(routed.flags)))
     return stops
 
 

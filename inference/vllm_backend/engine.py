@@ -14,32 +14,31 @@ The object is not thread-safe: one thread submits and steps (see inference/servi
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
-from inference.attention import AttentionView
 from inference.backend import BATCHING, UnsupportedFeature, check_policies
 from inference.config import SamplingParams
-from inference.control import ControlHandle
+from inference.decode import RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
-from inference.engine import Engine, StopInfo
-from inference.loader import load_engine
-from inference.lookahead import Branch
 from inference.policies import PauseBudget, PolicySet
 from inference.prompt import Prompt, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, Sink
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note, first_record
+from inference.state import Checkpoint, DecodeState, Note, first_record
 from inference.text import Detokenizer, Tokenizer, TokenTexts
-from inference.vllm_backend.generation import Generation, Model
+from inference.vllm_backend.generation import Generation
 from inference.vllm_backend.processor import EXTRA_KEY, REGISTRY
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
+    from inference.transformers_backend.attention import AttentionView
+    from inference.transformers_backend.engine import Engine
+    from inference.transformers_backend.lookahead import Branch
+    from inference.transformers_backend.runner import ModelRunner
 
 SETTLE_LIMIT = 1 << 30  # a settling generation stops when its replay is done
 UNKNOWN = torch.empty(0)  # next_logits not computed yet (after a rebuild, restore or edit)
@@ -71,7 +70,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         identity: SnapshotIdentity,
         max_model_len: int,
         eos_ids: frozenset[int],
-        model_dir: Path | None = None,
+        reference: Callable[[], Engine] | None = None,
     ) -> None:
         self.llm = llm  # vllm.LLMEngine, in this process
         self.tokenizer = tokenizer
@@ -79,12 +78,14 @@ class VllmEngine(edits_mod.EditShortcuts):
         self.eos_ids = frozenset(eos_ids)
         vocab_size = len(cast(Any, tokenizer))
         self.vocab = edits_mod.Vocabulary(tokenizer, self.token_text, vocab_size, self.eos_ids)
-        self.model = Model(tokenizer, self.token_text, self.eos_ids)
+        self.model = TokenModel(tokenizer, self.token_text, self.eos_ids)
         self.identity = identity
         self.max_model_len = max_model_len
         self.active: dict[str, Generation] = {}
-        # attention at a pause: the model directory, then the transformers engine over it
-        self.reference: Path | Engine | None = model_dir
+        # attention and look-ahead at a pause: the transformers engine over the same weights,
+        # loaded on first use by what the loader handed over
+        self.load_reference = reference
+        self.reference: Engine | None = None
         self.steps = 0  # vLLM steps run, for tests and benchmarks
 
     @property
@@ -119,27 +120,14 @@ class VllmEngine(edits_mod.EditShortcuts):
     ) -> DecodeState:
         check_policies(policy_set, self.features, self.backend)
         self._check_length(len(record.prompt_ids) + len(record.generated_ids))
-        if record.policy_state:
-            policy_set.load_state_dict(record.policy_state)
-        state = DecodeState(record.prompt_ids, record.sampling, policy_set, None, UNKNOWN)
-        state.attempt, state.rollbacks = record.attempt, record.rollbacks
-        state.conservative = (
-            record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
-            if record.conservative is None
-            else bool(record.conservative)
-        )
-        state.skip_before_at = record.skip_before_at
-        if record.histories is None and record.generated_ids:
+        if record.histories is None and record.generated_ids:  # replayed to recompute them
+            state = DecodeState.from_checkpoint(record, Detokenizer(), policy_set, None, UNKNOWN)
             self._settle(state, list(record.generated_ids))
             return state
-        state.detok = detok or Detokenizer()
         if detok is None:
-            state.detok.extend(self.tokenizer, record.generated_ids)
-        histories = record.histories or {"top1": [], "entropy": [], "similarity": []}
-        state.top1_history = list(histories["top1"])
-        state.entropy_history = list(histories["entropy"])
-        state.similarity_history = list(histories["similarity"])
-        return state
+            detok = Detokenizer()
+            detok.extend(self.tokenizer, record.generated_ids)
+        return DecodeState.from_checkpoint(record, detok, policy_set, None, UNKNOWN)
 
     def _check_length(self, tokens: int) -> None:
         if tokens >= self.max_model_len:
@@ -149,25 +137,26 @@ class VllmEngine(edits_mod.EditShortcuts):
             )
 
     # ---- running many -----------------------------------------------------------------
-    def submit(
-        self,
-        state: DecodeState,
-        sink: Sink | None = None,
-        control: ControlHandle | None = None,
-        max_new_tokens: int | None = None,
-        pause_at: int | None = None,
-        live_attention: int | str | None = None,
-    ) -> Generation:
-        """Start generating for ``state``; ``step`` advances it with the others."""
-        if live_attention is not None:
+    def submit(self, state: DecodeState, request: RunRequest | None = None) -> Generation:
+        """Start generating for ``state`` (see ``RunRequest``); ``step`` advances it with
+        the others."""
+        request = request or RunRequest()
+        if request.live_attention is not None:
             raise UnsupportedFeature(
                 "live attention needs the transformers backend: vLLM's attention kernels "
                 "do not return attention weights"
             )
         if any(g.state is state for g in self.active.values()):
             raise ValueError("this session is already generating")
-        limit = max_new_tokens if max_new_tokens is not None else state.params.max_new_tokens
-        generation = Generation(state, self.model, sink or Sink(), control, limit, pause_at)
+        limit = request.limit(state)
+        generation = Generation(
+            state=state,
+            model=self.model,
+            sink=request.sink or Sink(),
+            control=request.control,
+            limit=limit,
+            pause_at=request.pause_at,
+        )
         room = self.max_model_len - state.position
         if room <= 0:
             generation.stop = StopInfo("max_tokens", position=len(state.generated_ids))
@@ -204,18 +193,9 @@ class VllmEngine(edits_mod.EditShortcuts):
         assert generation.stop is not None
         return generation.stop
 
-    def run(
-        self,
-        state: DecodeState,
-        sink: Sink | None = None,
-        control: ControlHandle | None = None,
-        max_new_tokens: int | None = None,
-        pause_at: int | None = None,
-        live_attention: int | str | None = None,
-    ) -> StopInfo:
+    def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo:
         """Generate until a stop, as ``Engine.run``; other submitted sessions advance too."""
-        generation = self.submit(state, sink, control, max_new_tokens, pause_at, live_attention)
-        return self.drive(generation)
+        return self.drive(self.submit(state, request))
 
     def _add(self, generation: Generation, max_tokens: int) -> None:
         from vllm import SamplingParams as VllmParams
@@ -231,7 +211,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         REGISTRY[generation.key] = generation
         self.active[generation.key] = generation
         try:
-            prompt = {"prompt_token_ids": state.prompt_ids + state.generated_ids}
+            prompt = {"prompt_token_ids": state.context_ids()}
             self.llm.add_request(generation.key, prompt, params)
         except Exception:
             REGISTRY.pop(generation.key, None)
@@ -261,7 +241,9 @@ class VllmEngine(edits_mod.EditShortcuts):
             self._settle(state, [])
 
     def _settle(self, state: DecodeState, tail: list[int]) -> None:
-        generation = Generation(state, self.model, limit=SETTLE_LIMIT, forced=list(tail))
+        generation = Generation(
+            state=state, model=self.model, limit=SETTLE_LIMIT, forced=list(tail)
+        )
         self._add(generation, len(tail) + 1)
         self.drive(generation)
 
@@ -300,22 +282,25 @@ class VllmEngine(edits_mod.EditShortcuts):
 
     def add_note(self, state: DecodeState, text: str) -> Note:
         raise UnsupportedFeature(
-            "the vllm backend cannot add context to a paused session: its resume resubmits "
-            "the prompt and the generated ids, with no place for a note between them"
+            "the vllm backend cannot add context to a paused session: its edits replay "
+            "generated ids through vLLM and have no step for a note (a record's notes are "
+            "kept on a rebuild)"
         )
 
     def look_ahead(self, state: DecodeState, token_ids: list[int], steps: int = 5) -> list[Branch]:
         """As ``Engine.look_ahead``, through the transformers runner over the paused context
         (the same weights; one prefill, the state untouched)."""
         reference = self._reference_engine()
-        copy = reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
+        copy = reference.rebuild(dataclasses.replace(state.to_checkpoint(), policy_specs=[]))
         return reference.look_ahead(copy, token_ids, steps)
 
     def _reference_engine(self) -> Engine:
         if self.reference is None:
-            raise UnsupportedFeature("this needs the model directory this engine loaded")
-        if not isinstance(self.reference, Engine):
-            self.reference = load_engine(self.reference)
+            if self.load_reference is None:
+                raise UnsupportedFeature(
+                    "this needs the transformers engine over this model, and none was given"
+                )
+            self.reference = self.load_reference()
         return self.reference
 
     def attention(self, state: DecodeState, layer: int = -1) -> AttentionView:
@@ -323,5 +308,5 @@ class VllmEngine(edits_mod.EditShortcuts):
         one prefill over the paused context on the CPU (about 4 s at 1,024 tokens here),
         and the transformers model kept in memory once asked for."""
         reference = self._reference_engine()
-        copy = reference.rebuild(dataclasses.replace(state.checkpoint(), policy_specs=[]))
+        copy = reference.rebuild(dataclasses.replace(state.to_checkpoint(), policy_specs=[]))
         return reference.attention(copy, layer)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import torch
 
-from inference.text import Tokenizer
+from inference.text import Tokenizer, eos_ids
 from inference.vllm_backend.settings import VllmSettings, prepare_environment
 
 if TYPE_CHECKING:
+    from inference.transformers_backend.engine import Engine
     from inference.vllm_backend.engine import VllmEngine
 
 
@@ -18,9 +20,12 @@ def load_vllm_engine(
     model_dir: str | Path,
     dtype: torch.dtype = torch.float32,
     settings: VllmSettings | None = None,
+    reference: Callable[[], Engine] | None = None,
 ) -> VllmEngine:
-    """The model in ``model_dir`` served by vLLM in this process. Raises ImportError with
-    install instructions when vLLM is missing."""
+    """The model in ``model_dir`` served by vLLM in this process. ``reference`` loads the
+    transformers engine over the same weights, for attention and look-ahead at a pause
+    (inference/loader.py hands it over). Raises ImportError with install instructions when
+    vLLM is missing."""
     prepare_environment()
     try:
         from vllm import EngineArgs, LLMEngine
@@ -35,10 +40,10 @@ def load_vllm_engine(
     path = Path(model_dir)
     settings = settings or VllmSettings.from_env()
     tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))  # see inference/loader.py
-    fingerprint, eos_ids = _model_facts(path, tokenizer)
+    fingerprint, ends = _model_facts(path, tokenizer)
     llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
     identity = SnapshotIdentity(fingerprint, path.name, dtype)
-    return VllmEngine(llm, tokenizer, identity, settings.max_model_len, eos_ids, path)
+    return VllmEngine(llm, tokenizer, identity, settings.max_model_len, ends, reference)
 
 
 def _model_facts(path: Path, tokenizer: Tokenizer) -> tuple[str, frozenset[int]]:
@@ -46,12 +51,9 @@ def _model_facts(path: Path, tokenizer: Tokenizer) -> tuple[str, frozenset[int]]
     backends name the same model) and the EOS ids, read from one load of the model."""
     from transformers import AutoModelForCausalLM
 
-    from inference.runner import model_fingerprint
+    from inference.transformers_backend.runner import model_fingerprint
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    ids = {tokenizer.eos_token_id}
-    configured = getattr(model.generation_config, "eos_token_id", None)
-    ids.update(configured if isinstance(configured, list) else [configured])
-    fingerprint = model_fingerprint(model)
+    facts = model_fingerprint(model), eos_ids(tokenizer, model)
     del model
-    return fingerprint, frozenset(i for i in ids if i is not None)
+    return facts

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.engine import Engine
-from inference.runner import ModelRunner
+from inference.transformers_backend.engine import Engine
+from inference.transformers_backend.runner import ModelRunner
 from tests.inference.tiny import tiny_model, tiny_tokenizer
 
 CORES = torch.get_num_threads()
@@ -41,14 +41,15 @@ def other_engine(tokenizer) -> Engine:
 def vllm_engine():
     """The default model served by vLLM in this process (about 20 s to start)."""
     pytest.importorskip("vllm", reason="vLLM is not installed (requirements-vllm.txt)")
-    from inference.loader import default_model_dir
+    from inference.loader import default_model_dir, load_engine
     from inference.vllm_backend import load_vllm_engine
     from inference.vllm_backend.settings import VllmSettings
 
     path = default_model_dir()
     if not (path / "config.json").is_file():
         pytest.fail(f"the default model is missing at {path}")
-    return load_vllm_engine(path, settings=VllmSettings(max_model_len=2048, max_num_seqs=16))
+    settings = VllmSettings(max_model_len=2048, max_num_seqs=16)
+    return load_vllm_engine(path, settings=settings, reference=lambda: load_engine(path))
 
 
 @pytest.fixture(params=["transformers", "vllm"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from inference.pause_model import PauseModel, save_model
-from inference.pause_training import load_starter_set, train
+from inference.learned.pause_model import PauseModel, save_model
+from inference.learned.pause_training import load_starter_set, train
 
 
 @functools.cache

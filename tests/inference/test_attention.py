@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, TokenEvent
 
 PROMPT = "Hello world, hello reviewer."
@@ -13,7 +14,7 @@ PARAMS = {"temperature": 0.8, "seed": 2, "max_new_tokens": 12}
 
 def test_it_shows_the_last_positions_attention_per_layer_and_head(engine):
     state = engine.start(PROMPT, PARAMS)
-    engine.run(state, pause_at=6)
+    engine.run(state, RunRequest(pause_at=6))
     cache = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
     view = engine.attention(state, layer=1)
     assert len(view.tokens) == state.position and view.prompt_length == len(state.prompt_ids)
@@ -32,12 +33,12 @@ def test_live_rows_match_the_pause_view_and_change_no_token(engine):
     engine.run(plain)
     live = engine.start(PROMPT, PARAMS)
     sink = CollectingSink()
-    engine.run(live, sink, pause_at=6, live_attention="mean")
+    engine.run(live, RunRequest(sink, pause_at=6, live_attention="mean"))
     rows = [e.attention for e in sink.of(TokenEvent)]
     assert [len(r) for r in rows] == [len(live.prompt_ids) + i + 1 for i in range(6)]
     expected = torch.tensor(engine.attention(live).layers).mean(0)
     assert torch.allclose(torch.tensor(rows[-1]), expected, atol=1e-5)
-    engine.run(live, sink, live_attention=0)
+    engine.run(live, RunRequest(sink, live_attention=0))
     assert live.generated_ids == plain.generated_ids
 
 
@@ -46,14 +47,14 @@ def test_it_rejects_a_layer_that_does_not_exist(engine):
     with pytest.raises(ValueError, match="layer"):
         engine.attention(state, layer=5)
     with pytest.raises(ValueError, match="live_attention"):
-        engine.run(state, live_attention=7)
+        engine.run(state, RunRequest(live_attention=7))
 
 
 def test_it_says_where_notes_sit_among_the_context_positions(engine):
     state = engine.start(PROMPT, PARAMS)
-    engine.run(state, pause_at=3)
+    engine.run(state, RunRequest(pause_at=3))
     first = engine.add_note(state, " (The time is 14:05.) ")
-    engine.run(state, pause_at=5)
+    engine.run(state, RunRequest(pause_at=5))
     second = engine.add_note(state, " (Later.) ")
     view = engine.attention(state)
     prompt = len(state.prompt_ids)

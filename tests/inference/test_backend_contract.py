@@ -12,6 +12,7 @@ import pytest
 
 from inference.backend import Backend, UnsupportedFeature
 from inference.control import ControlHandle
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, FinishEvent, FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import Checkpoint
 
@@ -55,7 +56,7 @@ def test_both_backends_satisfy_the_protocol(backend):
 
 def test_it_pauses_at_the_asked_token_and_resumes_identically(backend):
     state = backend.start(PROMPT, GREEDY, system=SYSTEM)
-    stop = backend.run(state, pause_at=7)
+    stop = backend.run(state, RunRequest(pause_at=7))
     assert (stop.reason, stop.position, len(state.generated_ids)) == ("pause", 7, 7)
     assert stop.decision.kind == "manual"
     backend.run(state)
@@ -66,7 +67,7 @@ def test_a_manual_pause_stops_at_the_next_boundary(backend):
     control = ControlHandle()
     sink = PauseAfter(control, 4)
     state = backend.start(PROMPT, GREEDY, system=SYSTEM)
-    stop = backend.run(state, sink, control)
+    stop = backend.run(state, RunRequest(sink, control))
     assert (stop.reason, len(state.generated_ids)) == ("pause", 5)
     assert sink.events[0].phase == "manual" and control.poll() is None
     backend.run(state)
@@ -90,11 +91,11 @@ def test_a_policy_pause_lands_on_the_triggering_token(backend):
 def test_several_pauses_and_a_snapshot_resume_to_the_uninterrupted_tokens(backend, params):
     state = backend.start(PROMPT, params, system=SYSTEM)
     for at in (3, 9, 10):
-        assert backend.run(state, pause_at=at).reason == "pause"
+        assert backend.run(state, RunRequest(pause_at=at)).reason == "pause"
     restored = backend.restore(backend.snapshot(state))  # as another worker would
     assert restored.generated_ids == state.generated_ids and restored.text == state.text
-    backend.run(restored, pause_at=17)
-    rebuilt = backend.rebuild(restored.checkpoint())
+    backend.run(restored, RunRequest(pause_at=17))
+    rebuilt = backend.rebuild(restored.to_checkpoint())
     backend.run(rebuilt)
     assert rebuilt.generated_ids == reference(backend, params)
 
@@ -105,7 +106,7 @@ def test_the_backends_agree_on_tokens_alternatives_and_entropy(real_engine, vllm
     for engine in (real_engine, vllm_engine):
         state = engine.start(PROMPT, GREEDY, system=SYSTEM)
         sinks.append(CollectingSink())
-        engine.run(state, sinks[-1], pause_at=9)
+        engine.run(state, RunRequest(sinks[-1], pause_at=9))
         sinks[-1].events.append(engine.signals(state))
     for a, b in zip(*(s.events for s in sinks), strict=True):
         if isinstance(a, TokenEvent):
@@ -128,7 +129,7 @@ def test_the_backends_agree_on_tokens_alternatives_and_entropy(real_engine, vllm
 )
 def test_an_edit_then_continuing_equals_a_fresh_run_from_the_edited_ids(backend, edit):
     state = backend.start(PROMPT, GREEDY, system=SYSTEM)
-    backend.run(state, pause_at=7)
+    backend.run(state, RunRequest(pause_at=7))
     [result] = backend.edit(state, edit)
     assert result.kind == edit["kind"]
     edited = list(state.generated_ids)
@@ -141,7 +142,7 @@ def test_an_edit_then_continuing_equals_a_fresh_run_from_the_edited_ids(backend,
 def test_a_finished_run_reports_eos_or_its_limit(backend):
     sink = CollectingSink()
     state = backend.start(PROMPT, {**GREEDY, "max_new_tokens": 6}, system=SYSTEM)
-    stop = backend.run(state, sink)
+    stop = backend.run(state, RunRequest(sink))
     assert (stop.reason, len(state.generated_ids)) == ("max_tokens", 6)
     [finish] = sink.of(FinishEvent)
     assert (finish.reason, finish.generated_tokens, finish.text) == ("max_tokens", 6, state.text)
@@ -154,7 +155,7 @@ def test_vllm_refuses_what_it_cannot_do(vllm_engine):
         vllm_engine.start(PROMPT, GREEDY, [drift])
     state = vllm_engine.start(PROMPT, GREEDY)
     with pytest.raises(UnsupportedFeature, match="attention"):
-        vllm_engine.run(state, live_attention="mean")
+        vllm_engine.run(state, RunRequest(live_attention="mean"))
 
 
 def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_engine, vllm_engine):
@@ -163,7 +164,7 @@ def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_en
     views = []
     for engine in (real_engine, vllm_engine):
         state = engine.start(PROMPT, GREEDY, system=SYSTEM)
-        engine.run(state, pause_at=5)
+        engine.run(state, RunRequest(pause_at=5))
         views.append(engine.attention(state, layer=3))
     a, b = views
     assert (a.tokens, a.prompt_length, a.layer) == (b.tokens, b.prompt_length, b.layer)
@@ -173,7 +174,7 @@ def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_en
 
 def test_a_vllm_pause_computes_nothing_past_it(vllm_engine):
     state = vllm_engine.start(PROMPT, GREEDY, system=SYSTEM)
-    generation = vllm_engine.submit(state, pause_at=6)
+    generation = vllm_engine.submit(state, RunRequest(pause_at=6))
     stop = vllm_engine.drive(generation)
     # one decision per generated token and one that stopped: no token drawn past the pause
     assert stop.position == 6 and generation.steps == 7
@@ -183,7 +184,7 @@ def test_a_vllm_pause_computes_nothing_past_it(vllm_engine):
 def test_snapshots_of_both_backends_name_the_same_model(real_engine, vllm_engine):
     assert real_engine.runner.fingerprint == vllm_engine.fingerprint
     state = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
-    real_engine.run(state, pause_at=5)
+    real_engine.run(state, RunRequest(pause_at=5))
     moved = vllm_engine.restore(real_engine.snapshot(state))  # its KV is not needed
     vllm_engine.run(moved)
     assert moved.generated_ids == reference(real_engine, GREEDY)
@@ -193,7 +194,7 @@ def test_a_vllm_snapshot_tells_the_transformers_engine_to_rebuild(real_engine, v
     from inference.snapshot import SnapshotFormatError
 
     state = vllm_engine.start(PROMPT, GREEDY, system=SYSTEM)
-    vllm_engine.run(state, pause_at=4)
+    vllm_engine.run(state, RunRequest(pause_at=4))
     with pytest.raises(SnapshotFormatError, match="rebuild from its token ids"):
         real_engine.restore(vllm_engine.snapshot(state))
 
@@ -256,7 +257,7 @@ def test_it_keeps_to_the_pause_budget_and_flags_the_rest(backend):
     budget = {"per_100_tokens": 100, "min_distance": 8, "hold_until_first_word": True}
     state = backend.start(PROMPT, GREEDY, [always], system=SYSTEM, budget=budget)
     sink, positions = CollectingSink(), []
-    while (stop := backend.run(state, sink)).reason == "pause":
+    while (stop := backend.run(state, RunRequest(sink))).reason == "pause":
         positions.append(stop.position)
     assert positions and all(b - a >= 8 for a, b in itertools.pairwise(positions))
     assert positions[0] > 0  # never before the first word
@@ -267,3 +268,17 @@ def test_it_keeps_to_the_pause_budget_and_flags_the_rest(backend):
 
 
 _budget_pauses: dict[str, list[int]] = {}
+
+
+def test_a_vllm_rebuild_keeps_the_notes_and_continues_as_the_transformers_engine(
+    real_engine, vllm_engine
+):
+    state = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
+    real_engine.run(state, RunRequest(pause_at=4))
+    real_engine.add_note(state, " (It is now the next morning.)")
+    record = Checkpoint.from_dict(state.to_checkpoint().to_dict())
+    moved = vllm_engine.rebuild(record)
+    assert moved.notes == state.notes and moved.to_checkpoint().notes == record.notes
+    real_engine.run(state, RunRequest(max_new_tokens=10))
+    vllm_engine.run(moved, RunRequest(max_new_tokens=10))
+    assert moved.generated_ids == state.generated_ids

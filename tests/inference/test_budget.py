@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from inference.control import ControlHandle
+from inference.decode import RunRequest
 from inference.policies import Decision, PauseBudget, PolicyConfigError, PolicySet, build_policy
 from inference.sink import CollectingSink, FlagEvent, PauseNotice
 from inference.state import Checkpoint
+from reviewer.checkpoint_meta import session_meta
 
 PROMPT = "We recommend a follow-up visit."
 PARAMS = {"temperature": 0.8, "seed": 5, "max_new_tokens": 60}
@@ -85,7 +87,7 @@ def test_an_engine_run_spends_the_budget_and_flags_the_rest(engine):
     state = engine.start(PROMPT, PARAMS, [EVERY_TOKEN], budget=budget)
     sink = CollectingSink()
     pauses = []
-    while (stop := engine.run(state, sink)).reason == "pause":
+    while (stop := engine.run(state, RunRequest(sink))).reason == "pause":
         pauses.append(stop.position)
     assert state.generated_ids == reference.generated_ids  # pauses change nothing
     assert len(pauses) == 3 and all(b - a >= 8 for a, b in zip(pauses, pauses[1:], strict=False))
@@ -98,12 +100,12 @@ def test_an_engine_run_spends_the_budget_and_flags_the_rest(engine):
 def test_manual_pauses_are_never_limited(engine):
     budget = PauseBudget(per_100_tokens=1, min_distance=50, hold_until_first_word=True)
     state = engine.start(PROMPT, PARAMS, [EVERY_TOKEN], budget=budget)
-    assert engine.run(state, pause_at=0).reason == "pause"
+    assert engine.run(state, RunRequest(pause_at=0)).reason == "pause"
     control = ControlHandle()
     control.request_pause()
-    stop = engine.run(state, control=control)
+    stop = engine.run(state, RunRequest(control=control))
     assert (stop.reason, stop.decision.kind, stop.position) == ("pause", "manual", 0)
-    assert engine.run(state, pause_at=2).position == 2
+    assert engine.run(state, RunRequest(pause_at=2)).position == 2
 
 
 def test_a_restored_or_rebuilt_state_keeps_counting(engine):
@@ -111,7 +113,7 @@ def test_a_restored_or_rebuilt_state_keeps_counting(engine):
     state = engine.start(PROMPT, PARAMS, [EVERY_TOKEN], budget=budget)
     first = engine.run(state)
     assert first.reason == "pause"
-    record = Checkpoint.from_dict(state.checkpoint().to_dict())
+    record = Checkpoint.from_dict(state.to_checkpoint().to_dict())
     assert record.budget == budget.to_dict()
     for copy in (engine.restore(engine.snapshot(state)), engine.rebuild(record)):
         assert copy.policies.budget == budget
@@ -124,9 +126,9 @@ def test_muted_policies_stop_firing_and_survive_a_checkpoint(engine):
     assert engine.run(state).reason == "pause"
     state.policies.mute(["every"])
     sink = CollectingSink()
-    assert engine.run(state, sink).reason in {"eos", "max_tokens"}
+    assert engine.run(state, RunRequest(sink)).reason in {"eos", "max_tokens"}
     assert not sink.of(FlagEvent) and not sink.of(PauseNotice)
-    record = Checkpoint.from_dict(state.checkpoint().to_dict())
-    assert record.muted == ["every"] and "muted" not in record.meta()
+    record = Checkpoint.from_dict(state.to_checkpoint().to_dict())
+    assert record.muted == ["every"] and "muted" not in session_meta(record)
     assert engine.rebuild(record).policies.muted == {"every"}
     assert engine.restore(engine.snapshot(state)).policies.muted == {"every"}

@@ -6,8 +6,10 @@ import hashlib
 import json
 import struct
 
+from inference.decode import RunRequest
 from inference.snapshot import MAGIC
-from inference.state import Checkpoint
+from inference.state import Checkpoint, DecodeState
+from reviewer.checkpoint_meta import session_meta
 
 PROMPT = "The contract is void."
 PARAMS = {"temperature": 0.7, "seed": 3, "max_new_tokens": 20}
@@ -26,12 +28,12 @@ OLD_META = {
 
 def paused(engine):
     state = engine.start(PROMPT, PARAMS, POLICIES)
-    engine.run(state, pause_at=6)
+    engine.run(state, RunRequest(pause_at=6))
     return state
 
 
 def test_it_round_trips_a_paused_state_through_json(engine):
-    record = paused(engine).checkpoint()
+    record = paused(engine).to_checkpoint()
     again = Checkpoint.from_dict(json.loads(json.dumps(record.to_dict())))
     assert again == record
 
@@ -40,7 +42,7 @@ def test_it_reads_a_session_meta_stored_before_the_record_existed(engine):
     state = paused(engine)
     columns = dict(prompt_ids=state.prompt_ids, generated_ids=state.generated_ids)
     record = Checkpoint.from_dict(OLD_META, **columns, params=PARAMS, policy_specs=POLICIES)
-    assert record.meta() == OLD_META
+    assert session_meta(record) == OLD_META
     rebuilt = engine.rebuild(record)
     assert (rebuilt.attempt, rebuilt.rollbacks, rebuilt.conservative) == (1, 1, False)
     assert rebuilt.policies.state_dict()["fired"]["unsure"] == [[2, None, None]]
@@ -70,3 +72,11 @@ def _with_header_fields(data: bytes, **extra) -> bytes:
     payload = data[prefix.size + length : -32]
     body = prefix.pack(MAGIC, version, len(encoded)) + encoded + payload
     return body + hashlib.sha256(body).digest()
+
+
+def test_a_state_from_a_record_gives_the_record_back(engine):
+    state = paused(engine)
+    engine.add_note(state, " later")
+    record = Checkpoint.from_dict(json.loads(json.dumps(state.to_checkpoint().to_dict())))
+    again = DecodeState.from_checkpoint(record, state.detok)
+    assert again.to_checkpoint() == record and again.notes == state.notes

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from inference.decode import RunRequest
 from inference.edits import EditError
 from inference.state import Checkpoint
 
@@ -14,7 +15,7 @@ PARAMS = {"temperature": 0.8, "seed": 9, "max_new_tokens": 24}
 
 def paused(engine, at: int = 12):
     state = engine.start(PROMPT, PARAMS)
-    assert engine.run(state, pause_at=at).reason == "pause"
+    assert engine.run(state, RunRequest(pause_at=at)).reason == "pause"
     return state
 
 
@@ -128,7 +129,7 @@ def test_it_keeps_the_per_token_signals_of_an_edited_generation(engine, edit):
 )
 def test_it_edits_a_generation_that_ended_on_its_token_limit(engine, edit):
     state = engine.start(PROMPT, PARAMS)
-    assert engine.run(state, max_new_tokens=12).reason == "max_tokens"
+    assert engine.run(state, RunRequest(max_new_tokens=12)).reason == "max_tokens"
     assert state.pending is not None  # the last token's forward was deferred
     engine.edit(state, edit)
     assert state.pending is None
@@ -140,7 +141,7 @@ def test_it_edits_a_generation_that_ended_on_its_token_limit(engine, edit):
 
 def test_an_edit_never_runs_the_pending_token_it_replaces(engine):
     state = engine.start(PROMPT, PARAMS)
-    engine.run(state, max_new_tokens=12)
+    engine.run(state, RunRequest(max_new_tokens=12))
     forwarded = engine.runner.tokens_forwarded
     result = engine.replace_tokens(state, 10, 12, " stop")
     assert engine.runner.tokens_forwarded - forwarded == result.new_token_end - 10

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from inference.control import ControlHandle
+from inference.decode import RunRequest
 from inference.serving import Served, ServingLoop
 from inference.sink import CollectingSink, FinishEvent, PauseNotice, Sink, TokenEvent
 
@@ -24,7 +25,9 @@ def solo_runs(engine, live: bool = False) -> list[CollectingSink]:
     sinks = []
     for prompt, params in zip(PROMPTS, PARAMS, strict=True):
         sink = CollectingSink()
-        engine.run(engine.start(prompt, params), sink, live_attention="mean" if live else None)
+        engine.run(
+            engine.start(prompt, params), RunRequest(sink, live_attention="mean" if live else None)
+        )
         sinks.append(sink)
     return sinks
 
@@ -37,7 +40,10 @@ def test_it_interleaves_sessions_one_token_each_and_matches_solo_runs(engine):
     alone = solo_runs(engine, live=True)
     states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
     sinks = [CollectingSink() for _ in states]
-    runs = [engine.submit(s, k, live_attention="mean") for s, k in zip(states, sinks, strict=True)]
+    runs = [
+        engine.submit(s, RunRequest(k, live_attention="mean"))
+        for s, k in zip(states, sinks, strict=True)
+    ]
     lengths = []
     while engine.active:
         engine.step()
@@ -54,7 +60,7 @@ def test_it_interleaves_sessions_one_token_each_and_matches_solo_runs(engine):
 def test_it_halts_a_session_with_a_waiting_pause_before_the_next_token(engine):
     states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
     controls = [ControlHandle() for _ in states]
-    runs = [engine.submit(s, None, c) for s, c in zip(states, controls, strict=True)]
+    runs = [engine.submit(s, RunRequest(None, c)) for s, c in zip(states, controls, strict=True)]
     for _ in range(6):  # a few turns in: session 2 has had one or two tokens
         engine.step()
     held = len(states[2].generated_ids)
@@ -84,7 +90,7 @@ class Exploding(Sink):
 
 def test_it_ends_only_the_failing_session(engine):
     states = [engine.start(p, params) for p, params in zip(PROMPTS[:2], PARAMS[:2], strict=True)]
-    failing = engine.submit(states[0], Exploding())
+    failing = engine.submit(states[0], RunRequest(Exploding()))
     healthy = engine.submit(states[1])
     with pytest.raises(RuntimeError, match="went away"):
         engine.drive(failing)
@@ -101,7 +107,7 @@ def test_it_serves_threads_through_one_loop_with_pauses_from_outside(engine):
     def session(i: int) -> list[int]:
         state = served.start(PROMPTS[i], PARAMS[i])
         control = ControlHandle()
-        future = loop.submit(state, None, control)
+        future = loop.submit(state, RunRequest(None, control))
         control.request_pause()  # a reviewer presses Pause while others generate
         stop = future.result()
         assert stop.reason in ("pause", "max_tokens")
@@ -128,11 +134,11 @@ def test_it_interleaves_real_model_sessions_with_policies(real_engine):
     for prompt in prompts:
         state = real_engine.start(prompt, params, policies)
         sink = CollectingSink()
-        real_engine.run(state, sink)
+        real_engine.run(state, RunRequest(sink))
         alone.append((list(state.generated_ids), [type(e) for e in sink.events][-1]))
     states = [real_engine.start(p, params, policies) for p in prompts]
     sinks = [CollectingSink() for _ in states]
-    runs = [real_engine.submit(s, k) for s, k in zip(states, sinks, strict=True)]
+    runs = [real_engine.submit(s, RunRequest(k)) for s, k in zip(states, sinks, strict=True)]
     for run in runs:
         real_engine.drive(run)
     together = [
@@ -150,7 +156,7 @@ class BrokenControl(ControlHandle):
 
 def test_it_ends_only_the_session_whose_control_fails(engine):
     states = [engine.start(p, params) for p, params in zip(PROMPTS[:2], PARAMS[:2], strict=True)]
-    broken = engine.submit(states[0], None, BrokenControl())
+    broken = engine.submit(states[0], RunRequest(None, BrokenControl()))
     healthy = engine.submit(states[1])
     assert engine.step() == [broken]
     assert isinstance(broken.error, ConnectionError) and not states[0].generated_ids
@@ -219,7 +225,7 @@ def test_it_paces_the_loop_to_a_sink_that_falls_behind(engine):
     try:
         state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 30})
         sink = SlowWriter()
-        assert loop.submit(state, sink).result(timeout=30).reason == "max_tokens"
+        assert loop.submit(state, RunRequest(sink)).result(timeout=30).reason == "max_tokens"
         # the tiny model steps in about a millisecond: unpaced, the sink would be ~all behind
         assert sink.most_behind <= MAX_BACKLOG + 1
     finally:

@@ -6,8 +6,12 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
-from inference import kv_cache
-from inference.runner import ModelRunner, SmallBatchLinear, lay_out_wide_weights
+from inference.transformers_backend import kv_cache
+from inference.transformers_backend.runner import (
+    ModelRunner,
+    SmallBatchLinear,
+    lay_out_wide_weights,
+)
 
 
 def gqa_model(tie: bool = False) -> LlamaForCausalLM:

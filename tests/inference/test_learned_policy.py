@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from inference.decode import RunRequest
 from inference.policies import POLICY_KINDS, PolicyConfigError, PolicySet, StepContext
 from inference.policies.dry_run import simulated_tokens, text_step
 from inference.sink import CollectingSink, PauseNotice, TokenEvent
@@ -119,14 +120,14 @@ def test_a_real_run_pauses_at_the_token_its_model_picks(real_engine, tmp_path):
     to the uninterrupted text."""
     reference = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
     sink = CollectingSink()
-    real_engine.run(reference, sink)
+    real_engine.run(reference, RunRequest(sink))
     spec = learned_spec(tmp_path)
     expected = first_firing(spec, [e for e in sink.events if isinstance(e, TokenEvent)])
     assert expected is not None, reference.text
 
     state = real_engine.start(PROMPT, GREEDY, [spec], system=SYSTEM)
     sink = CollectingSink()
-    stop = real_engine.run(state, sink)
+    stop = real_engine.run(state, RunRequest(sink))
     assert stop.reason == "pause"
     assert len(state.generated_ids) == expected + 1  # no token after the triggering one
     assert state.generated_ids == reference.generated_ids[: expected + 1]
@@ -159,7 +160,7 @@ def first_firing(spec: dict, events: list[TokenEvent]) -> int | None:
 def test_a_snapshot_restores_the_policy_with_its_model(engine, tmp_path):
     spec = learned_spec(tmp_path, threshold=0.5)
     state = engine.start("hello", {"temperature": 0.0, "max_new_tokens": 6}, [spec])
-    engine.run(state, pause_at=3)
+    engine.run(state, RunRequest(pause_at=3))
     restored = engine.restore(engine.snapshot(state))
     (policy,) = restored.policies.policies
     assert policy.kind == "learned" and policy.threshold == 0.5

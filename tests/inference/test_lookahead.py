@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 
+from inference.decode import RunRequest
 from inference.sink import CollectingSink
 from inference.text import REPLACEMENT
 
@@ -18,7 +19,7 @@ STEPS = 5
 
 def paused(engine, at: int = 6):
     state = engine.start(PROMPT, PARAMS)
-    assert engine.run(state, CollectingSink(), pause_at=at).reason == "pause"
+    assert engine.run(state, RunRequest(CollectingSink(), pause_at=at)).reason == "pause"
     return state
 
 
@@ -119,7 +120,7 @@ def test_on_the_real_model_each_branch_is_exact(real_engine):
     state = real_engine.start(
         "A 58-year-old with chest pain. Write the clinical note.", {"temperature": 0}
     )
-    real_engine.run(state, pause_at=20)
+    real_engine.run(state, RunRequest(pause_at=20))
     before = real_engine.snapshot(state)
     candidates = top3(real_engine, state)
     started = time.perf_counter()

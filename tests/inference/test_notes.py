@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from inference.decode import RunRequest
 from inference.state import Checkpoint
+from reviewer.checkpoint_meta import session_meta
 
 PROMPT = "We recommend a follow-up visit."
 GREEDY = {"temperature": 0, "seed": 1, "max_new_tokens": 24}
@@ -17,7 +19,7 @@ NOTE = " (Current time: 2026-12-01 14:05 UTC.) "
 def noted(engine, params: dict, at: int = 6, prompt=PROMPT):
     """A state paused at ``at`` tokens with a note added, and the note."""
     state = engine.start(prompt, params)
-    engine.run(state, pause_at=at)
+    engine.run(state, RunRequest(pause_at=at))
     return state, engine.add_note(state, NOTE)
 
 
@@ -26,7 +28,7 @@ def from_scratch(engine, state, at: int, params: dict) -> list[int]:
     same absolute positions, so the same sampling keys)."""
     context = state.prompt_ids + state.generated_ids[:at] + state.notes[0].ids
     fresh = engine.start(context, params)
-    engine.run(fresh, max_new_tokens=params["max_new_tokens"] - at)
+    engine.run(fresh, RunRequest(max_new_tokens=params["max_new_tokens"] - at))
     return fresh.generated_ids
 
 
@@ -43,8 +45,8 @@ def test_a_note_is_context_and_what_follows_equals_a_fresh_run(engine, params):
 
 def test_a_note_survives_a_snapshot_and_a_rebuild(engine):
     state, note = noted(engine, SAMPLED)
-    record = Checkpoint.from_dict(state.checkpoint().to_dict())
-    assert record.note_list() == [note] and record.meta()["notes"][0]["text"] == NOTE
+    record = Checkpoint.from_dict(state.to_checkpoint().to_dict())
+    assert record.note_list() == [note] and session_meta(record)["notes"][0]["text"] == NOTE
     restored, rebuilt = engine.restore(engine.snapshot(state)), engine.rebuild(record)
     engine.run(state)
     for copy in (restored, rebuilt):
@@ -55,10 +57,10 @@ def test_a_note_survives_a_snapshot_and_a_rebuild(engine):
 
 def test_an_edit_before_a_note_drops_it_and_one_after_keeps_it(engine):
     state, note = noted(engine, GREEDY)
-    engine.run(state, pause_at=10)
+    engine.run(state, RunRequest(pause_at=10))
     engine.replace_tokens(state, 8, 9, " there")
     assert state.notes == [note]
-    fresh = engine.rebuild(Checkpoint.from_dict(state.checkpoint().to_dict()))
+    fresh = engine.rebuild(Checkpoint.from_dict(state.to_checkpoint().to_dict()))
     engine.run(state)
     engine.run(fresh)
     assert state.generated_ids == fresh.generated_ids
@@ -87,7 +89,7 @@ def test_the_real_model_reads_the_time_without_writing_it(real_engine, params):
     real_engine.run(state)
     assert "Current time" not in state.text and NOTE not in state.text
     assert state.generated_ids[5:] == from_scratch(real_engine, state, 5, params)
-    rebuilt = real_engine.rebuild(Checkpoint.from_dict(state.checkpoint().to_dict()))
+    rebuilt = real_engine.rebuild(Checkpoint.from_dict(state.to_checkpoint().to_dict()))
     assert rebuilt.position == state.position and rebuilt.text == state.text
 
 
@@ -98,6 +100,6 @@ def test_the_real_model_resumes_identically_without_a_note(real_engine):
     whole = real_engine.start(prompt, SAMPLED)
     real_engine.run(whole)
     paused = real_engine.start(prompt, SAMPLED)
-    real_engine.run(paused, pause_at=5)
+    real_engine.run(paused, RunRequest(pause_at=5))
     real_engine.run(paused)
     assert paused.generated_ids == whole.generated_ids and not paused.notes

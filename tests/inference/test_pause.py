@@ -7,6 +7,7 @@ import re
 import pytest
 
 from inference.control import ControlHandle
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, FlagEvent, PauseNotice, TokenEvent
 
 PROMPT = "We recommend a follow-up visit."
@@ -18,7 +19,7 @@ AFTER = {"keyword", "regex", "overconfidence"}
 def reference(engine):
     state = engine.start(PROMPT, PARAMS)
     sink = CollectingSink()
-    engine.run(state, sink)
+    engine.run(state, RunRequest(sink))
     return state, sink.of(TokenEvent)
 
 
@@ -80,7 +81,7 @@ def test_each_policy_kind_pauses_where_it_flags(engine, reference, kind):
     params = kind_specs(reference)[kind]
     flagged = engine.start(PROMPT, PARAMS, [spec(kind, params, "flag")])
     sink = CollectingSink()
-    assert engine.run(flagged, sink).reason == "max_tokens"  # a flag never stops
+    assert engine.run(flagged, RunRequest(sink)).reason == "max_tokens"  # a flag never stops
     assert flagged.generated_ids == state0.generated_ids
     flags = sink.of(FlagEvent)
     assert flags, f"{kind} never fired on the reference run; the test would prove nothing"
@@ -89,7 +90,7 @@ def test_each_policy_kind_pauses_where_it_flags(engine, reference, kind):
     paused = engine.start(PROMPT, PARAMS, [spec(kind, params)])
     calls = engine.runner.forward_calls
     sink = CollectingSink()
-    stop = engine.run(paused, sink)
+    stop = engine.run(paused, RunRequest(sink))
     generated = first + 1 if kind in AFTER else first
     assert stop.reason == "pause" and stop.decision.kind == kind
     assert len(paused.generated_ids) == generated == stop.position
@@ -107,7 +108,7 @@ def test_a_before_token_pause_shows_the_next_token_alternatives(engine, referenc
     params = kind_specs(reference)["low_confidence"]
     state = engine.start(PROMPT, PARAMS, [spec("low_confidence", params)])
     sink = CollectingSink()
-    engine.run(state, sink)
+    engine.run(state, RunRequest(sink))
     pause = sink.of(PauseNotice)[0]
     assert pause.signals.top1_prob < params["threshold"]
     assert len(pause.signals.alternatives) == 5
@@ -117,9 +118,9 @@ def test_a_before_token_pause_shows_the_next_token_alternatives(engine, referenc
 def test_it_does_not_compute_past_a_requested_pause(engine):
     state = engine.start(PROMPT, PARAMS)
     calls = engine.runner.forward_calls
-    assert engine.run(state, pause_at=0).reason == "pause"
+    assert engine.run(state, RunRequest(pause_at=0)).reason == "pause"
     assert state.generated_ids == [] and engine.runner.forward_calls == calls
-    assert engine.run(state, pause_at=3).reason == "pause"
+    assert engine.run(state, RunRequest(pause_at=3)).reason == "pause"
     assert len(state.generated_ids) == 3 and engine.runner.forward_calls - calls == 3
 
 
@@ -128,7 +129,7 @@ def test_a_pause_asked_for_from_outside_is_a_manual_pause(engine):
     control = ControlHandle()
     control.request_pause("reviewer asked")
     sink = CollectingSink()
-    stop = engine.run(state, sink, control)
+    stop = engine.run(state, RunRequest(sink, control))
     assert (stop.reason, stop.decision.policy, stop.decision.kind) == ("pause", "manual", "manual")
     assert sink.of(PauseNotice)[0].phase == "manual"
     assert stop.decision.evidence["requested"] == "reviewer asked"
@@ -142,7 +143,7 @@ def test_it_reports_tokens_and_finish_to_the_sink(engine, reference):
     assert all(e.signals.chosen_prob is not None for e in tokens)
     state = engine.start(PROMPT, {**PARAMS, "max_new_tokens": 3})
     sink = CollectingSink()
-    engine.run(state, sink)
+    engine.run(state, RunRequest(sink))
     assert sink.events[-1].to_dict()["type"] == "finish"
     assert sink.events[-1].reason == "max_tokens"
 

@@ -8,8 +8,15 @@ import zlib
 import numpy as np
 import pytest
 
-from inference.pause_features import Step, clause_start, describe, features, hashed, prior_step
-from inference.pause_model import (
+from inference.learned.pause_features import (
+    Step,
+    clause_start,
+    describe,
+    features,
+    hashed,
+    prior_step,
+)
+from inference.learned.pause_model import (
     MAGIC,
     PauseModel,
     PauseModelError,
@@ -97,7 +104,7 @@ def test_it_refuses_a_damaged_file(damage, message):
 
 
 def test_it_refuses_a_model_of_other_features(monkeypatch):
-    import inference.pause_model as pause_model
+    import inference.learned.pause_model as pause_model
 
     data = starter_model().to_bytes()
     monkeypatch.setattr(pause_model, "FEATURE_VERSION", 99)

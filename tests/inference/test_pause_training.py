@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from inference.pause_model import PauseModel
-from inference.pause_training import (
+from inference.learned.pause_model import PauseModel
+from inference.learned.pause_training import (
     STARTER_DIR,
     Example,
     earlier_steps,

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, FlagEvent
 from inference.state import Checkpoint
 
@@ -69,7 +70,7 @@ def test_sentence_and_tool_call_policies_pause_on_real_text(real_engine):
 
 def test_an_edit_continues_like_a_fresh_generation(real_engine, reference):
     state = real_engine.start(PROMPT, {**GREEDY, "max_new_tokens": 30}, system=SYSTEM)
-    real_engine.run(state, pause_at=12)
+    real_engine.run(state, RunRequest(pause_at=12))
     start = state.text.find(" ", 5)
     end = state.text.find(" ", start + 1)
     real_engine.replace_text(state, start, end, " paracetamol")
@@ -89,7 +90,7 @@ def test_default_policies_flag_without_stopping(real_engine, reference_run):
     ]
     state = real_engine.start(PROMPT, GREEDY, policies, system=SYSTEM)
     sink = CollectingSink()
-    assert real_engine.run(state, sink).reason == reference_stop.reason
+    assert real_engine.run(state, RunRequest(sink)).reason == reference_stop.reason
     assert state.generated_ids == reference.generated_ids
     assert sink.of(FlagEvent)
 
@@ -101,7 +102,7 @@ def test_live_attention_matches_the_eager_view_with_grouped_heads(real_engine):
 
     state = real_engine.start("Name a fruit.", GREEDY)
     sink = CollectingSink()
-    real_engine.run(state, sink, pause_at=3, live_attention=5)
+    real_engine.run(state, RunRequest(sink, pause_at=3, live_attention=5))
     live = torch.tensor(sink.of(TokenEvent)[-1].attention)
     view = real_engine.attention(state, layer=5)
     assert len(view.heads) == 9 and len(view.layers) == 30

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from inference.engine import Engine
+from inference.decode import RunRequest
 from inference.policies import (
     PolicySet,
     RecordedToken,
@@ -17,6 +17,7 @@ from inference.policies import (
     unreplayable,
 )
 from inference.sink import CollectingSink, TokenEvent
+from inference.transformers_backend.engine import Engine
 from tests.inference.test_policies import before
 
 PROMPT = "We recommend a follow-up visit."
@@ -39,7 +40,7 @@ def live_stops(engine, specs, prompt=PROMPT, params=PARAMS) -> list[tuple[int, t
 def recorded(engine, prompt=PROMPT, params=PARAMS) -> list[RecordedToken]:
     """The tokens of a run without policies, read back from their events' JSON."""
     sink = CollectingSink()
-    engine.run(engine.start(prompt, params), sink)
+    engine.run(engine.start(prompt, params), RunRequest(sink))
     stored = [json.loads(json.dumps(e.to_dict())) for e in sink.of(TokenEvent)]
     return [RecordedToken.from_event(payload) for payload in stored]
 
@@ -81,11 +82,11 @@ def test_it_finds_the_pauses_a_live_run_makes(engine):
 def test_a_token_event_carries_the_similarity_its_forward_measured(engine):
     sink, watching = CollectingSink(), recording(engine)
     state = watching.start(PROMPT, PARAMS)
-    watching.run(state, sink)
+    watching.run(state, RunRequest(sink))
     similarity = [e.similarity for e in sink.of(TokenEvent)]
     assert None not in similarity and similarity == state.similarity_history
     plain = CollectingSink()
-    engine.run(engine.start(PROMPT, PARAMS), plain)
+    engine.run(engine.start(PROMPT, PARAMS), RunRequest(plain))
     assert plain.tokens == sink.tokens  # recording it changes no token
     assert {e.similarity for e in plain.of(TokenEvent)} == {None}
 

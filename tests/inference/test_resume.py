@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inference.decode import RunRequest
 from inference.state import Checkpoint
 
 PROMPT = "Hello world, hello model."
@@ -56,7 +57,7 @@ def test_it_resumes_to_exactly_the_uninterrupted_tokens(engine, which, stops):
     reference = uninterrupted(engine, which)
     state = engine.start(PROMPT, PARAMS[which])
     for at, how in sorted(stops):
-        stop = engine.run(state, pause_at=at)
+        stop = engine.run(state, RunRequest(pause_at=at))
         if at < N:
             assert (stop.reason, len(state.generated_ids)) == ("pause", at)
         state = resume(engine, state, how)
@@ -82,10 +83,10 @@ def test_it_pauses_the_same_way_through_a_control_handle_from_a_sink(engine):
                 control.request_pause("reviewer clicked")
 
     state = engine.start(PROMPT, PARAMS[1])
-    stop = engine.run(state, PauseAfterFive(), control)
+    stop = engine.run(state, RunRequest(PauseAfterFive(), control))
     assert (stop.reason, len(state.generated_ids)) == ("pause", 5)
     assert "reviewer clicked" in stop.decision.reason and control.poll() is None
-    engine.run(state, control=control)
+    engine.run(state, RunRequest(control=control))
     assert state.generated_ids == uninterrupted(engine, 1)
 
 
@@ -95,7 +96,7 @@ def test_it_cancels_and_can_still_be_resumed(engine):
     control = ControlHandle()
     control.request_cancel()
     state = engine.start(PROMPT, PARAMS[0])
-    assert engine.run(state, control=control).reason == "cancel"
+    assert engine.run(state, RunRequest(control=control)).reason == "cancel"
     assert state.generated_ids == []
     engine.run(state)
     assert state.generated_ids == uninterrupted(engine, 0)
@@ -112,7 +113,7 @@ def test_it_continues_a_run_that_ended_on_its_token_limit(engine, which, limits,
     reference = uninterrupted(engine, which)
     state = engine.start(PROMPT, PARAMS[which])
     for limit in sorted(limits):
-        engine.run(state, max_new_tokens=limit)
+        engine.run(state, RunRequest(max_new_tokens=limit))
         assert len(state.generated_ids) == limit
         state = resume(engine, state, how)
     engine.run(state)
@@ -122,7 +123,7 @@ def test_it_continues_a_run_that_ended_on_its_token_limit(engine, which, limits,
 def test_it_leaves_no_forward_unused_when_a_run_ends_on_its_limit(engine):
     state = engine.start(PROMPT, PARAMS[0])
     before = engine.runner.forward_calls
-    engine.run(state, max_new_tokens=5)
+    engine.run(state, RunRequest(max_new_tokens=5))
     assert engine.runner.forward_calls - before == 4  # five tokens drawn, the fifth not yet run
     assert state.pending == state.generated_ids[-1]
     alternatives = engine.signals(state).alternatives  # needs the fifth token's forward
@@ -135,7 +136,7 @@ def test_it_leaves_no_forward_unused_when_a_run_ends_on_its_limit(engine):
 
 def test_a_rebuild_recomputes_one_signal_per_generated_token(engine):
     state = engine.start(PROMPT, PARAMS[1])
-    engine.run(state, pause_at=12)
+    engine.run(state, RunRequest(pause_at=12))
     rebuilt = resume(engine, state, "rebuild")
     assert len(rebuilt.top1_history) == len(rebuilt.entropy_history) == 12
     assert rebuilt.top1_history == pytest.approx(state.top1_history, abs=1e-4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, FlagEvent, RollbackEvent, TokenEvent
 from inference.state import Checkpoint
 
@@ -24,7 +25,7 @@ DRIFT = {
 def test_it_rolls_back_twice_then_decodes_conservatively(engine):
     state = engine.start(PROMPT, PARAMS, [DRIFT])
     sink = CollectingSink()
-    assert engine.run(state, sink).reason == "max_tokens"
+    assert engine.run(state, RunRequest(sink)).reason == "max_tokens"
 
     rollbacks = sink.of(RollbackEvent)
     assert [(r.removed_from, r.removed_to, r.attempt) for r in rollbacks] == [(0, 3, 1), (0, 3, 2)]
@@ -55,7 +56,7 @@ def test_the_resampled_tokens_depend_only_on_seed_position_and_attempt(engine):
 
 def test_a_paused_rollback_state_survives_a_snapshot(engine):
     state = engine.start(PROMPT, PARAMS, [DRIFT])
-    engine.run(state, pause_at=5)  # after the two rollbacks
+    engine.run(state, RunRequest(pause_at=5))  # after the two rollbacks
     restored = engine.restore(engine.snapshot(state))
     assert (restored.rollbacks, restored.attempt, restored.conservative) == (2, 2, True)
     engine.run(state)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from inference.decode import RunRequest
 from inference.snapshot import (
     SnapshotChecksumError,
     SnapshotError,
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def paused(engine):
     state = engine.start(PROMPT, PARAMS, POLICIES)
-    engine.run(state, pause_at=8)
+    engine.run(state, RunRequest(pause_at=8))
     return state
 
 
@@ -46,7 +47,7 @@ def test_it_is_restored_in_another_process(engine, paused, tmp_path):
     (tmp_path / "state.bin").write_bytes(engine.snapshot(paused))
     script = (
         "import sys, json\n"
-        "from inference.engine import Engine\nfrom inference.runner import ModelRunner\n"
+        "from inference.transformers_backend.engine import Engine\nfrom inference.transformers_backend.runner import ModelRunner\n"
         "from tests.inference.tiny import tiny_model, tiny_tokenizer\n"
         "tok = tiny_tokenizer()\n"
         "engine = Engine(ModelRunner(tiny_model(len(tok))), tok)\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inference.control import ControlHandle
+from inference.decode import RunRequest
 from inference.sink import CollectingSink, FinishEvent, PauseNotice
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -37,7 +38,7 @@ def alone(vllm_engine) -> list[list[int]]:
 def test_sessions_decode_together_and_match_their_solo_runs(vllm_engine, alone):
     states = [vllm_engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
     sinks = [CollectingSink() for _ in states]
-    generations = [vllm_engine.submit(s, k) for s, k in zip(states, sinks, strict=True)]
+    generations = [vllm_engine.submit(s, RunRequest(k)) for s, k in zip(states, sinks, strict=True)]
     steps_before = vllm_engine.steps
     while not all(g.done for g in generations):
         vllm_engine.step()
@@ -52,9 +53,9 @@ def test_a_pause_leaves_the_batch_at_once_and_resumes_identically(vllm_engine, a
     states = [vllm_engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
     sinks = [CollectingSink() for _ in states]
     generations = [
-        vllm_engine.submit(states[0], sinks[0], pause_at=3),
-        vllm_engine.submit(states[1], sinks[1], control),
-        *(vllm_engine.submit(s, k) for s, k in zip(states[2:], sinks[2:], strict=True)),
+        vllm_engine.submit(states[0], RunRequest(sinks[0], pause_at=3)),
+        vllm_engine.submit(states[1], RunRequest(sinks[1], control)),
+        *(vllm_engine.submit(s, RunRequest(k)) for s, k in zip(states[2:], sinks[2:], strict=True)),
     ]
     with pytest.raises(ValueError, match="already generating"):
         vllm_engine.submit(states[2])
@@ -86,7 +87,7 @@ def test_threads_share_one_engine_through_the_serving_loop(vllm_engine, alone):
 
     def session(i: int) -> list[int]:
         state = loop.call(lambda engine: engine.start(PROMPTS[i], PARAMS[i]))
-        assert loop.run(state, pause_at=2 + i).reason == "pause"
+        assert loop.run(state, RunRequest(pause_at=2 + i)).reason == "pause"
         loop.call(lambda engine: engine.signals(state))  # a reviewer looks at the pause
         loop.run(state)
         return state.generated_ids

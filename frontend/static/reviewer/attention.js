@@ -6,7 +6,7 @@
 // rows the worker streamed live. Experts get heatmaps by word: layers and heads at the pause,
 // and the live rows. The server says which prompt tokens spell which characters of the case
 // text (page data `attentionMap`, reviewer/tokenizer.py); an attention view says where its
-// notes sit (inference/attention.py). session.js calls in with the page's state.
+// notes sit (inference/transformers_backend/attention.py). session.js calls in with the page's state.
 (function () {
   "use strict";
 

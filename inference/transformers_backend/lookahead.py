@@ -18,8 +18,8 @@ import torch
 from inference.text import REPLACEMENT, Tokenizer
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
     from inference.state import DecodeState
+    from inference.transformers_backend.runner import ModelRunner
 
 LEFT_CONTEXT = 6  # generated tokens decoded before a branch, so its text joins them cleanly
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from inference.pause_features import HASH_BITS, Step, features, hashed
-from inference.pause_model import PauseModel
+from inference.learned.pause_features import HASH_BITS, Step, features, hashed
+from inference.learned.pause_model import PauseModel
 from inference.policies.dry_run import simulated_tokens
 
-STARTER_DIR = Path(__file__).resolve().parent.parent / "data" / "pause_fragments"
+STARTER_DIR = Path(__file__).resolve().parents[2] / "data" / "pause_fragments"
 HELDOUT_BUCKETS = 5  # one example in five is held out, by a stable hash of its key
 VALIDATION_FOLDS = 3
 DEFAULT_L2 = 1e-3  # by validation on the starter set's training split (ties broken upward)

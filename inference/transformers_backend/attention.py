@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from inference.runner import ModelRunner
     from inference.state import DecodeState
+    from inference.transformers_backend.runner import ModelRunner
 
 
 @dataclass(frozen=True)

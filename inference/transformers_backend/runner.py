@@ -1,7 +1,7 @@
 """ModelRunner: the one place that knows how to drive a transformers causal LM.
 
 Everything model-specific lives here: prefill, one decode step, cropping the KV cache
-(inference/kv_cache.py), hidden states, attention weights, the weight layout for CPU
+(inference/transformers_backend/kv_cache.py), hidden states, attention weights, the weight layout for CPU
 decoding and the model fingerprint. The engine only sees ids in, logits (and optionally
 last-layer hidden states) out, and an opaque cache.
 """
@@ -21,7 +21,7 @@ from transformers import AttentionInterface, DynamicCache, PreTrainedModel
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from inference import kv_cache
+from inference.transformers_backend import kv_cache
 
 ENGINE_ATTENTION = "caesura_sdpa"
 

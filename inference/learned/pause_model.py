@@ -24,7 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from inference.pause_features import FEATURE_VERSION, HASH_BITS, Step, describe, features, hashed
+from inference.learned.pause_features import (
+    FEATURE_VERSION,
+    HASH_BITS,
+    Step,
+    describe,
+    features,
+    hashed,
+)
 
 MAGIC = b"CAESURA-PAUSE-MODEL\n"
 FORMAT_VERSION = 1

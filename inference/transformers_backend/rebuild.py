@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 
 from inference.policies import PolicySet
-from inference.runner import ModelRunner
 from inference.signals import top1_and_entropy
-from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState
-from inference.text import Tokenizer
+from inference.state import Checkpoint, DecodeState
+from inference.text import Detokenizer, Tokenizer
+from inference.transformers_backend.runner import ModelRunner
 
 HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
 
@@ -28,47 +28,28 @@ def rebuild(
     """The paused state ``record`` describes, decoding with ``policy_set`` (its firing
     state is loaded from the record's). Its tokens' similarity to the prompt is computed
     when a policy reads it (drift) or ``record_similarity`` asks for it."""
-    if record.policy_state:
-        policy_set.load_state_dict(record.policy_state)
+    detok = Detokenizer()
+    detok.extend(tokenizer, record.generated_ids)
+    state = DecodeState.from_checkpoint(record, detok, policy_set, runner.new_cache())
     watch = record_similarity or policy_set.needs_hidden_states
-    state = _prefill(runner, tokenizer, record, policy_set, watch)
-    state.attempt, state.rollbacks = record.attempt, record.rollbacks
-    state.conservative = (
-        record.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS
-        if record.conservative is None
-        else record.conservative
-    )
-    state.skip_before_at = record.skip_before_at
+    _prefill(runner, state, watch, recompute=record.histories is None)
     return state
 
 
-def _prefill(
-    runner: ModelRunner,
-    tokenizer: Tokenizer,
-    record: Checkpoint,
-    policy_set: PolicySet,
-    watch: bool,
-) -> DecodeState:
-    prompt_ids, generated_ids, histories = record.prompt_ids, record.generated_ids, record.histories
-    cache = runner.new_cache()
-    state = DecodeState(prompt_ids, record.sampling, policy_set, cache, torch.empty(0))
-    state.detok.extend(tokenizer, generated_ids)
-    state.notes = record.note_list()
+def _prefill(runner: ModelRunner, state: DecodeState, watch: bool, recompute: bool) -> None:
+    """One forward over the context; the prompt's mean hidden state when ``watch``, and the
+    histories from the hidden states when the record had none (``recompute``)."""
+    recompute = recompute and bool(state.generated_ids)
     states: torch.Tensor | None = None  # [N, H], when similarity or the histories need them
-    if watch or (generated_ids and histories is None):
-        out, states = runner.hidden_states(state.context_ids(), cache)
+    if watch or recompute:
+        out, states = runner.hidden_states(state.context_ids(), state.cache)
     else:
-        out = runner.forward(state.context_ids(), cache)
+        out = runner.forward(state.context_ids(), state.cache)
     state.next_logits = out.logits[-1]
     if watch and states is not None:
-        state.prompt_hidden = states[: len(prompt_ids)].mean(0)
-    if histories is not None:
-        state.top1_history = list(histories["top1"])
-        state.entropy_history = list(histories["entropy"])
-        state.similarity_history = list(histories["similarity"])
-    elif generated_ids and states is not None:
+        state.prompt_hidden = states[: len(state.prompt_ids)].mean(0)
+    if recompute and states is not None:
         _recompute_histories(runner, state, states)
-    return state
 
 
 def _recompute_histories(runner: ModelRunner, state: DecodeState, states: torch.Tensor) -> None:
