@@ -19,8 +19,8 @@ from inference.sink import RollbackEvent, Sink, TokenEvent
 from reviewer.roi import percentile
 
 if TYPE_CHECKING:
-    from inference.engine import Engine
     from inference.state import DecodeState
+    from inference.transformers_backend.engine import Engine
 
 # Watches drift without acting on it, so every run records prompt similarity.
 OBSERVE_DRIFT = {
