@@ -11,9 +11,10 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from inference.policies import POLICY_KINDS, PolicyConfigError
-from reviewer import auth, pause_models
-from reviewer.calibration import RECENT_SESSIONS, Calibration, calibrate
-from reviewer.glossary_csv import GlossaryImportError, export_csv, import_csv
+from reviewer.analytics import pause_models
+from reviewer.analytics.calibration import RECENT_SESSIONS, Calibration, calibrate
+from reviewer.analytics.policy_trial import Trial, try_policies
+from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.models import (
     ApiToken,
     AuditRecord,
@@ -25,14 +26,14 @@ from reviewer.models import (
     PausePolicy,
     ReviewSession,
 )
-from reviewer.policy_forms import (
+from reviewer.web import auth
+from reviewer.web.policy_forms import (
     KIND_DESCRIPTIONS,
     is_text_kind,
     kind_label,
     param_field_names,
     policy_form_for,
 )
-from reviewer.policy_trial import Trial, try_policies
 
 
 class GlossaryTermInline(admin.TabularInline):

@@ -167,7 +167,7 @@ class SessionQuerySet(models.QuerySet):
 
 
 class ReviewSession(models.Model):
-    """One generation under review. Transitions live in reviewer.services, nowhere else."""
+    """One generation under review. Transitions live in reviewer.lifecycle, nowhere else."""
 
     DRAFT, RUNNING, PAUSED, GENERATED = "draft", "running", "paused", "generated"
     COMPLETED, REJECTED, CANCELLED, FAILED = "completed", "rejected", "cancelled", "failed"

@@ -14,8 +14,9 @@ import pytest
 from django.conf import settings
 
 from inference.loader import load_engine
-from reviewer import dispatch, events, liveness, services
+from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
+from reviewer.worker import dispatch, liveness
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
@@ -35,7 +36,7 @@ def only_this_tests_workers():
     """A worker an earlier test left running (the suite's shared one) would take this test's
     sessions, and the worker the test kills would hold none: it stops consuming the shared
     queue until the test ends."""
-    from reviewer.health import alive_workers
+    from reviewer.web.health import alive_workers
     from webapp.celery import app
 
     queue, others = settings.CELERY_TASK_DEFAULT_QUEUE, sorted(alive_workers())
@@ -47,9 +48,9 @@ def only_this_tests_workers():
 
 
 def start(alice, max_new_tokens: int = 48) -> int:
-    return services.start_session(alice, "Plain", PROMPT, seed=SEED, max_new_tokens=max_new_tokens)[
-        "id"
-    ]
+    return lifecycle.start_session(
+        alice, "Plain", PROMPT, seed=SEED, max_new_tokens=max_new_tokens
+    )["id"]
 
 
 def kill(process: subprocess.Popen) -> float:
@@ -138,7 +139,7 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_d
         monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
         sid = start(alice)
         wait_for(tokens_streamed(sid, 3), timeout=120, what="three tokens")
-        services.pause(alice, sid)
+        lifecycle.pause(alice, sid)
         wait_for(status_is(sid, "paused"), what="the pause")
         kill(victim)
         # Sent to the victim's own queue as it died, when it still looked alive.
@@ -146,9 +147,9 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_d
         monkeypatch.setattr(
             dispatch, "attention", lambda args, holder: attention(args, victim_name)
         )
-        services.attention(alice, sid, 2)
+        lifecycle.attention(alice, sid, 2)
         end = len(session(sid).text)
-        services.edit(alice, sid, end, end, " (checked)")
+        lifecycle.edit(alice, sid, end, end, " (checked)")
         wait_for(
             lambda: session(sid).events.filter(type="attention").exists(),
             timeout=30,
@@ -174,7 +175,7 @@ def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
     try:
         held = start(alice)  # to be paused: its state then in the first incarnation's memory
         wait_for(tokens_streamed(held, 3), timeout=120, what="three tokens")
-        services.pause(alice, held)
+        lifecycle.pause(alice, held)
         wait_for(status_is(held, "paused"), what="the pause")
         killed = start(alice)
         wait_for(tokens_streamed(killed, 6), timeout=120, what="six tokens")
@@ -183,7 +184,7 @@ def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
         # A resume that reached the worker's own queue as it died (it looked alive a moment ago).
         send = dispatch.segment
         monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, name))
-        services.resume(alice, held)
+        lifecycle.resume(alice, held)
         monkeypatch.setattr(dispatch, "segment", send)
         seen = {sid: session(sid).last_seq for sid in (held, killed)}
 
@@ -230,7 +231,7 @@ def test_it_cancels_a_session_whose_worker_was_killed(alice, plain_domain):
         # after the process is gone; from then on the death is known.
         dead = session(sid).worker
         wait_for(lambda: not liveness.is_alive(dead), timeout=10, what="the lock to be released")
-        services.cancel(alice, sid)
+        lifecycle.cancel(alice, sid)
         assert session(sid).status == "cancelled"  # at once: no engine is left to report it
         cancelled_seq = session(sid).last_seq
         second, _ = start_worker("cancelled-2", name=name)
@@ -320,7 +321,7 @@ def test_it_fails_clearly_after_the_grace_and_resumes_from_the_stored_tokens(
         assert failed.status == "failed"
         assert "CAESURA_REDIS_GRACE_S" in failed.error
         stored = len(failed.generated_ids)
-        services.resume(alice, sid)
+        lifecycle.resume(alice, sid)
         wait_for(status_is(sid, "generated", "failed"), timeout=180, what="the resumed run")
     finally:
         stop_process(worker)

@@ -10,8 +10,9 @@ from django.conf import settings
 
 from inference.loader import load_engine
 from inference.state import Checkpoint
-from reviewer import dispatch, services
+from reviewer import lifecycle
 from reviewer.models import Edit, ReviewSession
+from reviewer.worker import dispatch
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
 
@@ -24,17 +25,17 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
     successor = None
     try:
-        sid = services.start_session(alice, "Plain", PROMPT, seed=11, max_new_tokens=48)["id"]
+        sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=11, max_new_tokens=48)["id"]
         wait_for(tokens_streamed(sid, 3), what="three tokens")
-        services.pause(alice, sid)
+        lifecycle.pause(alice, sid)
         wait_for(status_is(sid, "paused"), what="the pause")
         end = len(session(sid).text)
-        services.edit(alice, sid, end, end, " (reviewed)")
+        lifecycle.edit(alice, sid, end, end, " (reviewed)")
         wait_for(
             lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit"
         )
         edited_ids = list(session(sid).generated_ids)
-        services.resume(alice, sid)
+        lifecycle.resume(alice, sid)
         wait_for(tokens_streamed(sid, len(edited_ids) + 8), what="tokens after the resume")
 
         victim.send_signal(signal.SIGKILL)

@@ -12,8 +12,9 @@ from django.conf import settings
 
 from inference.loader import load_engine
 from inference.state import Checkpoint
-from reviewer import dispatch, services
+from reviewer import lifecycle
 from reviewer.models import Edit, PauseEvent, ReviewSession
+from reviewer.worker import dispatch
 from tests.conftest import start_worker, stop_process, wait_for
 from tests.test_workflow import session, status_is, tokens_streamed
 
@@ -29,7 +30,7 @@ PROMPTS = [
 
 def start_all(user, max_new_tokens: int) -> list[int]:
     return [
-        services.start_session(user, "Plain", prompt, seed=i, max_new_tokens=max_new_tokens)["id"]
+        lifecycle.start_session(user, "Plain", prompt, seed=i, max_new_tokens=max_new_tokens)["id"]
         for i, prompt in enumerate(PROMPTS)
     ]
 
@@ -65,7 +66,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     assert all(session(i).status == "running" for i in ids)
 
     paused = ids[1]
-    services.pause(alice, paused)
+    lifecycle.pause(alice, paused)
     wait_for(status_is(paused, "paused"), what="the manual pause")
     pause = PauseEvent.objects.get(session_id=paused)
     assert pause.latency_ms is not None and pause.latency_ms >= 0
@@ -75,7 +76,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     # An edit at the pause is applied while the other sessions are still generating.
     others = [i for i in ids if i != paused]
     end = len(session(paused).text)
-    services.edit(alice, paused, end, end, " (seen)")
+    lifecycle.edit(alice, paused, end, end, " (seen)")
     wait_for(lambda: Edit.objects.filter(session_id=paused, applied=True).exists(), what="edit")
     assert any(session(i).status == "running" for i in others)
     before = {i: token_count(i) for i in others if session(i).status == "running"}
@@ -86,7 +87,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     assert token_count(paused) == held  # a paused session costs no decode time
 
     edited = len(session(paused).generated_ids)
-    services.resume(alice, paused)
+    lifecycle.resume(alice, paused)
     for i in ids:
         wait_for(status_is(i, "generated", "failed"), timeout=180, what=f"session {i} to end")
     for i in ids:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer.services_check import ServiceUnavailable, check_redis, ensure_database
+from reviewer.web.preflight import ServiceUnavailable, check_redis, ensure_database
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer.auth import issue_token
+from reviewer.web.auth import issue_token
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from inference.config import SamplingConfigError
 from inference.loader import load_engine
-from reviewer import diagnostics as diag
+from reviewer.analytics import diagnostics as diag
 
 
 class Command(BaseCommand):

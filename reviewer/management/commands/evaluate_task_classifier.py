@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer import task_types
+from reviewer.lifecycle import task_types
 
 
 class Command(BaseCommand):

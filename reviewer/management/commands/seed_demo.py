@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from reviewer.demo import load_demo_data
-from reviewer.demo_data import DOMAINS
+from reviewer.demo.demo_data import DOMAINS
+from reviewer.demo.loading import load_demo_data
 
 
 class Command(BaseCommand):

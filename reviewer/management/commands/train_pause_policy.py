@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer import pause_models
-from reviewer.arguments import InvalidInput
-from reviewer.services.inputs import domain_named
+from reviewer.analytics import pause_models
+from reviewer.lifecycle.inputs import domain_named
+from reviewer.web.arguments import InvalidInput
 
 
 class Command(BaseCommand):

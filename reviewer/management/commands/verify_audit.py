@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer.audit import first_broken_record
+from reviewer.lifecycle.audit import first_broken_record
 from reviewer.models import AuditRecord
 
 
