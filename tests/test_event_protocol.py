@@ -105,7 +105,7 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     lifecycle.record_attention_failed(session.pk, "No worker")
     lifecycle.resume(alice, session.pk)  # the session is paused: back to running
     lifecycle.record_generated(session, "eos")
-    lifecycle.record_failure(session.pk, "Out of memory")
+    lifecycle.fail(session.pk, "Out of memory")
 
     assert mismatches_of(session) == []
     assert set(kinds_of(session)) == set(events.KINDS)

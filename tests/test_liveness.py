@@ -101,10 +101,10 @@ def test_it_leaves_the_cancel_of_a_live_worker_s_session_to_its_engine(
 
 def test_a_superseded_segment_failing_does_not_fail_the_session(alice):
     session = make_session(alice, status=S.RUNNING, segment="taken-over")
-    lifecycle.record_failure(session.pk, "OperationalError: server closed the connection", "old")
+    lifecycle.fail(session.pk, "OperationalError: server closed the connection", "old")
     session.refresh_from_db()
     assert session.status == S.RUNNING
-    lifecycle.record_failure(session.pk, "RuntimeError: boom", "taken-over")
+    lifecycle.fail(session.pk, "RuntimeError: boom", "taken-over")
     session.refresh_from_db()
     assert (session.status, session.error) == (S.FAILED, "RuntimeError: boom")
 
@@ -121,7 +121,7 @@ def failed_session(alice) -> ReviewSession:
 def test_it_resumes_a_failed_session_through_the_api(alice, monkeypatch):
     dispatched = stub_worker(monkeypatch)
     session = make_session(alice, status=S.RUNNING)
-    lifecycle.record_failure(session.pk, "RedisUnavailable: out of reach")
+    lifecycle.fail(session.pk, "RedisUnavailable: out of reach")
     client = Client()
     client.force_login(alice)
     response = client.post(f"/api/sessions/{session.pk}/resume", content_type="application/json")

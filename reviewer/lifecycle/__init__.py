@@ -1,7 +1,6 @@
 """Every transition of a review session, in one place.
 
-    draft -> running -> paused -> running ... -> generated -> completed | rejected
-                  any live state -> cancelled | failed;  failed -> running (resume)
+    The statuses and the transitions allowed between them: reviewer/models/statuses.py.
 
 ``review``: what a reviewer asks (start, pause, resume, edit, choose, attention, rollback,
 mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
@@ -23,7 +22,6 @@ from reviewer.lifecycle.reports import (
     record_attention_failed,
     record_edit_applied,
     record_edit_refused,
-    record_failure,
     record_flag,
     record_generated,
     record_note,
@@ -52,23 +50,18 @@ from reviewer.lifecycle.review import (
     unmute,
 )
 from reviewer.lifecycle.transitions import (
-    DECIDABLE,
-    LIVE,
     QUEUE_UNREACHABLE,
-    RESUMABLE,
     Conflict,
     NotFound,
     SegmentSuperseded,
     Unavailable,
+    fail,
     get_session_for,
 )
 from reviewer.web.arguments import CommandError, InvalidInput
 
 __all__ = [
-    "DECIDABLE",
-    "LIVE",
     "QUEUE_UNREACHABLE",
-    "RESUMABLE",
     "CommandError",
     "Conflict",
     "InvalidInput",
@@ -83,6 +76,7 @@ __all__ = [
     "checkpoint",
     "choose",
     "edit",
+    "fail",
     "generates",
     "get_session_for",
     "mute",
@@ -95,7 +89,6 @@ __all__ = [
     "record_attention_failed",
     "record_edit_applied",
     "record_edit_refused",
-    "record_failure",
     "record_flag",
     "record_generated",
     "record_note",

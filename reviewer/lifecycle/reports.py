@@ -17,15 +17,13 @@ from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit
 from reviewer.lifecycle.transitions import (
-    LIVE,
     S,
     SegmentSuperseded,
-    fail,
     finish,
     locked,
     set_status,
 )
-from reviewer.models import Edit, PauseEvent, ReviewSession
+from reviewer.models import Edit, PauseEvent, ReviewSession, statuses
 from reviewer.worker import dispatch, pause_flags
 
 log = logging.getLogger(__name__)
@@ -198,10 +196,6 @@ def record_generated(session: ReviewSession, reason: str) -> None:
         events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
 
 
-def record_failure(session_id: int, error: str, segment: str | None = None) -> None:
-    fail(session_id, error, segment)
-
-
 # --- edits and views at a pause ----------------------------------------------------------
 
 
@@ -285,7 +279,7 @@ def redispatch(session_id: int, lost_worker: str | None = None) -> None:
     session is still with it: of two workers that saw the same death, one redispatches."""
     with transaction.atomic():
         session = locked(session_id)
-        if session.status not in LIVE:
+        if session.status not in statuses.LIVE:
             return
         if lost_worker is not None and session.worker != lost_worker:
             return

@@ -15,10 +15,7 @@ from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, inputs, reports, task_types, transitions
 from reviewer.lifecycle.idempotency import idempotent
 from reviewer.lifecycle.transitions import (
-    DECIDABLE,
-    LIVE,
     QUEUE_UNREACHABLE,
-    RESUMABLE,
     Conflict,
     S,
     close_open_pause,
@@ -31,7 +28,7 @@ from reviewer.lifecycle.transitions import (
     set_flag,
     set_status,
 )
-from reviewer.models import Edit, ReviewSession
+from reviewer.models import Edit, ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
 from reviewer.worker import dispatch, pause_flags
@@ -96,7 +93,7 @@ def pause(user, session_id) -> dict:
 def resume(user, session_id) -> dict:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
-    with command_on(user, session_id, RESUMABLE, "resume") as session:
+    with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
         paused_s = _paused_for(session)
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
@@ -252,7 +249,7 @@ def reject(user, session_id, comment: str = "") -> dict:
 
 @idempotent("cancel")
 def cancel(user, session_id) -> dict:
-    with command_on(user, session_id, {S.DRAFT, *LIVE, S.GENERATED}, "cancel") as session:
+    with command_on(user, session_id, statuses.CANCELLABLE, "cancel") as session:
         audit.append("cancel", user.username, session)
         if session.status == S.RUNNING and live_holder(session.worker):
             # The engine stops at the next token and reports the cancel itself.
@@ -265,7 +262,7 @@ def cancel(user, session_id) -> dict:
 
 def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
     comment = arguments.COMMENT(comment)
-    with command_on(user, session_id, DECIDABLE, command, edits_applied=True) as session:
+    with command_on(user, session_id, statuses.DECIDABLE, command, edits_applied=True) as session:
         close_open_pause(session, outcome=status)
         session.decision_comment = comment
         session.save(update_fields=["decision_comment"])

@@ -13,16 +13,13 @@ from django.utils import timezone
 
 from reviewer import events
 from reviewer.lifecycle import audit
-from reviewer.models import PauseEvent, ReviewSession
+from reviewer.models import PauseEvent, ReviewSession, statuses
 from reviewer.web.arguments import CommandError
 from reviewer.worker import dispatch, liveness, pause_flags, vault
 
 log = logging.getLogger(__name__)
 
 S = ReviewSession
-LIVE = {S.RUNNING, S.PAUSED}
-DECIDABLE = {S.PAUSED, S.GENERATED}
-RESUMABLE = {S.PAUSED, S.FAILED}  # a failed session resumes from its stored token ids
 
 QUEUE_UNREACHABLE = "The task queue (Redis) stayed out of reach, so no worker got the session; resume it to try again"
 
@@ -92,6 +89,10 @@ def require_applied_edits(session: ReviewSession, command: str) -> None:
 
 
 def set_status(session: ReviewSession, status: str) -> None:
+    """The one place a status changes; a transition the lifecycle table does not list is
+    refused (a bug in the caller, not a reviewer's mistake)."""
+    if not statuses.allows(session.status, status):
+        raise Conflict(f"A session that is {session.status} cannot become {status}")
     session.status = status
     session.save(update_fields=["status", "updated_at"])
     events.emit(session.pk, events.STATUS, events.status(status))

@@ -11,7 +11,7 @@ from dataclasses import fields
 from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
-from reviewer.models import ReviewSession
+from reviewer.models import statuses
 from reviewer.web import arguments
 from reviewer.web.command_table import COMMANDS
 
@@ -23,7 +23,7 @@ SESSION_SUMMARY = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
-        "status": {"type": "string", "enum": [value for value, _ in ReviewSession.STATUSES]},
+        "status": {"type": "string", "enum": list(statuses.STATUSES)},
         "domain": {"type": "string"},
         "owner": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},

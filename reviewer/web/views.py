@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from reviewer import lifecycle
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
-from reviewer.models import Domain, GlossaryTerm, ReviewSession
+from reviewer.models import Domain, GlossaryTerm, ReviewSession, statuses
 from reviewer.web.health import check_database, check_redis, check_worker
 from reviewer.web.ui_text import (
     command_labels,
@@ -46,7 +46,7 @@ PAGE_SIZE = 25
 def review_queue(user):
     """The sessions a reviewer works through: those waiting for their decision (paused, or
     generated and not yet decided) first, then the rest; newest first within each."""
-    waiting = Case(When(status__in=lifecycle.DECIDABLE, then=0), default=1)
+    waiting = Case(When(status__in=statuses.DECIDABLE, then=0), default=1)
     return (
         ReviewSession.objects.visible_to(user)
         .annotate(waiting=waiting)
@@ -59,7 +59,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     rows = review_queue(request.user).select_related("domain", "owner")
     rows = rows.annotate(pause_count=Count("pauses"))
-    if status in dict(ReviewSession.STATUSES):
+    if status in statuses.STATUSES:
         rows = rows.filter(status=status)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
@@ -191,10 +191,10 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "session": session,
         "status_label": status_label,
         "can_pause": session.status == ReviewSession.RUNNING,
-        "can_resume": session.status in lifecycle.RESUMABLE,
+        "can_resume": session.status in statuses.RESUMABLE,
         # Once nothing can run again (decided, cancelled, awaiting the decision), no control
         # that pauses or resumes is on the page, not even a greyed one.
-        "has_run_controls": session.status in LIVE_STATUSES,
+        "has_run_controls": session.status in statuses.MAY_RUN,
         "decided_text": decided_text(status_label, decision_note(session)),
         "decision": decision,
         "stop_reason": stop_reason(session),
@@ -239,14 +239,6 @@ def attention_map(session: ReviewSession) -> dict | None:
         return case_map(session.prompt_ids, session.domain.system_prompt, session.input_text)
     except OSError:
         return None
-
-
-LIVE_STATUSES = {
-    ReviewSession.DRAFT,
-    ReviewSession.RUNNING,
-    ReviewSession.PAUSED,
-    ReviewSession.FAILED,
-}
 
 
 def decision_data(record) -> dict | None:

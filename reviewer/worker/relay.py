@@ -156,6 +156,6 @@ class Relay(Sink):
     def _record_failure(self, exc: BaseException) -> None:
         log.error("session %s: segment failed", self.session.pk, exc_info=exc)
         try:
-            lifecycle.record_failure(self.session.pk, failures.describe(exc), self.session.segment)
+            lifecycle.fail(self.session.pk, failures.describe(exc), self.session.segment)
         except Exception:  # Postgres gone too: the sweep retakes the session once it is back
             log.exception("session %s: the failure could not be recorded", self.session.pk)

@@ -19,7 +19,7 @@ def run_segment(self, session_id: int, segment: str) -> str:
     except lifecycle.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
-        lifecycle.record_failure(session_id, failures.describe(exc), segment)
+        lifecycle.fail(session_id, failures.describe(exc), segment)
         raise
 
 
