@@ -348,21 +348,6 @@ def error(message: str, edit: int | None = None) -> Error:
     return {"message": message} if edit is None else {"message": message, "edit": edit}
 
 
-def rollback_point(type: str, payload: dict) -> int | None:
-    """Where an engine rollback cut the generated ids; None for any other event. Rows stored
-    before the engine's rollback and a reviewer's truncate had kinds of their own say
-    ``rolled_back`` for both; only the engine's carries ``removed_from``."""
-    if type == ROLLBACK or (type == LEGACY_ROLLED_BACK and "removed_from" in payload):
-        return payload["removed_from"]
-    return None
-
-
-# Kinds that rows stored by earlier versions may still carry (migration 0004 renames them).
-LEGACY_ROLLED_BACK, LEGACY_FLAGGED = "rolled_back", "flagged"
-REPLAYED = (TOKEN, ROLLBACK, LEGACY_ROLLED_BACK)  # what moves the ids after a checkpoint
-FLAGS = (FLAG, LEGACY_FLAGGED)  # what a rebuilt state's cooldowns replay
-
-
 # --- storing and sending -------------------------------------------------------------------
 
 

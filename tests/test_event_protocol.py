@@ -16,8 +16,8 @@ from inference.policies import Decision
 from inference.signals import Alternative, Signals
 from inference.sink import FlagEvent, RollbackEvent, TokenEvent
 from reviewer import events, lifecycle
+from reviewer.lifecycle import record
 from reviewer.models import Edit, ReviewSession, SessionEvent
-from reviewer.worker import runtime
 from tests.conftest import wait_for
 from tests.session_factory import make_session
 
@@ -119,16 +119,12 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
 
 
 @pytest.mark.django_db
-def test_it_replays_rollbacks_stored_under_the_old_shared_kind(alice):
+def test_it_replays_the_rollbacks_since_the_save(alice):
     session = make_session(alice, status=ReviewSession.RUNNING)
     ReviewSession.objects.filter(pk=session.pk).update(ids_seq=0)
     session.refresh_from_db()
-    store(session, "rolled_back", {"kind": "truncate", "token_ids": [11, 12, 13]})
-    assert runtime.recovered_ids(session) == [11, 12, 13, 14, 15]  # a reviewer's: checkpointed
-    store(session, "rolled_back", {"removed_from": 4})
-    assert runtime.recovered_ids(session) == [11, 12, 13, 14]
     events.emit(session.pk, "rollback", {"removed_from": 2})
-    assert runtime.recovered_ids(session) == [11, 12]
+    assert record.recovered_ids(session) == [11, 12]
 
 
 @pytest.mark.django_db

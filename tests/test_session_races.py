@@ -4,6 +4,7 @@ import pytest
 
 from reviewer import lifecycle
 from reviewer.lifecycle import review
+from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
 from reviewer.web.health import redis_client
 from reviewer.worker import pause_flags
@@ -17,14 +18,14 @@ def test_it_stops_a_superseded_segment_from_writing(alice):
     stale = ReviewSession.objects.get(pk=session.pk)
     ReviewSession.objects.filter(pk=session.pk).update(segment="new")
     with pytest.raises(lifecycle.SegmentSuperseded):
-        lifecycle.checkpoint(stale, [1, 2, 3], "overwritten", {})
+        lifecycle.store_record(stale, StoredRecord([1, 2, 3], "overwritten", {}))
     session.refresh_from_db()
     assert session.generated_ids == [11, 12, 13, 14, 15] and session.text != "overwritten"
 
 
 def test_it_lets_the_owning_segment_write(alice):
     session = make_session(alice, status=ReviewSession.RUNNING, segment="mine")
-    lifecycle.checkpoint(session, [1, 2, 3], "written", {"attempt": 0})
+    lifecycle.store_record(session, StoredRecord([1, 2, 3], "written", {"attempt": 0}))
     session.refresh_from_db()
     assert (session.generated_ids, session.text) == ([1, 2, 3], "written")
 

@@ -23,6 +23,7 @@ from inference.policies import (
     similarity_policies,
 )
 from reviewer import events
+from reviewer.lifecycle import record
 from reviewer.analytics.policy_trial import Segment, TrialPause, localized_reason, segments_of
 from reviewer.models import Domain, ReviewSession, SessionEvent
 
@@ -130,33 +131,29 @@ def recent_sessions(domain: Domain, limit: int) -> Iterable[ReviewSession]:
 
 
 def history_of(session: ReviewSession) -> History:
-    """The session's final tokens, rebuilt from its events in order."""
+    """The session's final tokens, folded from its events in order (reviewer/lifecycle/record.py),
+    with where it paused and where reviewers changed it."""
     history = History(session.pk)
     stored = SessionEvent.objects.filter(session=session).order_by("seq")
-    kinds = (events.TOKEN, events.EDITED, events.TRUNCATED, events.ROLLBACK, events.PAUSE)
-    for event in stored.filter(type__in=kinds).only("type", "payload"):
-        apply_event(history, event.type, event.payload)
+    folded: list[record.Token] = []
+    for event in stored.filter(type__in=(*record.FOLDED, events.PAUSE)).only("type", "payload"):
+        try:
+            observe(history, folded, event.type, event.payload)
+            record.apply(folded, event.type, event.payload)
+        except (KeyError, TypeError, ValueError):
+            continue  # a malformed payload is skipped
+    history.tokens = [stored_token(t.text, t.signals) for t in folded if t.signals]
     return history
 
 
-def apply_event(history: History, kind: str, payload: dict) -> None:
-    """One stored event's effect on the tokens; a malformed payload is skipped."""
-    try:
-        if kind == events.TOKEN:
-            del history.tokens[int(payload["position"]) :]
-            history.tokens.append(stored_token(payload["text"], payload))
-        elif kind == events.PAUSE:
-            history.pauses.append((int(payload["pause_id"]), len(history.tokens)))
-        elif kind == events.ROLLBACK:
-            del history.tokens[int(payload["removed_from"]) :]
-        else:
-            start = int(payload["token_start"])
-            del history.tokens[start:]
-            history.tokens += [stored_token(t["text"], t) for t in payload["tokens"]]
-            end = max(start, int(payload["token_end"]) - 1)
-            history.interventions.append(Intervention(start, end))
-    except (KeyError, TypeError, ValueError):
-        return
+def observe(history: History, tokens: list[record.Token], kind: str, payload: dict) -> None:
+    """What calibration notes beside the tokens: pauses, and the ranges reviewers changed."""
+    if kind == events.PAUSE:
+        history.pauses.append((int(payload["pause_id"]), len(tokens)))
+    elif kind in (events.EDITED, events.TRUNCATED):
+        start = int(payload["token_start"])
+        end = max(start, int(payload["token_end"]) - 1)
+        history.interventions.append(Intervention(start, end))
 
 
 def stored_token(text: str, payload: dict) -> RecordedToken:

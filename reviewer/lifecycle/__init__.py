@@ -12,7 +12,6 @@ workers through ``reviewer.worker.dispatch``, by task name: nothing here imports
 from reviewer.lifecycle.reports import (
     StopReport,
     begin_segment,
-    checkpoint,
     generates,
     has_ended,
     orphaned_sessions,
@@ -32,6 +31,7 @@ from reviewer.lifecycle.reports import (
     record_stop,
     record_token,
     redispatch,
+    store_record,
     workers_with_live_sessions,
 )
 from reviewer.lifecycle.review import (
@@ -73,7 +73,6 @@ __all__ = [
     "attention",
     "begin_segment",
     "cancel",
-    "checkpoint",
     "choose",
     "edit",
     "fail",
@@ -103,6 +102,7 @@ __all__ = [
     "resume",
     "rollback",
     "start_session",
+    "store_record",
     "summary",
     "unmute",
     "workers_with_live_sessions",

@@ -16,6 +16,7 @@ from django.utils import timezone
 from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit
+from reviewer.lifecycle.record import StoredRecord
 from reviewer.lifecycle.transitions import (
     S,
     SegmentSuperseded,
@@ -99,10 +100,12 @@ def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 
 
-def checkpoint(session: ReviewSession, generated_ids: list[int], text: str, meta: dict) -> None:
-    """Persist the token ids so far; events after ids_seq hold what came since.
+def store_record(session: ReviewSession, record: StoredRecord) -> None:
+    """Persist the state record so far (reviewer/lifecycle/record.py); events after ids_seq
+    hold what came since.
 
     Only the segment that owns the session may write: a superseded one is told to stop."""
+    generated_ids, text, meta = record.generated_ids, record.text, record.engine_meta
     session.generated_ids, session.text, session.engine_meta = generated_ids, text, meta
     session.ids_seq = S.objects.values_list("last_seq", flat=True).get(pk=session.pk)
     written = S.objects.filter(pk=session.pk, segment=session.segment).update(

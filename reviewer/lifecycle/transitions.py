@@ -90,9 +90,11 @@ def require_applied_edits(session: ReviewSession, command: str) -> None:
 
 def set_status(session: ReviewSession, status: str) -> None:
     """The one place a status changes; a transition the lifecycle table does not list is
-    refused (a bug in the caller, not a reviewer's mistake)."""
-    if not statuses.allows(session.status, status):
-        raise Conflict(f"A session that is {session.status} cannot become {status}")
+    refused (a bug in the caller, not a reviewer's mistake). The stored status is the one
+    checked: the caller's copy may predate a command another process ran."""
+    current = S.objects.values_list("status", flat=True).get(pk=session.pk)
+    if current != status and not statuses.allows(current, status):
+        raise Conflict(f"A session that is {current} cannot become {status}")
     session.status = status
     session.save(update_fields=["status", "updated_at"])
     events.emit(session.pk, events.STATUS, events.status(status))

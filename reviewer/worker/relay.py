@@ -26,6 +26,7 @@ from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import metrics
+from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
 from reviewer.worker import failures
 
@@ -46,7 +47,7 @@ class Relay(Sink):
         self,
         session: ReviewSession,
         state: DecodeState,
-        capture: Callable[[DecodeState], Checkpoint],
+        capture: Callable[[DecodeState], StoredRecord],
         finish: Callable[[StopInfo, float | None], Any],
     ) -> None:
         self.session, self.state = session, state
@@ -86,7 +87,7 @@ class Relay(Sink):
         return 0 if self.failed is not None else self._queued - self._written
 
     def _checkpoint(self) -> None:
-        self._queue.put(("checkpoint", self.capture(self.state)))
+        self._queue.put(("record", self.capture(self.state)))
         self.since_checkpoint = 0
 
     def _go_on(self) -> None:
@@ -135,7 +136,7 @@ class Relay(Sink):
             elif kind == "rollback":
                 lifecycle.record_rollback(self.session, events.rollback(payload))
             else:
-                lifecycle.checkpoint(self.session, *payload)
+                lifecycle.store_record(self.session, payload)
         except lifecycle.SegmentSuperseded as exc:
             self.failed = exc  # a newer segment carries on; nothing failed
         except Exception as exc:

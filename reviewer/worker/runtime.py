@@ -12,7 +12,6 @@ message, is what brings it back if this process dies (reviewer/worker/heartbeat.
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import os
@@ -31,10 +30,11 @@ from inference.engine import Engine, StopInfo
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
 from inference.snapshot import SnapshotError
-from inference.state import Checkpoint, DecodeState
+from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import metrics, pause_models
-from reviewer.models import Edit, ReviewSession, SessionEvent
+from reviewer.lifecycle import record
+from reviewer.models import Edit, ReviewSession
 from reviewer.worker import liveness, vault
 from reviewer.worker.pause_flags import RedisControl
 from reviewer.worker.relay import Relay
@@ -148,7 +148,7 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
     relay = Relay(
         session,
         state,
-        capture,
+        record.stored_record,
         lambda stop, halted_at: finish_segment(session, state, stop, control, halted_at),
     )
     run = serving().submit(
@@ -180,7 +180,7 @@ def wait_for_previous_segment(session_id: int) -> None:
 
 def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
     """Give the model the note services left for this segment (the time, after a long
-    pause) as context, and checkpoint it so a rebuild puts it back in the same place."""
+    pause) as context, and save the record so a rebuild puts it back in the same place."""
     if not session.pending_note:
         return
     try:
@@ -189,7 +189,7 @@ def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
         log.warning("session %s: the time is not told: %s", session.pk, exc)
         lifecycle.record_note_refused(session, str(exc))
         return
-    checkpoint(session, state)
+    save_record(session, state)
     lifecycle.record_note(session, note.text, note.at)
 
 
@@ -208,7 +208,7 @@ def finish_segment(
     halted_at: float | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session."""
-    checkpoint(session, state)
+    save_record(session, state)
     outcome = lifecycle.record_stop(session, stop_report(state, stop, control, halted_at))
     if outcome == "pause":
         keep_paused(session, state)
@@ -263,7 +263,7 @@ def attention_view(session_id: int, layer: int) -> None:
 def load_state(session: ReviewSession) -> DecodeState:
     if not session.prompt_ids:
         return start_state(session)
-    ids = recovered_ids(session)
+    ids = record.recovered_ids(session)
     state = states.get(session.pk)
     if state is not None and state.generated_ids == ids:
         return state
@@ -297,63 +297,18 @@ def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
 
 
 def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
-    """The session's checkpoint record (its meta over its own columns) rebuilt over ``ids``;
-    histories are kept only when they still match the ids."""
-    record = Checkpoint.from_dict(
-        session.engine_meta,
-        prompt_ids=session.prompt_ids,
-        generated_ids=ids,
-        params=session.decoding,
-        policy_specs=session.policy_specs,
-        policy_state=recovered_policy_state(session),
-        skip_before_at=None,
-        budget=session.pause_budget or None,
-        muted=session.muted_policies,
-    )
-    if len((record.histories or {}).get("top1", [])) != len(ids):
-        record.histories = None
-    return engine().rebuild(record)
-
-
-def recovered_policy_state(session: ReviewSession) -> dict:
-    """The checkpointed policy firings plus the flags raised since the checkpoint, so the
-    cooldowns of a rebuilt state are what they were (pauses and rollbacks checkpoint)."""
-    state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})
-    fired = state.setdefault("fired", {})
-    later = SessionEvent.objects.filter(
-        session=session, seq__gt=session.ids_seq, type__in=events.FLAGS
-    )
-    for event in later.order_by("seq"):
-        flag = event.payload
-        span = flag.get("span") or [None, None]
-        fired.setdefault(flag["policy"], []).append([flag["position"], *span])
-    return state
-
-
-def recovered_ids(session: ReviewSession) -> list[int]:
-    """The checkpointed ids, plus the tokens and rollbacks streamed since the checkpoint."""
-    ids = list(session.generated_ids)
-    later = SessionEvent.objects.filter(
-        session=session, seq__gt=session.ids_seq, type__in=events.REPLAYED
-    )
-    for event in later.order_by("seq"):
-        if event.type == events.TOKEN:
-            position = event.payload["position"]
-            ids = ids[:position] + [event.payload["token_id"]]
-        elif (cut := events.rollback_point(event.type, event.payload)) is not None:
-            ids = ids[:cut]
-    return ids
+    return engine().rebuild(record.checkpoint_of(session, ids))
 
 
 # --- edits ---------------------------------------------------------------------------------
 
 
 def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
-    for record in lifecycle.pending_edits(session):
+    for pending in lifecycle.pending_edits(session):
         try:
-            result = apply_edit(state, record)
+            result = apply_edit(state, pending)
         except (EditError, ValueError) as exc:
-            lifecycle.record_edit_refused(session, record, str(exc))
+            lifecycle.record_edit_refused(session, pending, str(exc))
             continue
         alternatives = engine().signals(state).alternatives
         report = events.edit_report(
@@ -367,44 +322,30 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             attention=engine().attention(state).to_dict(),
         )
         with transaction.atomic():  # readers see the new ids and the edit together
-            checkpoint(session, state)
-            lifecycle.record_edit_applied(session, record, report)
+            save_record(session, state)
+            lifecycle.record_edit_applied(session, pending, report)
 
 
-def apply_edit(state: DecodeState, record: Edit):
+def apply_edit(state: DecodeState, edit: Edit):
     eng = engine()
-    if record.kind == "replace":
-        if state.text[record.start : record.end] != record.text_before:
+    if edit.kind == "replace":
+        if state.text[edit.start : edit.end] != edit.text_before:
             raise EditError("The text changed since this edit was made; select the span again")
-        return eng.replace_text(state, record.start, record.end, record.text_after)
-    if record.kind == "choose":
-        return eng.choose_alternative(state, record.token_id)
-    if record.kind == "truncate":
-        return eng.truncate(state, record.start)
-    if record.kind == "append":
-        return eng.append_text(state, record.text_after)
-    raise EditError(f"Unknown edit kind {record.kind!r}")
+        return eng.replace_text(state, edit.start, edit.end, edit.text_after)
+    if edit.kind == "choose":
+        return eng.choose_alternative(state, edit.token_id)
+    if edit.kind == "truncate":
+        return eng.truncate(state, edit.start)
+    if edit.kind == "append":
+        return eng.append_text(state, edit.text_after)
+    raise EditError(f"Unknown edit kind {edit.kind!r}")
 
 
 # --- reporting -----------------------------------------------------------------------------
 
 
-def checkpoint(session: ReviewSession, state: DecodeState) -> None:
-    lifecycle.checkpoint(session, *capture(state))
-
-
-def capture(state: DecodeState) -> tuple[list[int], str, dict]:
-    """What a checkpoint stores, copied now (the state goes on changing as it generates)."""
-    record = state.checkpoint()
-    record.histories = _complete_histories(state)
-    return list(state.generated_ids), state.text, record.meta()
-
-
-def _complete_histories(state: DecodeState) -> dict | None:
-    """Histories one per token, or None mid-step (a rebuild then recomputes them)."""
-    histories = state.histories()
-    n = len(state.generated_ids)
-    return histories if all(len(values) == n for values in histories.values()) else None
+def save_record(session: ReviewSession, state: DecodeState) -> None:
+    lifecycle.store_record(session, record.stored_record(state))
 
 
 def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
