@@ -23,8 +23,8 @@ from inference.policies import (
     similarity_policies,
 )
 from reviewer import events
-from reviewer.lifecycle import record
 from reviewer.analytics.policy_trial import Segment, TrialPause, localized_reason, segments_of
+from reviewer.lifecycle import record
 from reviewer.models import Domain, ReviewSession, SessionEvent
 
 RECENT_SESSIONS = 20

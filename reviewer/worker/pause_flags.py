@@ -1,4 +1,5 @@
-"""Pause and cancel requests that cross processes: the web sets a Redis key, the engine polls it."""
+"""Pause and cancel requests that cross processes: the web sets a Redis key; the worker's
+flag watcher reads it into memory, where the engine polls it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.conf import settings
 
 from inference.control import CANCEL, PAUSE, ControlHandle
 from reviewer.web.health import redis_client
+from reviewer.worker import flag_watcher
 
 log = logging.getLogger(__name__)
 
@@ -61,39 +63,65 @@ def _write(action) -> None:
 
 
 class RedisControl(ControlHandle):
-    """The engine's control handle for one session, backed by the Redis key above.
+    """The engine's control handle for one session: the Redis key above, read from memory.
 
-    A Redis outage shorter than ``CAESURA_REDIS_GRACE_S`` does not stop the generation: a poll
-    that cannot reach Redis reads as "no request" (a pause or cancel asked meanwhile is seen
-    once Redis answers again); past the grace the poll raises ``RedisUnavailable``."""
+    The process's flag watcher (reviewer/worker/flag_watcher.py) keeps the request current
+    from another thread, so ``poll`` never waits on Redis. An outage shorter than
+    ``CAESURA_REDIS_GRACE_S`` does not stop the generation: the last answer stands (a pause or
+    cancel asked meanwhile is read once Redis answers again); past the grace ``poll`` raises
+    ``RedisUnavailable``."""
 
-    def __init__(self, session_id: int) -> None:
+    def __init__(self, session_id: int, watcher: flag_watcher.FlagWatcher | None = None) -> None:
         super().__init__()
         self.session_id = session_id
         self.key = control_key(session_id)
-        self.client = redis_client()
         self.requested_at: float | None = None
         self.grace_s = settings.CAESURA_REDIS_GRACE_S
-        self.down_since: float | None = None
+        self._honoured: float | None = None  # the request the engine cleared last
+        self._since = time.monotonic()
+        self._outage_told = False
+        self.watcher = watcher or flag_watcher.shared()
+        self.update(self.read())  # a request made before the segment stops its first step
+        self.watcher.register(self)
+
+    def close(self) -> None:
+        """The segment ended: the watcher stops reading this session's flag."""
+        self.watcher.unregister(self)
+
+    def read(self) -> bytes | None:
+        """The stored request, read now (never from the serving loop's thread); None while
+        Redis is out of reach."""
+        try:
+            return redis_client().get(self.key)
+        except OUTAGE:
+            return None
+
+    def waiting(self) -> str | None:
+        """The request stored now, read from Redis itself."""
+        raw = self.read()
+        return json.loads(raw)["command"] if raw is not None else None
+
+    def update(self, raw: bytes | None) -> None:
+        """The watcher's answer for this key; the request the engine already honoured (its
+        delete still on its way) is not taken up again."""
+        message = json.loads(raw) if raw is not None else None
+        with self._lock:
+            if message is None:
+                self._command = None
+            elif message.get("requested_at") != self._honoured:
+                self._command = message["command"]
+                self.requested_at = message.get("requested_at")
 
     def poll(self) -> str | None:
-        try:
-            raw = self.client.get(self.key)
-        except OUTAGE as exc:
-            self._unreachable(exc)
-            return None
-        self._reachable()
-        if raw is None:
-            return None
-        message = json.loads(raw)
-        self.requested_at = message.get("requested_at")
-        return message["command"]
+        self._check_reachable()
+        with self._lock:
+            return self._command
 
     def clear(self) -> None:
-        try:
-            self.client.delete(self.key)
-        except OUTAGE as exc:
-            self._unreachable(exc)
+        with self._lock:
+            self._honoured = self.requested_at
+            self._command, self._reason = None, "manual"
+        self.watcher.delete(self.key)
 
     def request_pause(self, reason: str = "manual") -> None:
         request_pause(self.session_id)
@@ -101,27 +129,21 @@ class RedisControl(ControlHandle):
     def request_cancel(self) -> None:
         request_cancel(self.session_id)
 
-    def _unreachable(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if self.down_since is None:
-            self.down_since = now
+    def _check_reachable(self) -> None:
+        silent = time.monotonic() - max(self.watcher.last_answer, self._since)
+        if silent > self.grace_s:
+            raise RedisUnavailable(
+                f"Redis was out of reach for more than {self.grace_s} s (CAESURA_REDIS_GRACE_S)"
+            )
+        if silent > OUTAGE_NOTICE_S and not self._outage_told:
             log.warning(
-                "session %s: Redis out of reach (%s); generating on for up to %d s",
+                "session %s: Redis out of reach; generating on for up to %d s",
                 self.session_id,
-                exc,
                 self.grace_s,
             )
-        elif now - self.down_since > self.grace_s:
-            raise RedisUnavailable(
-                f"Redis was out of reach for more than {self.grace_s} s"
-                f" (CAESURA_REDIS_GRACE_S): {exc}"
-            )
+        elif silent <= OUTAGE_NOTICE_S and self._outage_told:
+            log.info("session %s: Redis answers again", self.session_id)
+        self._outage_told = silent > OUTAGE_NOTICE_S
 
-    def _reachable(self) -> None:
-        if self.down_since is not None:
-            log.info(
-                "session %s: Redis answers again after %.1f s",
-                self.session_id,
-                time.monotonic() - self.down_since,
-            )
-            self.down_since = None
+
+OUTAGE_NOTICE_S = 1.0  # the watcher reads many times a second: this long silent is an outage

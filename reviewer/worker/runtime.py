@@ -156,14 +156,15 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
     )
     with _relays_lock:
         _relays[session.pk] = relay
-    relay.follow(run, done=lambda: _forget(session.pk, relay))
+    relay.follow(run, done=lambda: _forget(session.pk, relay, control))
 
 
 _relays: dict[int, Relay] = {}  # relays still writing, by session
 _relays_lock = threading.Lock()
 
 
-def _forget(session_id: int, relay: Relay) -> None:
+def _forget(session_id: int, relay: Relay, control: RedisControl) -> None:
+    control.close()
     with _relays_lock:
         if _relays.get(session_id) is relay:
             del _relays[session_id]
@@ -226,7 +227,7 @@ def stop_report(
         position=stop.position,
         pause=pause_report(state, stop) if stop.reason == "pause" else None,
         requested_at=_manual_request_time(stop, control),
-        cancel_waiting=stop.reason != "cancel" and control.poll() == CANCEL,
+        cancel_waiting=stop.reason != "cancel" and control.waiting() == CANCEL,
     )
 
 
