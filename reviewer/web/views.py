@@ -17,9 +17,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
+from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.models import Domain, GlossaryTerm, ReviewSession, statuses
+from reviewer.web.features import backend_features
 from reviewer.web.health import check_database, check_redis, check_worker
 from reviewer.web.ui_text import (
     command_labels,
@@ -199,7 +201,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "decision": decision,
         "stop_reason": stop_reason(session),
         # vLLM's kernels return no attention weights: the page says so instead of a blank plot.
-        "live_attention": settings.CAESURA_BACKEND != "vllm",
+        "live_attention": LIVE_ATTENTION in backend_features(),
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
@@ -223,7 +225,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
             "redlineUrl": reverse("api-redline", args=[session.pk]),
-            "liveAttention": settings.CAESURA_BACKEND != "vllm",
+            "liveAttention": LIVE_ATTENTION in backend_features(),  # until the page reads features
+            "features": sorted(backend_features()),
             "attentionMap": attention_map(session),
         },
     }

@@ -26,7 +26,7 @@ from django.db import transaction
 from inference.backend import LIVE_ATTENTION, UnsupportedFeature
 from inference.control import CANCEL
 from inference.edits import EditError
-from inference.engine import Engine, StopInfo
+from inference.engine import StopInfo
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
 from inference.snapshot import SnapshotError
@@ -38,6 +38,7 @@ from reviewer.models import Edit, ReviewSession
 from reviewer.worker import liveness, vault
 from reviewer.worker.pause_flags import RedisControl
 from reviewer.worker.relay import Relay
+from reviewer.worker.served_engine import ServedEngine
 from reviewer.worker.vault import VaultError
 
 log = logging.getLogger(__name__)
@@ -62,10 +63,9 @@ def engine_failed(exc: BaseException) -> None:
 
 
 @functools.cache
-def engine() -> Engine:
+def engine() -> ServedEngine:
     """The engine as this thread may use it: every call runs in the serving loop."""
-    served: Engine = Served(serving())  # type: ignore[assignment]
-    return served
+    return Served(serving())
 
 
 # --- paused states in memory ---------------------------------------------------------------
