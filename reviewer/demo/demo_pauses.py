@@ -11,8 +11,6 @@ from typing import Any
 
 from inference.config import SamplingParams
 from inference.engine import Engine
-from inference.policies import RecordedToken
-from inference.sink import CollectingSink, TokenEvent
 from reviewer.demo.demo_data import DOMAINS
 from reviewer.lifecycle import task_types
 
@@ -54,18 +52,6 @@ def run_case(
             break
         pauses.append(stop.decision.policy if stop.decision else "")
     return CaseRun(len(state.generated_ids), pauses, state.text)
-
-
-def record_case(engine: Engine, slug: str, case: dict[str, Any]) -> list[RecordedToken]:
-    """The case's tokens with their signals, generated without policies (pauses do not
-    change them), for replaying candidate policies over."""
-    sink = CollectingSink()
-    state = engine.start(case["input"], case_params(case), [], system=system_prompt(slug))
-    engine.run(state, sink)
-    return [
-        RecordedToken.from_event({"text": e.text, "signals": e.signals.to_dict()})
-        for e in sink.of(TokenEvent)
-    ]
 
 
 def median_per_200(runs: list[CaseRun]) -> float:

@@ -63,9 +63,7 @@ def start_session(
             domain=domain_obj,
             input_text=text,
             model_name=settings.MODEL_DIR.name,
-            decoding=params.to_dict(),
-            seed=params.seed,
-            max_new_tokens=params.max_new_tokens,
+            decoding=params.to_dict(),  # seed and max_new_tokens among them
             policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
             pause_budget=domain_obj.pause_budget(),
             task_type=task,

@@ -7,6 +7,8 @@ from django.db import models
 from reviewer.models import statuses
 from reviewer.models.domain import Domain, GlossaryTerm
 
+DEFAULT_MAX_NEW_TOKENS = 200  # for a row whose decoding names none (the former column default)
+
 
 class SessionQuerySet(models.QuerySet):
     def visible_to(self, user) -> SessionQuerySet:
@@ -53,8 +55,6 @@ class ReviewSession(models.Model):
     pending_note = models.TextField(
         blank=True, help_text="Context the model reads when its next segment starts (the time)"
     )
-    seed = models.BigIntegerField(default=0)
-    max_new_tokens = models.PositiveIntegerField(default=200)
     status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)
     prompt_ids = models.JSONField(default=list)
     generated_ids = models.JSONField(default=list)
@@ -85,6 +85,23 @@ class ReviewSession(models.Model):
 
     def __str__(self) -> str:
         return f"Session {self.pk} ({self.status})"
+
+    # The seed and the token limit are sampling parameters, kept once: in ``decoding``.
+    @property
+    def seed(self) -> int:
+        return int(self.decoding.get("seed", 0))
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self.decoding = {**self.decoding, "seed": value}
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.decoding.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
+
+    @max_new_tokens.setter
+    def max_new_tokens(self, value: int) -> None:
+        self.decoding = {**self.decoding, "max_new_tokens": value}
 
     @property
     def is_final(self) -> bool:
