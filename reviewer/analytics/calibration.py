@@ -142,7 +142,7 @@ def history_of(session: ReviewSession) -> History:
             record.apply(folded, event.type, event.payload)
         except (KeyError, TypeError, ValueError):
             continue  # a malformed payload is skipped
-    history.tokens = [stored_token(t.text, t.signals) for t in folded if t.signals]
+    history.tokens = [stored_token(t.text, dict(t.signals)) for t in folded if t.signals]
     return history
 
 

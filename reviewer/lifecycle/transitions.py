@@ -7,6 +7,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 
 from django.db import transaction
 from django.utils import timezone
@@ -60,7 +61,7 @@ def locked(session_id: int) -> ReviewSession:
 
 @contextlib.contextmanager
 def command_on(
-    user, session_id, allowed: set[str], command: str, edits_applied: bool = False
+    user, session_id, allowed: AbstractSet[str], command: str, edits_applied: bool = False
 ) -> Iterator[ReviewSession]:
     """The opening every reviewer command shares: one transaction, the session locked, its
     state checked (and, where offsets matter, no edit still on its way to the worker)."""
@@ -72,7 +73,7 @@ def command_on(
         yield session
 
 
-def require(session: ReviewSession, allowed: set[str], command: str) -> None:
+def require(session: ReviewSession, allowed: AbstractSet[str], command: str) -> None:
     if session.status not in allowed:
         raise Conflict(f"Cannot {command} a session that is {session.status}")
 

@@ -53,8 +53,9 @@ def _leading_to(status: str) -> frozenset[str]:
     return frozenset(s for s in STATUSES if status in TRANSITIONS[s])
 
 
-# The groups, each read off the table.
-FINAL = frozenset(s for s in STATUSES if not TRANSITIONS[s])
+# The groups. Ended: nothing generates and no worker holds it (a failed session can only be
+# resumed by a reviewer, which starts it afresh from its stored token ids).
+FINAL = frozenset({COMPLETED, REJECTED, CANCELLED, FAILED})
 LIVE = frozenset({RUNNING, PAUSED})  # a worker holds or runs the state
 DECIDABLE = _leading_to(COMPLETED)  # approve / reject
 RESUMABLE = _leading_to(RUNNING) - {DRAFT}  # a draft starts, it does not resume

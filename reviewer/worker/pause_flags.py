@@ -88,7 +88,7 @@ class RedisControl(ControlHandle):
         """The segment ended: the watcher stops reading this session's flag."""
         self.watcher.unregister(self)
 
-    def read(self) -> bytes | None:
+    def read(self) -> bytes | str | None:
         """The stored request, read now (never from the serving loop's thread); None while
         Redis is out of reach."""
         try:
@@ -101,7 +101,7 @@ class RedisControl(ControlHandle):
         raw = self.read()
         return json.loads(raw)["command"] if raw is not None else None
 
-    def update(self, raw: bytes | None) -> None:
+    def update(self, raw: bytes | str | None) -> None:
         """The watcher's answer for this key; the request the engine already honoured (its
         delete still on its way) is not taken up again."""
         message = json.loads(raw) if raw is not None else None
