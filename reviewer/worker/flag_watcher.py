@@ -33,7 +33,9 @@ class FlagWatcher:
         self._deletes: list[str] = []  # keys whose request was honoured, to delete
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self.last_answer = time.monotonic()  # when Redis last answered this thread
+        # When the rounds that failed since Redis last answered began; None while it answers.
+        # (A round held up by a busy CPU is not an outage: only a failed one counts.)
+        self.failing_since: float | None = None
         self._thread: threading.Thread | None = None
 
     def register(self, control: RedisControl) -> None:
@@ -68,6 +70,7 @@ class FlagWatcher:
                 time.sleep(INTERVAL_S)
 
     def _round(self, client) -> None:
+        started = time.monotonic()
         with self._lock:
             deletes, self._deletes = self._deletes, []
             controls = list(self._controls.values())
@@ -78,8 +81,10 @@ class FlagWatcher:
         except Exception:
             with self._lock:
                 self._deletes = deletes + self._deletes  # tried again next round
+            if self.failing_since is None:
+                self.failing_since = started
             raise
-        self.last_answer = time.monotonic()
+        self.failing_since = None
         for control, raw in zip(controls, values, strict=True):
             control.update(raw)
 

@@ -130,7 +130,10 @@ class RedisControl(ControlHandle):
         request_cancel(self.session_id)
 
     def _check_reachable(self) -> None:
-        silent = time.monotonic() - max(self.watcher.last_answer, self._since)
+        failing_since = self.watcher.failing_since
+        silent = (
+            0.0 if failing_since is None else time.monotonic() - max(failing_since, self._since)
+        )
         if silent > self.grace_s:
             raise RedisUnavailable(
                 f"Redis was out of reach for more than {self.grace_s} s (CAESURA_REDIS_GRACE_S)"
@@ -146,4 +149,4 @@ class RedisControl(ControlHandle):
         self._outage_told = silent > OUTAGE_NOTICE_S
 
 
-OUTAGE_NOTICE_S = 1.0  # the watcher reads many times a second: this long silent is an outage
+OUTAGE_NOTICE_S = 1.0  # Redis failing this long is an outage worth a line in the log
