@@ -17,7 +17,8 @@ def test_every_status_has_its_transitions_and_they_name_statuses():
 
 
 def test_the_groups_are_read_off_the_table():
-    assert {"completed", "rejected", "cancelled"} == statuses.FINAL
+    assert {"completed", "rejected", "cancelled", "failed"} == statuses.FINAL
+    assert {s for s in statuses.STATUSES if not statuses.TRANSITIONS[s]} < statuses.FINAL
     assert {"paused", "generated"} == statuses.DECIDABLE
     assert {"paused", "failed"} == statuses.RESUMABLE
     assert {"draft", "running", "paused", "failed"} == statuses.MAY_RUN
