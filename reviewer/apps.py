@@ -9,9 +9,6 @@ class ReviewerConfig(AppConfig):
     def ready(self) -> None:
         from axes.signals import user_locked_out
 
-        from reviewer import (
-            lockout,
-            roi_admin,  # noqa: F401 - registers the ROI and task-decoding admins
-        )
+        from reviewer.web import lockout
 
         user_locked_out.connect(lockout.on_locked_out, dispatch_uid="caesura-lockout")

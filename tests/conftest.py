@@ -80,7 +80,7 @@ def stop_process(process: subprocess.Popen | None) -> None:
 def no_stale_control_flags(django_db_setup):
     """Session ids start again at 1 in each new test database: a pause or cancel flag that an
     earlier run left in Redis under the same id must not stop this run's session."""
-    from reviewer import pause_flags
+    from reviewer.worker import pause_flags
 
     client = pause_flags.redis_client()
     for key in client.scan_iter(match=pause_flags.control_key("*")):
@@ -98,8 +98,8 @@ def sessions_stopped_before_flush(request):
         return
     request.getfixturevalue("_django_db_helper")  # set up first, so torn down after this
     yield
-    from reviewer import pause_flags
     from reviewer.models import ReviewSession
+    from reviewer.worker import pause_flags
 
     running = ReviewSession.objects.filter(status=ReviewSession.RUNNING)
     live = list(running.values_list("pk", flat=True))

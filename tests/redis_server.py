@@ -64,6 +64,18 @@ class RedisServer:
             self.process.kill()
             self.process.wait()
 
+    def freeze(self) -> None:
+        """Redis stops answering (SIGSTOP): connections stay open, replies wait, as in a
+        stall of the server or the network."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     def remove(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.thaw()  # a stopped process does not act on SIGTERM
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from reviewer import audit
+from reviewer.lifecycle import audit
 from reviewer.models import Edit, PauseEvent, ReviewSession, RoiSettings
 
 DAY_1 = dt.datetime(2025, 3, 3, 9, 0, tzinfo=dt.UTC)

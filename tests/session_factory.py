@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from reviewer.lifecycle import inputs, transitions
 from reviewer.models import Domain, PauseEvent, ReviewSession
-from reviewer.services import inputs, transitions
 
 TEXT = "The patient has a fever."
 ALTERNATIVES = [

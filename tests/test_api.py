@@ -239,7 +239,7 @@ def test_it_refuses_a_token_that_was_not_offered(api, alice):
 def test_it_asks_a_worker_for_another_layers_heads_without_changing_anything(
     api, alice, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from reviewer import dispatch
+    from reviewer.worker import dispatch
 
     asked = []
     monkeypatch.setattr(dispatch, "attention", lambda args, holder: asked.append(args))

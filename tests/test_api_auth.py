@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from reviewer.auth import digest, issue_token
 from reviewer.models import ApiToken, ReviewSession
+from reviewer.web.auth import digest, issue_token
 from tests.session_factory import make_session, stub_worker
 
 pytestmark = pytest.mark.django_db

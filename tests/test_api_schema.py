@@ -11,8 +11,8 @@ from django.test import Client, override_settings
 from django.urls import URLPattern
 
 from inference.config import SamplingParams
-from reviewer import openapi, urls
-from reviewer.command_table import COMMANDS
+from reviewer.web import openapi, urls
+from reviewer.web.command_table import COMMANDS
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from kombu.exceptions import OperationalError
 
-from reviewer import dispatch, services
+from reviewer import lifecycle
 from reviewer.models import AuditRecord, ReviewSession
+from reviewer.worker import dispatch
 from tests.conftest import free_port
 from tests.db_snapshot import snapshot
 from tests.session_factory import make_session
@@ -65,10 +66,10 @@ def test_it_refuses_a_resume_it_cannot_clear_the_way_for_and_changes_nothing(
 def test_it_answers_a_socket_command_during_the_outage_with_a_503_frame(
     alice, redis_away, django_capture_on_commit_callbacks
 ):
-    from reviewer import command_table
+    from reviewer.web import command_table
 
     session = make_session(alice, status=S.RUNNING)
-    with pytest.raises(services.Unavailable) as refused:
+    with pytest.raises(lifecycle.Unavailable) as refused:
         command_table.run(alice, session.pk, "pause", {"command": "pause"})
     assert refused.value.status == 503
     assert not AuditRecord.objects.filter(session=session, action="pause_requested").exists()
@@ -89,7 +90,7 @@ def test_it_fails_a_resumed_session_whose_segment_could_not_be_queued_and_resume
     assert response.status_code == 200  # the resume itself was taken and audited
     session.refresh_from_db()
     assert session.status == S.FAILED
-    assert session.error == services.QUEUE_UNREACHABLE
+    assert session.error == lifecycle.QUEUE_UNREACHABLE
     errors = [json.dumps(e.payload) for e in session.events.filter(type="error")]
     assert any("resume it to try again" in e for e in errors)
 

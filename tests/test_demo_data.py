@@ -3,8 +3,8 @@ import json
 import pytest
 from django.contrib.auth import get_user
 
-from reviewer.demo import load_demo_data
-from reviewer.demo_data import ADMIN_USERNAME, REVIEWERS
+from reviewer.demo.demo_data import ADMIN_USERNAME, REVIEWERS
+from reviewer.demo.loading import load_demo_data
 from reviewer.models import Domain, GlossaryTerm
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from reviewer.demo_data import CASES, OVERCONFIDENT_CASE, POLICIES
-from reviewer.demo_pauses import CaseRun, median_per_200, run_case
+from reviewer.demo.demo_data import CASES, OVERCONFIDENT_CASE, POLICIES
+from reviewer.demo.demo_pauses import CaseRun, median_per_200, run_case
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

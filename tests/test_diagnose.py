@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from reviewer import diagnostics
+from reviewer.analytics import diagnostics
 
 TOKENS = 6
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.test import Client
 
-from reviewer import api, views
+from reviewer.web import api, views
 from tests.conftest import REPO
 from tests.session_factory import make_session
 
@@ -193,7 +193,7 @@ def test_it_keeps_debug_off_unless_the_environment_turns_it_on():
 @pytest.mark.django_db(transaction=True)
 def test_it_refuses_a_chunked_3_mb_body_with_json_413_under_daphne(server_url, alice):
     """No Content-Length to check first: the body is refused when the view reads it."""
-    from reviewer.auth import issue_token
+    from reviewer.web.auth import issue_token
 
     key = issue_token(alice)
     parts = urlsplit(server_url)

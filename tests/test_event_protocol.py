@@ -16,7 +16,8 @@ from inference.edits import EditResult
 from inference.policies import Decision
 from inference.signals import Alternative, Signals
 from inference.sink import FlagEvent, RollbackEvent, TokenEvent
-from reviewer import events, services, worker
+from reviewer import events, lifecycle
+from reviewer.lifecycle import record
 from reviewer.models import Edit, ReviewSession, SessionEvent
 from tests.conftest import wait_for
 from tests.session_factory import make_session
@@ -85,27 +86,27 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     store them; the real decode loop's are checked end to end below."""
     session = make_session(alice, status=ReviewSession.RUNNING, policy_specs=[TERMS_SPEC])
     token = TokenEvent(5, 16, " cough", 24, SIGNALS, 0, [0.25] * 7, similarity=0.4375)
-    services.record_token(session, events.token(token))
-    services.record_flag(session, events.flag(FlagEvent(5, TERMS)))
+    lifecycle.record_token(session, events.token(token))
+    lifecycle.record_flag(session, events.flag(FlagEvent(5, TERMS)))
     rollback = RollbackEvent(DRIFT, 2, 6, (13, 14, 15, 16), " has a fever", 1, 1, False)
-    services.record_rollback(session, events.rollback(rollback))
+    lifecycle.record_rollback(session, events.rollback(rollback))
     stop = StopInfo("pause", decision=MANUAL, decisions=(MANUAL,), position=2)
     report = events.pause_report(stop, SIGNALS, ATTENTION, "The patient", [0.9, 0.8], [0.1, 0.2])
-    services.record_pause(session, report, requested_at=None)
-    services.mute(alice, session.pk, "terms")
-    services.unmute(alice, session.pk, "terms")
+    lifecycle.record_pause(session, report, requested_at=None)
+    lifecycle.mute(alice, session.pk, "terms")
+    lifecycle.unmute(alice, session.pk, "terms")
     for kind in ("replace", "truncate"):
         record = Edit.objects.create(session=session, kind=kind, start=1, author=alice)
         result = EditResult(kind, 1, 2, 2, 3, 11, " patient", " client")
         histories = [0.9, 0.8], [0.1, 0.2], [0.5, None]
         edit = events.edit_report(result, SIGNALS.alternatives, [" client"], *histories)
-        services.record_edit_applied(session, record, edit)
-    services.record_edit_refused(session, record, "The text changed")
-    services.record_attention(session, events.attention(0, [[0.333333, 0.666667]], 2))
-    services.record_attention_failed(session.pk, "No worker")
-    services.resume(alice, session.pk)  # the session is paused: back to running
-    services.record_generated(session, "eos")
-    services.record_failure(session.pk, "Out of memory")
+        lifecycle.record_edit_applied(session, record, edit)
+    lifecycle.record_edit_refused(session, record, "The text changed")
+    lifecycle.record_attention(session, events.attention(0, [[0.333333, 0.666667]], 2))
+    lifecycle.record_attention_failed(session.pk, "No worker")
+    lifecycle.resume(alice, session.pk)  # the session is paused: back to running
+    lifecycle.record_generated(session, "eos")
+    lifecycle.fail(session.pk, "Out of memory")
 
     assert mismatches_of(session) == []
     assert set(kinds_of(session)) == set(events.KINDS)
@@ -119,16 +120,12 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
 
 
 @pytest.mark.django_db
-def test_it_replays_rollbacks_stored_under_the_old_shared_kind(alice):
+def test_it_replays_the_rollbacks_since_the_save(alice):
     session = make_session(alice, status=ReviewSession.RUNNING)
     ReviewSession.objects.filter(pk=session.pk).update(ids_seq=0)
     session.refresh_from_db()
-    store(session, "rolled_back", {"kind": "truncate", "token_ids": [11, 12, 13]})
-    assert worker.recovered_ids(session) == [11, 12, 13, 14, 15]  # a reviewer's: checkpointed
-    store(session, "rolled_back", {"removed_from": 4})
-    assert worker.recovered_ids(session) == [11, 12, 13, 14]
     events.emit(session.pk, "rollback", {"removed_from": 2})
-    assert worker.recovered_ids(session) == [11, 12]
+    assert record.recovered_ids(session) == [11, 12]
 
 
 @pytest.mark.django_db
@@ -160,7 +157,7 @@ PROMPT = "Write a short clinical note about a patient with high blood pressure a
 def test_every_event_of_a_real_session_matches_its_declared_type(
     celery_worker_process, alice, plain_domain
 ):
-    sid = services.start_session(alice, "Plain", PROMPT, seed=3, max_new_tokens=16)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=3, max_new_tokens=16)["id"]
     session = ReviewSession.objects.get(pk=sid)
 
     def has(kind: str, n: int = 1):
@@ -170,18 +167,18 @@ def test_every_event_of_a_real_session_matches_its_declared_type(
         return lambda: ReviewSession.objects.get(pk=sid).status == value
 
     wait_for(has("token", 4), what="four tokens")
-    services.pause(alice, sid)
+    lifecycle.pause(alice, sid)
     wait_for(status("paused"), what="the pause")
-    services.attention(alice, sid, 2)
+    lifecycle.attention(alice, sid, 2)
     wait_for(has("attention"), what="layer 2's heads")
-    services.edit(alice, sid, 0, 0, "Note: ")
+    lifecycle.edit(alice, sid, 0, 0, "Note: ")
     wait_for(has("edited"), what="the edit")
     alternative = session.pauses.get().alternatives[0]["token_id"]
-    services.choose(alice, sid, alternative)
+    lifecycle.choose(alice, sid, alternative)
     wait_for(has("edited", 2), what="the chosen alternative")
-    services.rollback(alice, sid, 2)
+    lifecycle.rollback(alice, sid, 2)
     wait_for(has("truncated"), what="the rollback to position 2")
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     wait_for(status("generated"), what="the end")
 
     assert mismatches_of(session) == []

@@ -7,9 +7,9 @@ import redis
 from django.db import OperationalError
 
 from inference.backend import UnsupportedFeature
-from reviewer import failures, tasks, worker
 from reviewer.models import AuditRecord, ReviewSession
-from reviewer.pause_flags import RedisUnavailable
+from reviewer.worker import failures, runtime, tasks
+from reviewer.worker.pause_flags import RedisUnavailable
 from tests.session_factory import make_session
 
 FITS = "5000 tokens do not fit this engine's context of 4096 (CAESURA_VLLM_MAX_MODEL_LEN)"
@@ -40,7 +40,7 @@ def test_it_fails_a_segment_with_the_sentence_and_keeps_the_type_out(alice, monk
     def broken(*args, **kwargs):
         raise KeyError("tokens")
 
-    monkeypatch.setattr(worker, "run_segment", broken)
+    monkeypatch.setattr(runtime, "run_segment", broken)
     with pytest.raises(KeyError):  # Celery still sees the task fail, and logs the traceback
         tasks.run_segment.apply(args=(session.pk, "seg-1"), throw=True)
     session.refresh_from_db()

@@ -5,6 +5,7 @@ same seed yields, and with every event stored once."""
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import time
@@ -12,10 +13,11 @@ import time
 import pytest
 from django.conf import settings
 
-from inference.decode import RunRequest
-from reviewer import dispatch, events, liveness, services
+from inference.loader import load_engine
+from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
-from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
+from reviewer.worker import dispatch, liveness
+from tests.conftest import start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
 
@@ -30,17 +32,13 @@ RESTART_LIMIT_S = 20  # a new process: Python, Django, Celery and the model to l
 
 
 @pytest.fixture(autouse=True)
-def only_this_tests_workers(request):
+def only_this_tests_workers():
     """A worker an earlier test left running (the suite's shared one) would take this test's
     sessions, and the worker the test kills would hold none: it stops consuming the shared
-    queue until the test ends. A test that asks for the shared worker has it as the survivor
-    (its sessions are sent to the victim by name)."""
-    from reviewer.health import alive_workers
+    queue until the test ends."""
+    from reviewer.web.health import alive_workers
     from webapp.celery import app
 
-    if "celery_worker_process" in request.fixturenames:
-        yield
-        return
     queue, others = settings.CELERY_TASK_DEFAULT_QUEUE, sorted(alive_workers())
     if others:
         app.control.cancel_consumer(queue, destination=others, reply=True, timeout=5)
@@ -50,9 +48,9 @@ def only_this_tests_workers(request):
 
 
 def start(alice, max_new_tokens: int = 48) -> int:
-    return services.start_session(alice, "Plain", PROMPT, seed=SEED, max_new_tokens=max_new_tokens)[
-        "id"
-    ]
+    return lifecycle.start_session(
+        alice, "Plain", PROMPT, seed=SEED, max_new_tokens=max_new_tokens
+    )["id"]
 
 
 def kill(process: subprocess.Popen) -> float:
@@ -74,13 +72,17 @@ def next_token_at(session_id: int, after_seq: int, timeout: float = 120) -> floa
     return first.created_at.timestamp()
 
 
+@functools.cache
+def engine():
+    return load_engine(settings.MODEL_DIR)
+
+
 def uninterrupted(final: ReviewSession) -> list[int]:
     """The same generation with no fault: same input, seed and parameters, in one go."""
-    engine = load_real_engine()
-    state = engine.start(
+    state = engine().start(
         final.input_text, final.decoding, final.policy_specs, system=final.domain.system_prompt
     )
-    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
+    engine().run(state, max_new_tokens=final.max_new_tokens)
     return list(state.generated_ids)
 
 
@@ -107,9 +109,10 @@ def assert_every_event_stored_once(final: ReviewSession) -> None:
 
 
 def test_it_fails_over_to_the_other_worker_within_five_seconds(
-    alice, plain_domain, monkeypatch, record_property, celery_worker_process
+    alice, plain_domain, monkeypatch, record_property
 ):
     victim, victim_name = start_worker("failover-victim")
+    survivor, _ = start_worker("failover-survivor")
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
     try:
@@ -120,6 +123,7 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
         wait_for(status_is(sid, "generated", "failed"), timeout=120, what="the end")
     finally:
         stop_process(victim)
+        stop_process(survivor)
     record_property("failover_stall_s", round(stall, 2))
     print(f"\nfailover stall: {stall:.2f} s")
     assert_finished_as_if_nothing_happened(sid)
@@ -127,16 +131,15 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
     assert stall < FAILOVER_LIMIT_S, f"the session stalled {stall:.1f} s"
 
 
-def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(
-    alice, plain_domain, monkeypatch, celery_worker_process
-):
+def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_domain, monkeypatch):
     victim, victim_name = start_worker("queue-victim")
+    survivor, _ = start_worker("queue-survivor")
     try:
         send = dispatch.segment
         monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
         sid = start(alice)
         wait_for(tokens_streamed(sid, 3), timeout=120, what="three tokens")
-        services.pause(alice, sid)
+        lifecycle.pause(alice, sid)
         wait_for(status_is(sid, "paused"), what="the pause")
         kill(victim)
         # Sent to the victim's own queue as it died, when it still looked alive.
@@ -144,9 +147,9 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(
         monkeypatch.setattr(
             dispatch, "attention", lambda args, holder: attention(args, victim_name)
         )
-        services.attention(alice, sid, 2)
+        lifecycle.attention(alice, sid, 2)
         end = len(session(sid).text)
-        services.edit(alice, sid, end, end, " (checked)")
+        lifecycle.edit(alice, sid, end, end, " (checked)")
         wait_for(
             lambda: session(sid).events.filter(type="attention").exists(),
             timeout=30,
@@ -159,6 +162,7 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(
         )
     finally:
         stop_process(victim)
+        stop_process(survivor)
     assert session(sid).events.get(type="attention").payload["layer"] == 2
     assert " (checked)" in session(sid).text
 
@@ -171,7 +175,7 @@ def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
     try:
         held = start(alice)  # to be paused: its state then in the first incarnation's memory
         wait_for(tokens_streamed(held, 3), timeout=120, what="three tokens")
-        services.pause(alice, held)
+        lifecycle.pause(alice, held)
         wait_for(status_is(held, "paused"), what="the pause")
         killed = start(alice)
         wait_for(tokens_streamed(killed, 6), timeout=120, what="six tokens")
@@ -180,7 +184,7 @@ def test_it_takes_back_its_sessions_when_restarted_under_the_same_name(
         # A resume that reached the worker's own queue as it died (it looked alive a moment ago).
         send = dispatch.segment
         monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, name))
-        services.resume(alice, held)
+        lifecycle.resume(alice, held)
         monkeypatch.setattr(dispatch, "segment", send)
         seen = {sid: session(sid).last_seq for sid in (held, killed)}
 
@@ -227,7 +231,7 @@ def test_it_cancels_a_session_whose_worker_was_killed(alice, plain_domain):
         # after the process is gone; from then on the death is known.
         dead = session(sid).worker
         wait_for(lambda: not liveness.is_alive(dead), timeout=10, what="the lock to be released")
-        services.cancel(alice, sid)
+        lifecycle.cancel(alice, sid)
         assert session(sid).status == "cancelled"  # at once: no engine is left to report it
         cancelled_seq = session(sid).last_seq
         second, _ = start_worker("cancelled-2", name=name)
@@ -317,7 +321,7 @@ def test_it_fails_clearly_after_the_grace_and_resumes_from_the_stored_tokens(
         assert failed.status == "failed"
         assert "CAESURA_REDIS_GRACE_S" in failed.error
         stored = len(failed.generated_ids)
-        services.resume(alice, sid)
+        lifecycle.resume(alice, sid)
         wait_for(status_is(sid, "generated", "failed"), timeout=180, what="the resumed run")
     finally:
         stop_process(worker)

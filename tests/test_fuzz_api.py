@@ -23,10 +23,10 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reviewer import arguments, openapi
-from reviewer.auth import issue_token
-from reviewer.command_table import COMMANDS
 from reviewer.models import ReviewSession
+from reviewer.web import arguments, openapi
+from reviewer.web.auth import issue_token
+from reviewer.web.command_table import COMMANDS
 from tests.db_snapshot import snapshot
 from tests.session_factory import clinical_notes, make_session, stub_worker
 from webapp.asgi import application

@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from reviewer.glossary_csv import GlossaryImportError, export_csv, import_csv, parse_csv
+from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv, parse_csv
 from reviewer.models import Glossary, GlossaryTerm
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 import pytest
 import redis
 
-from reviewer.health import ALIVE_TTL_S, alive_key, alive_workers
+from reviewer.web.health import ALIVE_TTL_S, alive_key, alive_workers
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def test_it_answers_503_naming_redis_when_redis_is_down(client, settings):
 
 
 def test_it_reports_the_worker_down_when_no_worker_beats(client, monkeypatch):
-    monkeypatch.setattr("reviewer.health.alive_workers", lambda: set())
+    monkeypatch.setattr("reviewer.web.health.alive_workers", lambda: set())
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["worker"]["ok"] is False

@@ -7,8 +7,8 @@ import json
 import pytest
 from django.test import Client, override_settings
 
-from reviewer.auth import issue_token
 from reviewer.models import ReviewSession
+from reviewer.web.auth import issue_token
 from tests.db_snapshot import snapshot
 from tests.session_factory import clinical_notes, make_session, stub_worker
 

@@ -56,7 +56,7 @@ def test_it_translates_the_policy_admin(client, admin_user):
 def test_it_reports_glossary_errors_in_chinese(admin_user):
     from django.utils import translation
 
-    from reviewer.glossary_csv import GlossaryImportError, parse_csv
+    from reviewer.documents.glossary_csv import GlossaryImportError, parse_csv
 
     with translation.override("zh-hans"), pytest.raises(GlossaryImportError) as caught:
         parse_csv("term,preferred\n高血压,\n".encode())

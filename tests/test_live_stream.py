@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from reviewer import services
+from reviewer import lifecycle
 from reviewer.models import ReviewSession
 from tests.test_workflow import PROMPT
 from webapp.asgi import application
@@ -49,7 +49,7 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
     alice,
     plain_domain,
 ):
-    started = await sync_to_async(services.start_session)(
+    started = await sync_to_async(lifecycle.start_session)(
         alice, "Plain", PROMPT, seed=4, max_new_tokens=40
     )
     headers = await sync_to_async(headers_for)(alice)
@@ -86,7 +86,7 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
 async def test_it_replays_missed_events_to_a_client_that_reconnects(
     celery_worker_process, alice, plain_domain
 ):
-    started = await sync_to_async(services.start_session)(
+    started = await sync_to_async(lifecycle.start_session)(
         alice, "Plain", PROMPT, seed=4, max_new_tokens=6
     )
     for _ in range(600):

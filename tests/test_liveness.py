@@ -9,8 +9,9 @@ import pytest
 import redis
 from django.test import Client
 
-from reviewer import events, liveness, pause_flags, services
+from reviewer import events, lifecycle
 from reviewer.models import AuditRecord, Edit, ReviewSession
+from reviewer.worker import liveness, pause_flags
 from tests.conftest import free_port, wait_for
 from tests.session_factory import make_session, stub_worker
 
@@ -30,7 +31,7 @@ def holder(monkeypatch):
 @pytest.fixture
 def dispatched(monkeypatch) -> list[tuple]:
     """Redispatches sent to the shared queue, without a broker."""
-    from reviewer import dispatch
+    from reviewer.worker import dispatch
 
     sent: list[tuple] = []
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: sent.append(args))
@@ -61,13 +62,13 @@ def test_it_takes_back_the_sessions_a_dead_worker_left_unfinished(alice, dispatc
     paused = make_session(alice, worker=dead)  # nothing to do: its state is in the vault
     edited = make_session(alice, worker=dead)  # an edit went to the dead worker's own queue
     Edit.objects.create(session=edited, kind="append", text_after="!", author=alice)
-    orphans = services.orphaned_sessions(liveness.alive())
+    orphans = lifecycle.orphaned_sessions(liveness.alive())
     assert sorted(orphans) == [(running.pk, dead), (edited.pk, dead)]
     assert paused.pk not in dict(orphans)
 
     for session_id, lost in orphans:
-        services.redispatch(session_id, lost)
-        services.redispatch(session_id, lost)  # a second survivor saw the same death
+        lifecycle.redispatch(session_id, lost)
+        lifecycle.redispatch(session_id, lost)  # a second survivor saw the same death
     running.refresh_from_db()
     assert (running.worker, running.status) == ("", S.RUNNING) and running.segment != "old"
     assert sorted(dispatched) == sorted(
@@ -79,7 +80,7 @@ def test_it_takes_back_the_sessions_a_dead_worker_left_unfinished(alice, dispatc
 def test_it_cancels_at_once_a_running_session_no_live_worker_holds(alice, monkeypatch):
     stub_worker(monkeypatch)
     session = make_session(alice, status=S.RUNNING, worker="w@host#gone")
-    services.cancel(alice, session.pk)
+    lifecycle.cancel(alice, session.pk)
     session.refresh_from_db()
     assert session.status == S.CANCELLED
 
@@ -91,7 +92,7 @@ def test_it_leaves_the_cancel_of_a_live_worker_s_session_to_its_engine(
     liveness.hold("w@host")
     session = make_session(alice, status=S.RUNNING, worker=liveness.identity("w@host"))
     with django_capture_on_commit_callbacks(execute=True):
-        services.cancel(alice, session.pk)
+        lifecycle.cancel(alice, session.pk)
     session.refresh_from_db()
     assert session.status == S.RUNNING  # the engine stops at the next token and reports
     assert pause_flags.redis_client().get(pause_flags.control_key(session.pk)) is not None
@@ -100,10 +101,10 @@ def test_it_leaves_the_cancel_of_a_live_worker_s_session_to_its_engine(
 
 def test_a_superseded_segment_failing_does_not_fail_the_session(alice):
     session = make_session(alice, status=S.RUNNING, segment="taken-over")
-    services.record_failure(session.pk, "OperationalError: server closed the connection", "old")
+    lifecycle.fail(session.pk, "OperationalError: server closed the connection", "old")
     session.refresh_from_db()
     assert session.status == S.RUNNING
-    services.record_failure(session.pk, "RuntimeError: boom", "taken-over")
+    lifecycle.fail(session.pk, "RuntimeError: boom", "taken-over")
     session.refresh_from_db()
     assert (session.status, session.error) == (S.FAILED, "RuntimeError: boom")
 
@@ -120,7 +121,7 @@ def failed_session(alice) -> ReviewSession:
 def test_it_resumes_a_failed_session_through_the_api(alice, monkeypatch):
     dispatched = stub_worker(monkeypatch)
     session = make_session(alice, status=S.RUNNING)
-    services.record_failure(session.pk, "RedisUnavailable: out of reach")
+    lifecycle.fail(session.pk, "RedisUnavailable: out of reach")
     client = Client()
     client.force_login(alice)
     response = client.post(f"/api/sessions/{session.pk}/resume", content_type="application/json")
@@ -137,8 +138,8 @@ def test_it_resumes_a_failed_session_through_the_api(alice, monkeypatch):
 def test_it_still_refuses_to_resume_a_cancelled_session(alice, monkeypatch):
     stub_worker(monkeypatch)
     session = make_session(alice, status=S.CANCELLED)
-    with pytest.raises(services.Conflict, match="cancelled"):
-        services.resume(alice, session.pk)
+    with pytest.raises(lifecycle.Conflict, match="cancelled"):
+        lifecycle.resume(alice, session.pk)
 
 
 @pytest.mark.django_db(transaction=True)

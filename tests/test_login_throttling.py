@@ -92,7 +92,7 @@ def test_it_forgets_failures_after_a_successful_login(client, alice, settings):
 
 
 def test_it_audits_the_lockout_once_and_logs_every_refused_attempt(client, alice, settings, caplog):
-    with caplog.at_level(logging.WARNING, logger="reviewer.lockout"):
+    with caplog.at_level(logging.WARNING, logger="reviewer.web.lockout"):
         fail(client, "alice", settings.AXES_FAILURE_LIMIT + 2, REMOTE_ADDR="10.9.8.7")
     records = AuditRecord.objects.filter(action="login_locked_out")
     assert records.count() == 1
@@ -100,7 +100,7 @@ def test_it_audits_the_lockout_once_and_logs_every_refused_attempt(client, alice
     assert record.session is None and record.actor == "alice"
     assert record.payload["ip_address"] == "10.9.8.7"
     assert record.payload["failures"] == settings.AXES_FAILURE_LIMIT
-    lines = [r.getMessage() for r in caplog.records if r.name == "reviewer.lockout"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "reviewer.web.lockout"]
     assert len(lines) == 3 and all("alice" in line and "10.9.8.7" in line for line in lines)
 
 

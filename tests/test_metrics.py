@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from reviewer import metrics, services
+from reviewer import lifecycle
+from reviewer.analytics import metrics
 from reviewer.models import ReviewSession
 from tests.conftest import wait_for
 from tests.session_factory import make_session
@@ -86,9 +87,9 @@ def test_it_moves_the_counters_after_a_real_worker_session(
 ):
     before = scrape()
     prompt = "Write a short clinical note about a patient with chest pain."
-    sid = services.start_session(alice, "Plain", prompt, seed=4, max_new_tokens=12)["id"]
+    sid = lifecycle.start_session(alice, "Plain", prompt, seed=4, max_new_tokens=12)["id"]
     wait_for(tokens_streamed(sid, 3), what="three tokens")
-    services.pause(alice, sid)
+    lifecycle.pause(alice, sid)
     wait_for(status_is(sid, "paused", "generated"), what="the pause")
     session = ReviewSession.objects.get(pk=sid)
     after = scrape()
@@ -111,7 +112,7 @@ def test_it_moves_the_counters_after_a_real_worker_session(
         latency = "caesura_manual_pause_latency_seconds_count"
         assert value(after, latency) > value(before, latency)
         assert value(after, "caesura_sessions_paused") >= 1
-    services.cancel(alice, sid)
+    lifecycle.cancel(alice, sid)
 
 
 @pytest.mark.django_db

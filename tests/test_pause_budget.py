@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from reviewer import services
+from reviewer import lifecycle
 from reviewer.models import AuditRecord, PausePolicy, ReviewSession
 from tests.conftest import wait_for
 
@@ -42,14 +42,14 @@ def test_a_chatty_policy_pauses_within_the_budget_and_flags_the_rest(
         params={"threshold": 0.35},
         cooldown=8,
     )
-    sid = services.start_session(alice, "Plain", PROMPT, seed=7, max_new_tokens=100)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=7, max_new_tokens=100)["id"]
     assert session(sid).pause_budget == {
         "per_100_tokens": 3,
         "min_distance": 20,
         "hold_until_first_word": True,
     }
     while wait_stopped(sid) == "paused":
-        services.resume(alice, sid)
+        lifecycle.resume(alice, sid)
     done = session(sid)
     positions = [p.position for p in done.pauses.order_by("halted_at")]
     assert 1 <= len(positions) <= 3
@@ -73,25 +73,25 @@ def test_a_reviewer_mutes_a_policy_for_the_rest_of_the_session(
     PausePolicy.objects.create(
         domain=plain_domain, name="Any article", kind="regex", params=ARTICLES
     )
-    sid = services.start_session(alice, "Plain", PROMPT, seed=1, max_new_tokens=60)["id"]
-    with pytest.raises(services.Conflict):  # only at a pause
-        services.mute(alice, sid, "Any article")
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=1, max_new_tokens=60)["id"]
+    with pytest.raises(lifecycle.Conflict):  # only at a pause
+        lifecycle.mute(alice, sid, "Any article")
     assert wait_stopped(sid) == "paused"
-    with pytest.raises(services.InvalidInput, match='Unknown policy "Nope"'):
-        services.mute(alice, sid, "Nope")
-    with pytest.raises(services.Conflict, match="not muted"):
-        services.unmute(alice, sid, "Any article")
+    with pytest.raises(lifecycle.InvalidInput, match='Unknown policy "Nope"'):
+        lifecycle.mute(alice, sid, "Nope")
+    with pytest.raises(lifecycle.Conflict, match="not muted"):
+        lifecycle.unmute(alice, sid, "Any article")
 
     # Muted, then undone: the policy pauses again.
-    assert services.mute(alice, sid, "Any article")["muted_policies"] == ["Any article"]
-    assert services.unmute(alice, sid, "Any article")["muted_policies"] == []
-    services.resume(alice, sid)
+    assert lifecycle.mute(alice, sid, "Any article")["muted_policies"] == ["Any article"]
+    assert lifecycle.unmute(alice, sid, "Any article")["muted_policies"] == []
+    lifecycle.resume(alice, sid)
     assert wait_stopped(sid) == "paused"
     assert session(sid).pauses.count() == 2
 
-    services.mute(alice, sid, "Any article")
+    lifecycle.mute(alice, sid, "Any article")
     muted_at = session(sid).last_seq
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     assert wait_stopped(sid) == "generated"
     done = session(sid)
     assert done.pauses.count() == 2 and done.muted_policies == ["Any article"]

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from inference.learned.pause_training import load_starter_set
 from inference.policies import build_policy
-from reviewer import pause_models
+from reviewer.analytics import pause_models
 from reviewer.models import (
     AuditRecord,
     Edit,
@@ -22,7 +22,7 @@ from reviewer.models import (
     ReviewSession,
     SessionEvent,
 )
-from reviewer.policy_forms import param_field_name
+from reviewer.web.policy_forms import param_field_name
 from tests.test_policy_calibration import WORDS, token_event
 
 pytestmark = pytest.mark.django_db

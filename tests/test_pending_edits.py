@@ -3,7 +3,7 @@ commands that depend on the text are refused, and nothing changes."""
 
 import pytest
 
-from reviewer import services
+from reviewer import lifecycle
 from reviewer.models import AuditRecord, Edit
 from tests.session_factory import make_session, stub_worker
 
@@ -14,25 +14,25 @@ pytestmark = pytest.mark.django_db
 def paused_with_pending_edit(alice, monkeypatch):
     stub_worker(monkeypatch)
     session = make_session(alice)
-    services.edit(alice, session.pk, 4, 11, "The woman")
+    lifecycle.edit(alice, session.pk, 4, 11, "The woman")
     return session
 
 
 @pytest.mark.parametrize(
     "command, args",
     [
-        (services.edit, (0, 3, "A")),
-        (services.choose, (42,)),
-        (services.rollback, (2,)),
-        (services.approve, ()),
-        (services.reject, ("no",)),
+        (lifecycle.edit, (0, 3, "A")),
+        (lifecycle.choose, (42,)),
+        (lifecycle.rollback, (2,)),
+        (lifecycle.approve, ()),
+        (lifecycle.reject, ("no",)),
     ],
 )
 def test_it_refuses_text_commands_while_an_edit_is_pending(
     alice, paused_with_pending_edit, command, args
 ):
     before = (AuditRecord.objects.count(), Edit.objects.count())
-    with pytest.raises(services.Conflict, match="still being applied"):
+    with pytest.raises(lifecycle.Conflict, match="still being applied"):
         command(alice, paused_with_pending_edit.pk, *args)
     assert (AuditRecord.objects.count(), Edit.objects.count()) == before
     paused_with_pending_edit.refresh_from_db()
@@ -40,9 +40,9 @@ def test_it_refuses_text_commands_while_an_edit_is_pending(
 
 
 def test_it_still_resumes_and_the_worker_applies_the_edit_first(alice, paused_with_pending_edit):
-    assert services.resume(alice, paused_with_pending_edit.pk)["status"] == "running"
+    assert lifecycle.resume(alice, paused_with_pending_edit.pk)["status"] == "running"
 
 
 def test_it_accepts_the_next_edit_once_the_first_was_applied(alice, paused_with_pending_edit):
     Edit.objects.filter(session=paused_with_pending_edit).update(applied=True)
-    assert "edit" in services.edit(alice, paused_with_pending_edit.pk, 0, 3, "A")
+    assert "edit" in lifecycle.edit(alice, paused_with_pending_edit.pk, 0, 3, "A")

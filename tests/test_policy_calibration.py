@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reviewer import services
-from reviewer.calibration import calibrate, history_of
+from reviewer import lifecycle
+from reviewer.analytics.calibration import calibrate, history_of
 from reviewer.models import PausePolicy, ReviewSession, SessionEvent
 from tests.conftest import wait_for
 
@@ -233,7 +233,7 @@ REAL_DRIFT = {"window": 6, "entropy_threshold": 2.5, "similarity_threshold": 0.5
 
 def generated_through_the_worker(owner, seed: int) -> ReviewSession:
     """A real session of the "Plain" domain, resumed at every pause until the model ends."""
-    sid = services.start_session(owner, "Plain", CASE, seed=seed, max_new_tokens=120)["id"]
+    sid = lifecycle.start_session(owner, "Plain", CASE, seed=seed, max_new_tokens=120)["id"]
 
     def stopped() -> bool:
         return ReviewSession.objects.get(pk=sid).status in {"paused", "generated"}
@@ -242,7 +242,7 @@ def generated_through_the_worker(owner, seed: int) -> ReviewSession:
         wait_for(stopped, timeout=180, what="a pause or the end")
         if ReviewSession.objects.get(pk=sid).status == "generated":
             return ReviewSession.objects.get(pk=sid)
-        services.resume(owner, sid)
+        lifecycle.resume(owner, sid)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 
 from inference.policies import POLICY_KINDS
 from reviewer.models import PausePolicy
-from reviewer.policy_forms import param_field_name, policy_form_for
+from reviewer.web.policy_forms import param_field_name, policy_form_for
 
 pytestmark = pytest.mark.django_db
 
@@ -201,7 +201,7 @@ def test_it_words_dry_run_reasons_as_the_engine_does():
     from django.utils import translation
 
     from inference.policies import scan_text
-    from reviewer.policy_trial import try_policies
+    from reviewer.analytics.policy_trial import try_policies
 
     specs = [
         {"name": "k", "kind": "keyword", "params": {"keywords": ["chest pain", "绝对"]}},

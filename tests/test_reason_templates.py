@@ -5,7 +5,7 @@ import re
 from django.utils import translation
 
 from inference.policies import POLICY_KINDS
-from reviewer.ui_text import reason_templates
+from reviewer.web.ui_text import reason_templates
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 # Evidence keys each kind's decisions carry (inference/policies/), plus what the page's

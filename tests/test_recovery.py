@@ -3,7 +3,8 @@
 import pytest
 
 from inference.policies import PolicySet
-from reviewer import events, worker
+from reviewer import events
+from reviewer.lifecycle import record
 from reviewer.models import ReviewSession
 from tests.session_factory import make_session
 
@@ -37,7 +38,7 @@ def test_it_adds_the_flags_raised_since_the_checkpoint_to_the_policy_state(alice
     flag(session, 40, [120, 125])  # after it: lost without the replay
     session.refresh_from_db()
 
-    state = worker.recovered_policy_state(session)
+    state = record.recovered_policy_state(session)
     assert state["fired"]["terms"] == [[2, 4, 9], [40, 120, 125]]
     policies = PolicySet.from_specs([POLICY])
     policies.load_state_dict(state)
@@ -52,4 +53,4 @@ def test_it_starts_from_no_firings_without_a_checkpoint(alice):
     session = make_session(alice, status=ReviewSession.RUNNING)
     flag(session, 3, None)
     session.refresh_from_db()
-    assert worker.recovered_policy_state(session)["fired"] == {"terms": [[3, None, None]]}
+    assert record.recovered_policy_state(session)["fired"] == {"terms": [[3, None, None]]}

@@ -10,7 +10,8 @@ from django.utils import timezone
 from docx import Document
 from docx.oxml.ns import qn
 
-from reviewer import events, redline
+from reviewer import events
+from reviewer.documents import redline
 from reviewer.models import Edit, Glossary, GlossaryTerm, PauseEvent, SessionEvent
 from tests.session_factory import make_session
 

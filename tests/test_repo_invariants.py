@@ -36,17 +36,22 @@ def test_it_keeps_the_web_layer_out_of_inference():
 # --- the web side's layers ---------------------------------------------------------------
 
 ROOT = INFERENCE.parent
-# The web side hands work to workers by task name (reviewer/dispatch.py), so nothing a
+# The web side hands work to workers by task name (reviewer/worker/dispatch.py), so nothing a
 # request runs through loads the worker runtime or the task module.
 WEB_SIDE = [
-    "reviewer.services",
-    "reviewer.api",
-    "reviewer.views",
-    "reviewer.consumers",
-    "reviewer.command_table",
-    "reviewer.dispatch",
+    "reviewer.lifecycle",
+    "reviewer.web.api",
+    "reviewer.web.views",
+    "reviewer.web.consumers",
+    "reviewer.web.command_table",
+    "reviewer.worker.dispatch",
 ]
-WORKER_SIDE = {"reviewer.worker", "reviewer.relay", "reviewer.tasks", "reviewer.heartbeat"}
+WORKER_SIDE = {
+    "reviewer.worker.runtime",
+    "reviewer.worker.relay",
+    "reviewer.worker.tasks",
+    "reviewer.worker.heartbeat",
+}
 
 
 def module_path(module: str) -> Path | None:
@@ -81,9 +86,9 @@ def reachable(module: str) -> set[str]:
 
 
 def test_it_follows_imports_inside_functions_and_packages():
-    assert "reviewer.services.review" in reachable("reviewer.services")
-    assert "reviewer.worker" in reachable("reviewer.tasks")
-    assert "reviewer.models" in project_imports("reviewer.worker")
+    assert "reviewer.lifecycle.review" in reachable("reviewer.lifecycle")
+    assert "reviewer.worker.runtime" in reachable("reviewer.worker.tasks")
+    assert "reviewer.models" in project_imports("reviewer.worker.runtime")
 
 
 @pytest.mark.parametrize("module", WEB_SIDE)
@@ -94,7 +99,7 @@ def test_it_keeps_the_worker_runtime_out_of_the_web_side(module):
 
 def test_it_keeps_the_tasks_thin():
     """Tasks take ids and call the worker runtime: no queries, no decisions of their own."""
-    tree = ast.parse(module_path("reviewer.tasks").read_text())
-    assert "reviewer.models" not in project_imports("reviewer.tasks")
+    tree = ast.parse(module_path("reviewer.worker.tasks").read_text())
+    assert "reviewer.models" not in project_imports("reviewer.worker.tasks")
     for func in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
         assert len(func.body) <= 6, f"task {func.name} has grown: move its work to the worker"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from reviewer.models import ReviewSession
-from reviewer.views import PAGE_SIZE
+from reviewer.web.views import PAGE_SIZE
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db

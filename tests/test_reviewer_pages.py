@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reviewer import audit
+from reviewer.lifecycle import audit
 from reviewer.models import ReviewSession
 from tests.session_factory import make_session
 

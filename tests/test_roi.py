@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from reviewer import roi
+from reviewer.analytics import roi
 from tests.roi_factory import DAY_2, build_history, set_roi_settings
 
 pytestmark = pytest.mark.django_db

@@ -76,7 +76,7 @@ def test_it_still_matches_what_the_pinned_plotly_does_with_styles():
     style elements found by id, and the style attributes allowed by hash."""
     from django.conf import settings
 
-    from reviewer.views import plotly_path
+    from reviewer.web.views import plotly_path
 
     plotly = plotly_path().read_text()
     placeholders = re.findall(

@@ -1,6 +1,6 @@
 import pytest
 
-from reviewer.services_check import ServiceUnavailable, check_redis, ensure_database
+from reviewer.web.preflight import ServiceUnavailable, check_redis, ensure_database
 
 
 def test_it_names_the_postgres_address_and_the_fix(settings):

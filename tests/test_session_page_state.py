@@ -7,7 +7,8 @@ from html import unescape
 
 import pytest
 
-from reviewer import audit, events
+from reviewer import events
+from reviewer.lifecycle import audit
 from reviewer.models import ReviewSession
 from tests.session_factory import TEXT, make_session
 from tests.test_reviewer_pages import page_data
@@ -200,7 +201,7 @@ def test_it_says_why_there_is_no_live_attention_on_the_vllm_backend(client, alic
 
 def test_it_tells_the_page_which_prompt_tokens_spell_the_case_text(client, alice):
     from inference.prompt import encode_prompt
-    from reviewer.tokenizer import tokenizer
+    from reviewer.web.tokenizer import tokenizer
 
     case = "Fever since Monday.\r\n发热三天。"
     session = make_session(alice)
@@ -225,12 +226,12 @@ def test_it_tells_the_page_which_prompt_tokens_spell_the_case_text(client, alice
 
 
 def test_the_page_works_without_the_models_tokenizer(client, alice, monkeypatch):
-    import reviewer.tokenizer
+    import reviewer.web.tokenizer
 
     def missing():
         raise OSError("no tokenizer here")
 
-    monkeypatch.setattr(reviewer.tokenizer, "tokenizer", missing)
+    monkeypatch.setattr(reviewer.web.tokenizer, "tokenizer", missing)
     session = make_session(alice)
     client.force_login(alice)
     response = client.get(f"/sessions/{session.pk}/")

@@ -2,10 +2,12 @@
 
 import pytest
 
-from reviewer import pause_flags, services
-from reviewer.health import redis_client
+from reviewer import lifecycle
+from reviewer.lifecycle import review
+from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
-from reviewer.services import review
+from reviewer.web.health import redis_client
+from reviewer.worker import pause_flags
 from tests.session_factory import make_session, stub_worker
 
 pytestmark = pytest.mark.django_db
@@ -15,15 +17,15 @@ def test_it_stops_a_superseded_segment_from_writing(alice):
     session = make_session(alice, status=ReviewSession.RUNNING, segment="old")
     stale = ReviewSession.objects.get(pk=session.pk)
     ReviewSession.objects.filter(pk=session.pk).update(segment="new")
-    with pytest.raises(services.SegmentSuperseded):
-        services.checkpoint(stale, [1, 2, 3], "overwritten", {})
+    with pytest.raises(lifecycle.SegmentSuperseded):
+        lifecycle.store_record(stale, StoredRecord([1, 2, 3], "overwritten", {}))
     session.refresh_from_db()
     assert session.generated_ids == [11, 12, 13, 14, 15] and session.text != "overwritten"
 
 
 def test_it_lets_the_owning_segment_write(alice):
     session = make_session(alice, status=ReviewSession.RUNNING, segment="mine")
-    services.checkpoint(session, [1, 2, 3], "written", {"attempt": 0})
+    lifecycle.store_record(session, StoredRecord([1, 2, 3], "written", {"attempt": 0}))
     session.refresh_from_db()
     assert (session.generated_ids, session.text) == ([1, 2, 3], "written")
 
@@ -35,7 +37,7 @@ def test_it_forgets_an_overtaken_pause_request_when_resuming(
     session = make_session(alice)
     pause_flags.request_pause(session.pk)  # asked while running; a policy pause came first
     with django_capture_on_commit_callbacks(execute=True):
-        services.resume(alice, session.pk)
+        lifecycle.resume(alice, session.pk)
     assert redis_client().get(pause_flags.control_key(session.pk)) is None
 
 
@@ -43,7 +45,7 @@ def test_it_does_not_redispatch_a_session_no_worker_has_claimed_yet(alice):
     queued = make_session(alice, status=ReviewSession.RUNNING, worker="")
     orphan = make_session(alice, status=ReviewSession.RUNNING, worker="gone@host")
     alive = make_session(alice, status=ReviewSession.RUNNING, worker="alive@host")
-    assert services.orphaned_sessions({"alive@host"}) == [(orphan.pk, "gone@host")]
+    assert lifecycle.orphaned_sessions({"alive@host"}) == [(orphan.pk, "gone@host")]
     assert queued.pk != alive.pk
 
 
@@ -58,7 +60,7 @@ def test_the_same_command_id_sent_twice_at_once_runs_once_and_answers_both(alice
 
     stub_worker(monkeypatch)
     session = make_session(alice, status=ReviewSession.PAUSED)
-    summary = services.summary
+    summary = lifecycle.summary
 
     def slow_summary(s):  # hold the first request inside its transaction for a while
         time.sleep(0.4)
@@ -69,7 +71,7 @@ def test_the_same_command_id_sent_twice_at_once_runs_once_and_answers_both(alice
 
     def send() -> None:
         try:
-            answers.append(services.resume(alice, session.pk, command_id="twice"))
+            answers.append(lifecycle.resume(alice, session.pk, command_id="twice"))
         except Exception as exc:  # the assertion below names it
             answers.append(exc)
         finally:

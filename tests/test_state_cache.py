@@ -1,9 +1,9 @@
-from reviewer import worker
-from reviewer.worker import StateCache
+from reviewer.worker import runtime
+from reviewer.worker.runtime import StateCache
 
 
 def test_it_spills_the_least_recently_used_state_over_budget(monkeypatch):
-    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=250)
     cache.put(1, {"bytes": 100})
     cache.put(2, {"bytes": 100})
@@ -14,7 +14,7 @@ def test_it_spills_the_least_recently_used_state_over_budget(monkeypatch):
 
 
 def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
-    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=10)
     cache.put(1, {"bytes": 100})
     assert 1 in cache
@@ -23,9 +23,9 @@ def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
 
 
 def test_it_reports_what_it_holds_as_worker_gauges(monkeypatch):
-    from reviewer import metrics
+    from reviewer.analytics import metrics
 
-    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=1000)
     cache.put(1, {"bytes": 100})
     cache.put(2, {"bytes": 300})
@@ -37,10 +37,10 @@ def test_it_reports_what_it_holds_as_worker_gauges(monkeypatch):
 
 
 def test_the_release_task_frees_a_finished_sessions_state(monkeypatch):
-    from reviewer import tasks
+    from reviewer.worker import tasks
 
-    monkeypatch.setattr(worker, "state_bytes", lambda state: state["bytes"])
-    monkeypatch.setattr(worker, "states", StateCache(budget_bytes=1000))
-    worker.states.put(7, {"bytes": 100})
+    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(runtime, "states", StateCache(budget_bytes=1000))
+    runtime.states.put(7, {"bytes": 100})
     tasks.release_state(7)
-    assert 7 not in worker.states
+    assert 7 not in runtime.states

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from inference.config import TASK_PRESETS
-from reviewer import services, task_types
+from reviewer import lifecycle
+from reviewer.lifecycle import task_types
 from reviewer.models import ReviewSession, TaskDecoding
 from tests.session_factory import clinical_notes, stub_worker
 
@@ -75,7 +76,7 @@ def dispatched(monkeypatch) -> list[int]:
 def test_it_records_the_label_and_the_decoding_it_chose(alice, dispatched):
     domain = clinical_notes()
     prompt = "Extract the ICD-10 code for essential hypertension from this note."
-    sid = services.start_session(alice, domain.name, prompt, seed=1)["id"]
+    sid = lifecycle.start_session(alice, domain.name, prompt, seed=1)["id"]
     session = ReviewSession.objects.get(pk=sid)
     assert (session.task_type, session.task_source) == (task_types.classify(prompt), "classifier")
     assert session.decoding["temperature"] == TASK_PRESETS[session.task_type]["temperature"]
@@ -87,7 +88,7 @@ def test_an_override_beats_the_classifier_and_uses_the_domain_preset(alice, disp
     TaskDecoding.objects.create(domain=domain, task_type="reasoning", params={"temperature": 0.2})
     prompt = "Extract the ICD-10 code for essential hypertension from this note."
     assert task_types.classify(prompt) != "reasoning"
-    sid = services.start_session(alice, domain.name, prompt, seed=1, task_type="reasoning")["id"]
+    sid = lifecycle.start_session(alice, domain.name, prompt, seed=1, task_type="reasoning")["id"]
     session = ReviewSession.objects.get(pk=sid)
     assert (session.task_type, session.task_source) == ("reasoning", "override")
     assert session.decoding["temperature"] == 0.2  # the domain's override of the preset

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from reviewer import services
+from reviewer import lifecycle
 from reviewer.models import AuditRecord, ReviewSession
 from tests.conftest import wait_for
 
@@ -22,9 +22,9 @@ def session(session_id: int) -> ReviewSession:
 
 
 def paused_after_tokens(alice, seed: int) -> int:
-    sid = services.start_session(alice, "Plain", PROMPT, seed=seed, max_new_tokens=24)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=seed, max_new_tokens=24)["id"]
     wait_for(lambda: session(sid).events.filter(type="token").count() >= 3, what="three tokens")
-    services.pause(alice, sid)
+    lifecycle.pause(alice, sid)
     wait_for(lambda: session(sid).status == "paused", what="the pause")
     return sid
 
@@ -40,7 +40,7 @@ def test_a_long_pause_tells_the_model_the_time(celery_worker_process, alice, pla
     sid = paused_after_tokens(alice, seed=3)
     position = session(sid).pauses.get().position
     time.sleep(1.5)
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     done = finished(sid)
     told = AuditRecord.objects.get(session_id=sid, action="time_told").payload
     assert told["text"].startswith(" (Current time: ") and told["position"] == position
@@ -61,9 +61,9 @@ def test_a_short_pause_tells_nothing_and_resumes_identically(
     celery_worker_process, alice, plain_domain
 ):
     sid = paused_after_tokens(alice, seed=4)
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     done = finished(sid)
-    whole = services.start_session(alice, "Plain", PROMPT, seed=4, max_new_tokens=24)["id"]
+    whole = lifecycle.start_session(alice, "Plain", PROMPT, seed=4, max_new_tokens=24)["id"]
     assert finished(whole).generated_ids == done.generated_ids
     assert not AuditRecord.objects.filter(session_id=sid, action="time_told").exists()
     assert "notes" not in done.engine_meta

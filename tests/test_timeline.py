@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from reviewer import audit
+from reviewer.lifecycle import audit
 from reviewer.models import PausePolicy
 from tests.session_factory import make_session
 

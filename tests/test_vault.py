@@ -1,6 +1,6 @@
 import pytest
 
-from reviewer.vault import Vault, VaultError
+from reviewer.worker.vault import Vault, VaultError
 
 
 def test_it_round_trips_a_snapshot_encrypted_at_rest(tmp_path):

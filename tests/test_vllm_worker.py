@@ -7,8 +7,9 @@ import importlib.util
 
 import pytest
 
-from reviewer import dispatch, services
+from reviewer import lifecycle
 from reviewer.models import ReviewSession
+from reviewer.worker import dispatch
 from tests.conftest import start_worker, stop_process, wait_for
 
 pytestmark = [
@@ -34,9 +35,9 @@ def test_it_pauses_edits_and_resumes_a_session_on_the_vllm_backend(
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, name))
     try:
-        sid = services.start_session(alice, "Plain", PROMPT, seed=4, max_new_tokens=40)["id"]
+        sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=4, max_new_tokens=40)["id"]
         wait_for(lambda: session(sid).events.filter(type="token").count() >= 3, timeout=120)
-        services.pause(alice, sid)
+        lifecycle.pause(alice, sid)
         wait_for(lambda: session(sid).status == "paused", timeout=60, what="the pause")
         paused = session(sid)
         pause = paused.pauses.get()
@@ -45,9 +46,9 @@ def test_it_pauses_edits_and_resumes_a_session_on_the_vllm_backend(
         tokens = list(paused.events.filter(type="token").order_by("seq"))
         assert all(t.payload["attention"] == [] for t in tokens)  # no live attention on vLLM
         end = len(paused.text)
-        services.edit(alice, sid, end, end, " (reviewed)")
+        lifecycle.edit(alice, sid, end, end, " (reviewed)")
         wait_for(lambda: session(sid).events.filter(type="edited").exists(), what="the edit")
-        services.resume(alice, sid)
+        lifecycle.resume(alice, sid)
         wait_for(lambda: session(sid).status == "generated", timeout=120, what="the end")
     finally:
         stop_process(worker)

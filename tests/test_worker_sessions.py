@@ -8,12 +8,14 @@ import importlib.util
 import signal
 
 import pytest
+from django.conf import settings
 
-from inference.decode import RunRequest
+from inference.loader import load_engine
 from inference.state import Checkpoint
-from reviewer import dispatch, services
+from reviewer import lifecycle
 from reviewer.models import Edit, PauseEvent, ReviewSession
-from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
+from reviewer.worker import dispatch
+from tests.conftest import start_worker, stop_process, wait_for
 from tests.test_workflow import session, status_is, tokens_streamed
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
@@ -28,7 +30,7 @@ PROMPTS = [
 
 def start_all(user, max_new_tokens: int) -> list[int]:
     return [
-        services.start_session(user, "Plain", prompt, seed=i, max_new_tokens=max_new_tokens)["id"]
+        lifecycle.start_session(user, "Plain", prompt, seed=i, max_new_tokens=max_new_tokens)["id"]
         for i, prompt in enumerate(PROMPTS)
     ]
 
@@ -64,7 +66,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     assert all(session(i).status == "running" for i in ids)
 
     paused = ids[1]
-    services.pause(alice, paused)
+    lifecycle.pause(alice, paused)
     wait_for(status_is(paused, "paused"), what="the manual pause")
     pause = PauseEvent.objects.get(session_id=paused)
     assert pause.latency_ms is not None and pause.latency_ms >= 0
@@ -74,7 +76,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     # An edit at the pause is applied while the other sessions are still generating.
     others = [i for i in ids if i != paused]
     end = len(session(paused).text)
-    services.edit(alice, paused, end, end, " (seen)")
+    lifecycle.edit(alice, paused, end, end, " (seen)")
     wait_for(lambda: Edit.objects.filter(session_id=paused, applied=True).exists(), what="edit")
     assert any(session(i).status == "running" for i in others)
     before = {i: token_count(i) for i in others if session(i).status == "running"}
@@ -85,7 +87,7 @@ def test_it_generates_for_four_sessions_at_once_and_pauses_one_alone(
     assert token_count(paused) == held  # a paused session costs no decode time
 
     edited = len(session(paused).generated_ids)
-    services.resume(alice, paused)
+    lifecycle.resume(alice, paused)
     for i in ids:
         wait_for(status_is(i, "generated", "failed"), timeout=180, what=f"session {i} to end")
     for i in ids:
@@ -103,24 +105,24 @@ def positions(final: ReviewSession) -> list[int]:
     return list(tokens.values_list("payload__position", flat=True))
 
 
-def test_it_finishes_every_session_of_a_killed_worker_elsewhere(
-    alice, plain_domain, monkeypatch, celery_worker_process
-):
-    """The run's shared worker is the one that takes over."""
+def test_it_finishes_every_session_of_a_killed_worker_elsewhere(alice, plain_domain, monkeypatch):
     victim, victim_name = start_worker("victim-many")
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
+    successor = None
     try:
         ids = start_all(alice, max_new_tokens=40)[:3]
         wait_for(lambda: all(tokens_streamed(i, 3)() for i in ids), timeout=120, what="streams")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
         monkeypatch.setattr(dispatch, "segment", send)
+        successor, _ = start_worker("successor-many")
         for i in ids:
             wait_for(status_is(i, "generated", "failed"), timeout=180, what=f"session {i}")
     finally:
         stop_process(victim)
-    engine = load_real_engine()
+        stop_process(successor)
+    engine = load_engine(settings.MODEL_DIR)
     for i in ids:
         final = session(i)
         assert final.status == "generated", final.error
@@ -129,5 +131,5 @@ def test_it_finishes_every_session_of_a_killed_worker_elsewhere(
 
 def uninterrupted(engine, final: ReviewSession) -> list[int]:
     state = engine.rebuild(Checkpoint(final.prompt_ids, [], final.decoding, final.policy_specs))
-    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
+    engine.run(state, max_new_tokens=final.max_new_tokens)
     return list(state.generated_ids)

@@ -7,7 +7,8 @@ import pytest
 from django.core.management import call_command
 from prometheus_client.parser import text_string_to_metric_families
 
-from reviewer import metrics, services
+from reviewer import lifecycle
+from reviewer.analytics import metrics
 from reviewer.models import (
     AuditRecord,
     Edit,
@@ -37,17 +38,17 @@ def tokens_streamed(session_id: int, n: int):
 def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     celery_worker_process, alice, plain_domain
 ):
-    started = services.start_session(alice, "Plain", PROMPT, seed=3, max_new_tokens=40)
+    started = lifecycle.start_session(alice, "Plain", PROMPT, seed=3, max_new_tokens=40)
     sid = started["id"]
     wait_for(tokens_streamed(sid, 4), what="four tokens")
-    services.pause(alice, sid)
+    lifecycle.pause(alice, sid)
     wait_for(status_is(sid, "paused"), what="the manual pause")
 
     paused = session(sid)
     pause = paused.pauses.get()
     assert pause.trigger == "manual" and pause.latency_ms is not None and pause.latency_ms >= 0
     # Another layer's heads, read from the frozen state by the worker.
-    services.attention(alice, sid, 3)
+    lifecycle.attention(alice, sid, 3)
     wait_for(lambda: paused.events.filter(type="attention").exists(), what="layer 3's heads")
     heads = paused.events.get(type="attention").payload
     assert heads["layer"] == 3 and heads["position"] == len(paused.generated_ids)
@@ -65,7 +66,7 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     term = GlossaryTerm.objects.get(term="high blood pressure")
     end = len(paused.text)
     start = max(0, end - 5)
-    services.edit(alice, sid, start, end, " " + term.preferred, glossary_term=term.pk)
+    lifecycle.edit(alice, sid, start, end, " " + term.preferred, glossary_term=term.pk)
     wait_for(lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit")
     edited = session(sid)
     assert edited.text.endswith(" " + term.preferred)
@@ -77,12 +78,12 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     assert edited.text.endswith("".join(p["text"] for p in pieces))
     assert all(0 <= p["top1"] <= 1 and p["entropy"] >= 0 for p in pieces)
 
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     wait_for(status_is(sid, "generated"), what="the end of generation")
     done = session(sid)
     assert term.preferred in done.text
     assert len(done.text) > len(edited.text)
-    services.approve(alice, sid, comment="fine")
+    lifecycle.approve(alice, sid, comment="fine")
     assert session(sid).status == "completed"
     actions = list(AuditRecord.objects.filter(session_id=sid).values_list("action", flat=True))
     for expected in [
@@ -113,7 +114,7 @@ def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, ali
         kind="regex",
         params={"pattern": r"\b(the|a|an)\b", "flags": "i"},
     )
-    sid = services.start_session(alice, "Plain", PROMPT, seed=1, max_new_tokens=60)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=1, max_new_tokens=60)["id"]
     wait_for(status_is(sid, "paused", "generated"), what="a policy pause")
     paused = session(sid)
     assert paused.status == "paused"
@@ -125,7 +126,7 @@ def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, ali
     assert pause.position == len(paused.generated_ids)
     assert len(paused.text) - end <= 2
     wait_for(lambda: states_in_worker_memory() == held + 1, what="the state kept in memory")
-    services.cancel(alice, sid)
+    lifecycle.cancel(alice, sid)
     assert session(sid).status == "cancelled"
     # Cancelled at a pause: the worker that held the frozen state lets it go.
     wait_for(lambda: states_in_worker_memory() == held, what="the worker to free the state")
@@ -134,16 +135,16 @@ def test_it_stops_at_the_token_that_triggers_a_policy(celery_worker_process, ali
 def test_it_rolls_back_to_a_position_and_continues_from_there(
     celery_worker_process, alice, plain_domain
 ):
-    sid = services.start_session(alice, "Plain", PROMPT, seed=5, max_new_tokens=24)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=5, max_new_tokens=24)["id"]
     wait_for(tokens_streamed(sid, 6), what="six tokens")
-    services.pause(alice, sid)
+    lifecycle.pause(alice, sid)
     wait_for(status_is(sid, "paused"), what="the pause")
     kept = session(sid).generated_ids[:3]
-    services.rollback(alice, sid, 3)
+    lifecycle.rollback(alice, sid, 3)
     wait_for(lambda: session(sid).events.filter(type="truncated").exists(), what="the rollback")
     assert session(sid).generated_ids == kept
     assert session(sid).events.filter(type="truncated").exists()
-    services.resume(alice, sid)
+    lifecycle.resume(alice, sid)
     wait_for(status_is(sid, "generated"), what="the end")
     final = session(sid)
     assert final.generated_ids[:3] == kept and len(final.generated_ids) == 24
@@ -152,21 +153,21 @@ def test_it_rolls_back_to_a_position_and_continues_from_there(
 def test_it_refuses_invalid_transitions_without_changing_anything(
     celery_worker_process, alice, bob, plain_domain
 ):
-    sid = services.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=8)["id"]
-    with pytest.raises(services.NotFound):
-        services.pause(bob, sid)
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=8)["id"]
+    with pytest.raises(lifecycle.NotFound):
+        lifecycle.pause(bob, sid)
     wait_for(status_is(sid, "generated"), what="the end")
     before = AuditRecord.objects.count()
-    with pytest.raises(services.Conflict):
-        services.resume(alice, sid)
-    with pytest.raises(services.Conflict):
-        services.edit(alice, sid, 0, 1, "x")
+    with pytest.raises(lifecycle.Conflict):
+        lifecycle.resume(alice, sid)
+    with pytest.raises(lifecycle.Conflict):
+        lifecycle.edit(alice, sid, 0, 1, "x")
     assert AuditRecord.objects.count() == before
     assert session(sid).status == "generated"
 
 
 def test_it_detects_a_tampered_audit_row(celery_worker_process, alice, plain_domain):
-    sid = services.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=4)["id"]
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=4)["id"]
     wait_for(status_is(sid, "generated"), what="the end")
     call_command("verify_audit")
     record = AuditRecord.objects.filter(session_id=sid).order_by("id")[1]

@@ -16,7 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from reviewer.routing import websocket_urlpatterns  # noqa: E402
+from reviewer.web.routing import websocket_urlpatterns  # noqa: E402
 
 # Static assets are small and few; serving them from the app spares a separate web server.
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app

@@ -148,7 +148,7 @@ AXES_LOCKOUT_PARAMETERS = env_lockout_parameters(
     "CAESURA_LOGIN_LOCKOUT_BY", ["username", "ip_address"]
 )
 AXES_RESET_ON_SUCCESS = True  # a reviewer who mistypes once and then logs in starts afresh
-AXES_LOCKOUT_CALLABLE = "reviewer.lockout.lockout_response"
+AXES_LOCKOUT_CALLABLE = "reviewer.web.lockout.lockout_response"
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False  # its start-up banner would print on every manage.py command
 
@@ -244,7 +244,7 @@ CAESURA_METRICS_TOKEN = env_str("CAESURA_METRICS_TOKEN", "")
 CAESURA_BACKEND = env_choice("CAESURA_BACKEND", "transformers", ("transformers", "vllm"))
 CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
-# Input limits (characters), checked before the tokenizer sees the text (reviewer/arguments.py).
+# Input limits (characters), checked before the tokenizer sees the text (reviewer/web/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
 CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)
 # A Redis outage (broker, channel layer, pause flags) shorter than this does not fail a session.

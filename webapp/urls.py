@@ -13,6 +13,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("", include("reviewer.dashboard_urls")),
-    path("", include("reviewer.urls")),
+    path("", include("reviewer.web.dashboard_urls")),
+    path("", include("reviewer.web.urls")),
 ]

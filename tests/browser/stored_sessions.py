@@ -7,7 +7,8 @@ import functools
 
 from django.utils import timezone
 
-from reviewer import audit, events
+from reviewer import events
+from reviewer.lifecycle import audit
 from reviewer.models import Domain, PauseEvent, PausePolicy, ReviewSession, SessionEvent
 
 WORDS = ["The", " patient", " reports", " chest", " pain", " since", " this", " morning", "."]
@@ -54,7 +55,7 @@ def prompt() -> tuple[list[int], list[str]]:
     """The case's prompt ids and their texts as the engine builds them, so that the page can
     find the case text among them."""
     from inference.prompt import encode_prompt
-    from reviewer.tokenizer import tokenizer
+    from reviewer.web.tokenizer import tokenizer
 
     ids = encode_prompt(tokenizer(), CASE, system=SYSTEM_PROMPT)
     return ids, [tokenizer().decode([i]) for i in ids]

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from reviewer.models import GlossaryTerm, ReviewSession, SessionEvent
-from reviewer.tokenizer import case_map
+from reviewer.web.tokenizer import case_map
 from tests.browser.conftest import VIEWPORT, log_in, screenshot
 from tests.browser.test_review_ui import (
     CASE,

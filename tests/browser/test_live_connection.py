@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from reviewer import audit, events
+from reviewer import events
+from reviewer.lifecycle import audit
 from reviewer.models import AuditRecord, ReviewSession, SessionEvent
 from tests.browser.conftest import log_in, screenshot
 from tests.browser.test_review_ui import start_in_browser, wait_for_status, ward_domain

@@ -246,7 +246,7 @@ def test_the_chinese_page_shows_no_latin_ui_text(chinese, server_url, alice):
 def test_a_decision_made_elsewhere_shows_on_an_open_page(page, server_url, alice):
     from django.db import connection
 
-    from reviewer import services
+    from reviewer import lifecycle
 
     session = generated_session(alice)
     log_in(page, server_url, "alice", PASSWORD)
@@ -257,7 +257,7 @@ def test_a_decision_made_elsewhere_shows_on_an_open_page(page, server_url, alice
     # the broadcast must not run on it.
     def reject() -> None:
         try:
-            services.reject(alice, session.pk, "Dose missing (decided in another tab).")
+            lifecycle.reject(alice, session.pk, "Dose missing (decided in another tab).")
         finally:
             connection.close()  # the thread's own connection, or the test database stays in use
 

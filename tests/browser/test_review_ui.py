@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reviewer.demo_data import DOMAINS
+from reviewer.demo.demo_data import DOMAINS
 from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy, ReviewSession
 from tests.browser.conftest import log_in, screenshot
 from tests.session_factory import make_session

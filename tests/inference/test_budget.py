@@ -9,7 +9,7 @@ from inference.decode import RunRequest
 from inference.policies import Decision, PauseBudget, PolicyConfigError, PolicySet, build_policy
 from inference.sink import CollectingSink, FlagEvent, PauseNotice
 from inference.state import Checkpoint
-from reviewer.checkpoint_meta import session_meta
+from reviewer.lifecycle.record import engine_meta as session_meta
 
 PROMPT = "We recommend a follow-up visit."
 PARAMS = {"temperature": 0.8, "seed": 5, "max_new_tokens": 60}

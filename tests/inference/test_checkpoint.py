@@ -9,7 +9,7 @@ import struct
 from inference.decode import RunRequest
 from inference.snapshot import MAGIC
 from inference.state import Checkpoint, DecodeState
-from reviewer.checkpoint_meta import session_meta
+from reviewer.lifecycle.record import engine_meta as session_meta
 
 PROMPT = "The contract is void."
 PARAMS = {"temperature": 0.7, "seed": 3, "max_new_tokens": 20}

@@ -8,7 +8,7 @@ import pytest
 
 from inference.decode import RunRequest
 from inference.state import Checkpoint
-from reviewer.checkpoint_meta import session_meta
+from reviewer.lifecycle.record import engine_meta as session_meta
 
 PROMPT = "We recommend a follow-up visit."
 GREEDY = {"temperature": 0, "seed": 1, "max_new_tokens": 24}

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer.services_check import ServiceUnavailable, check_redis, ensure_database
+from reviewer.web.preflight import ServiceUnavailable, check_redis, ensure_database
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inference.config import SamplingConfigError, SamplingParams
 from inference.loader import load_engine
-from reviewer import diagnostics as diag
+from reviewer.analytics import diagnostics as diag
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from reviewer import task_types
+from reviewer.lifecycle import task_types
 
 
 class Command(BaseCommand):

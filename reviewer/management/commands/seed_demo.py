@@ -5,8 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from reviewer.demo import load_demo_data
-from reviewer.demo_data import DOMAINS
+from reviewer.demo.demo_data import DOMAINS
+from reviewer.demo.loading import load_demo_data
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviewer.audit import first_broken_record
+from reviewer.lifecycle.audit import first_broken_record
 from reviewer.models import AuditRecord
 
 

@@ -1,0 +1,139 @@
+"""The admin of domains and their glossaries (import and export as CSV)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
+
+from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
+from reviewer.models import (
+    Domain,
+    Glossary,
+    GlossaryTerm,
+)
+
+
+class GlossaryTermInline(admin.TabularInline):
+    model = GlossaryTerm
+    extra = 1
+
+
+@admin.register(Domain)
+class DomainAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "name_zh",
+        "specialty",
+        "max_pauses_per_100_tokens",
+        "min_pause_distance",
+    ]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "name_zh", "slug", "specialty", "system_prompt", "decoding"]}),
+        (
+            _("Pauses"),
+            {
+                "fields": [
+                    "max_pauses_per_100_tokens",
+                    "min_pause_distance",
+                    "resume_time_after_s",
+                ],
+                "description": _(
+                    "Pauses interrupt a reviewer: policies may spend only this budget. A"
+                    " policy pause over it is kept as a flag in the session's timeline."
+                ),
+            },
+        ),
+    ]
+
+
+class GlossaryImportForm(forms.Form):
+    file = forms.FileField(
+        label=_("CSV file"),
+        help_text=_("Columns term, preferred, code, note, with a header row; UTF-8."),
+    )
+    replace = forms.BooleanField(
+        label=_("Replace the glossary"),
+        required=False,
+        help_text=_("Delete the terms that are not in the file."),
+    )
+
+
+@admin.register(Glossary)
+class GlossaryAdmin(admin.ModelAdmin):
+    """Terms are edited inline, or imported and exported as CSV from the glossary's page."""
+
+    list_display = ["name", "domain", "term_count"]
+    list_filter = ["domain"]
+    inlines = [GlossaryTermInline]
+    change_form_template = "admin/reviewer/glossary/change_form.html"
+
+    @admin.display(description=_("terms"))
+    def term_count(self, obj: Glossary) -> int:
+        return obj.terms.count()
+
+    def get_urls(self) -> list:
+        own = [
+            path(
+                "<path:object_id>/export/",
+                self.admin_site.admin_view(self.export_view),
+                name="reviewer_glossary_export",
+            ),
+            path(
+                "<path:object_id>/import/",
+                self.admin_site.admin_view(self.import_view),
+                name="reviewer_glossary_import",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        glossary = self.glossary_or_404(request, object_id, self.has_view_permission)
+        response = HttpResponse(export_csv(glossary), content_type="text/csv; charset=utf-8")
+        filename = f"{glossary.domain.slug}-{slugify(glossary.name) or glossary.pk}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
+    def import_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        glossary = self.glossary_or_404(request, object_id, self.has_change_permission)
+        form = GlossaryImportForm(request.POST or None, request.FILES or None)
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            errors = self.import_file(request, glossary, form)
+            if not errors:
+                return redirect("admin:reviewer_glossary_change", glossary.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": glossary,
+            "title": _("Import terms into %(glossary)s") % {"glossary": glossary},
+            "form": form,
+            "import_errors": errors,
+        }
+        return TemplateResponse(request, "admin/reviewer/glossary/import.html", context)
+
+    def import_file(self, request: HttpRequest, glossary: Glossary, form) -> list[str]:
+        """Import the uploaded file; the problems found, or [] after a success message."""
+        data = form.cleaned_data["file"].read()
+        try:
+            result = import_csv(glossary, data, replace=form.cleaned_data["replace"])
+        except GlossaryImportError as exc:
+            return exc.errors
+        message = _("Imported: %(created)d new, %(updated)d updated, %(deleted)d deleted.")
+        self.message_user(request, message % vars(result), messages.SUCCESS)
+        return []
+
+    def glossary_or_404(self, request: HttpRequest, object_id: str, allowed) -> Glossary:
+        glossary = self.get_object(request, object_id)
+        if glossary is None:
+            raise Http404
+        if not allowed(request, glossary):
+            raise PermissionDenied
+        return glossary

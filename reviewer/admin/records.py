@@ -1,0 +1,111 @@
+"""The read-only admin of what sessions left (sessions, pauses, edits, the audit chain)
+and of API tokens."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from reviewer.models import (
+    ApiToken,
+    AuditRecord,
+    Edit,
+    PauseEvent,
+    ReviewSession,
+)
+from reviewer.web import auth
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records written by services; the admin shows them and may delete, never edits."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # the audit chain hashes session ids: deleting a session would break it
+
+
+class PauseEventInline(admin.TabularInline):
+    model = PauseEvent
+    fields = ["position", "trigger", "kind", "reason", "latency_ms", "outcome", "halted_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class EditInline(admin.TabularInline):
+    model = Edit
+    fields = ["kind", "start", "end", "text_before", "text_after", "author", "applied", "error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ReviewSession)
+class ReviewSessionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "owner", "domain", "status", "created_at", "updated_at"]
+    list_filter = ["status", "domain"]
+    search_fields = ["owner__username", "input_text", "text"]
+    date_hierarchy = "created_at"
+    inlines = [PauseEventInline, EditInline]
+
+
+@admin.register(PauseEvent)
+class PauseEventAdmin(ReadOnlyAdmin):
+    list_display = ["session", "position", "trigger", "kind", "latency_ms", "outcome", "halted_at"]
+    list_filter = ["kind", "outcome"]
+
+
+@admin.register(Edit)
+class EditAdmin(ReadOnlyAdmin):
+    list_display = ["session", "kind", "start", "end", "author", "applied", "created_at"]
+    list_filter = ["kind", "applied"]
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyAdmin):
+    """The hash chain is append-only: deleting a record would break verification."""
+
+    list_display = ["id", "session", "actor", "action", "created_at", "hash"]
+    list_filter = ["action"]
+    search_fields = ["actor", "action", "hash"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Only a digest is stored: a new key is shown once, in a message, when created or rotated."""
+
+    list_display = ["user", "created_at"]
+    fields = ["user"]
+    actions = ["rotate"]
+    search_fields = ["user__username"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change) -> None:
+        key = auth.issue_token(obj.user)
+        obj.pk = ApiToken.objects.get(user=obj.user).pk
+        self.show_key(request, obj.user, key)
+
+    @admin.action(description="Rotate the selected tokens (shows the new keys)")
+    def rotate(self, request, queryset) -> None:
+        for token in queryset.select_related("user"):
+            self.show_key(request, token.user, auth.issue_token(token.user))
+
+    def show_key(self, request, user, key: str) -> None:
+        message = f"API token for {user}: {key} (copy it now; it is not shown again)"
+        self.message_user(request, message, messages.WARNING)

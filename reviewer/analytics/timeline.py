@@ -1,0 +1,149 @@
+"""A session's audit records told as timeline entries, in the page's language.
+
+The records keep what happened in the engine's terms (English reasons, the policy's name,
+``eos``); a reviewer reads it here in their own words: the policy's display name, its reason
+from the Chinese template where the page is Chinese, how generation stopped, who acted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession
+from reviewer.web.ui_text import filled_reason, stop_reason_text
+
+AUDIT_ACTIONS = {
+    "start": gettext_lazy("Session started"),
+    "pause_requested": gettext_lazy("Pause requested"),
+    "paused": gettext_lazy("Paused"),
+    "resume": gettext_lazy("Resumed"),
+    "replace_requested": gettext_lazy("Replacement requested"),
+    "choose_requested": gettext_lazy("Alternative chosen"),
+    "truncate_requested": gettext_lazy("Rollback requested"),
+    "edit_replace": gettext_lazy("Text replaced"),
+    "edit_choose": gettext_lazy("Alternative applied"),
+    "edit_truncate": gettext_lazy("Rolled back"),
+    "edit_refused": gettext_lazy("Edit refused"),
+    "rolled_back": gettext_lazy("Rolled back by policy"),
+    "flagged": gettext_lazy("Flagged by policy"),
+    "generated": gettext_lazy("Generation finished"),
+    "approve": gettext_lazy("Approved"),
+    "reject": gettext_lazy("Rejected"),
+    "cancel": gettext_lazy("Cancelled"),
+    "failed": gettext_lazy("Failed"),
+    "redispatched": gettext_lazy("Moved to another worker"),
+    "mute": gettext_lazy("Policy muted for this session"),
+    "unmute": gettext_lazy("Policy unmuted"),
+    "time_told": gettext_lazy("Told the model the time"),
+    "time_not_told": gettext_lazy("Could not tell the model the time"),
+}
+# Details that quote what people or the model wrote: shown as they are, never translated.
+QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}
+QUOTING_PREFIX = "edit_"
+
+
+class Teller:
+    """Tells one session's records; looks up its pauses and policy names once."""
+
+    def __init__(self, session: ReviewSession) -> None:
+        self.session = session
+        self.pauses = {p.position: p for p in PauseEvent.objects.filter(session=session)}
+        self.names = policy_names(session.domain)
+        self.chinese = not (translation.get_language() or "en").startswith("en")
+
+    def entry(self, record: AuditRecord) -> dict[str, Any]:
+        return {
+            "time": record.created_at.isoformat(),
+            "kind": record.action,
+            "actor": actor_name(record.actor),
+            "action": str(AUDIT_ACTIONS.get(record.action, record.action)),
+            "detail": self.detail(record.action, record.payload),
+            "quotes": record.action in QUOTING or record.action.startswith(QUOTING_PREFIX),
+        }
+
+    def detail(self, action: str, payload: dict[str, Any]) -> str:
+        """One readable line of what a record holds; the full payload stays in the admin."""
+        if action == "paused":
+            return self.pause_detail(payload)
+        if action in ("approve", "reject"):
+            return str(payload.get("comment", ""))
+        if action.startswith("edit_") and "text_after" in payload:
+            return f"“{payload.get('text_before', '')}” → “{payload.get('text_after', '')}”"
+        requested_text = payload.get("text_after") or payload.get("text")  # older: "text"
+        if action.endswith("_requested") and requested_text:
+            return f"→ “{requested_text}”"
+        if action == "generated":
+            return _("%(tokens)s tokens: %(reason)s") % {
+                "tokens": payload.get("tokens", "?"),
+                "reason": stop_reason_text(payload.get("reason", ""), self.session.max_new_tokens),
+            }
+        if action in ("flagged", "rolled_back"):
+            return self.policy_line(payload.get("policy", ""), payload)
+        if action == "start":
+            return self.domain_name(payload.get("domain", ""))
+        if action in ("mute", "unmute"):
+            policy = str(payload.get("policy", ""))
+            return self.names.get(policy, policy)
+        return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
+
+    def pause_detail(self, payload: dict[str, Any]) -> str:
+        trigger = payload.get("trigger", "")
+        if trigger in ("manual", "external", ""):
+            return _("You paused the generation.")
+        pause = self.pauses.get(payload.get("position", -1))
+        decision = {"reason": payload.get("reason", "")}
+        if pause is not None:
+            decision.update(kind=pause.kind, evidence=pause.evidence)
+        return self.policy_line(trigger, decision)
+
+    def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
+        reason = str(decision.get("reason", ""))
+        if self.chinese:
+            reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
+        if not policy:
+            return reason
+        return _("%(policy)s: %(reason)s") % {
+            "policy": self.names.get(policy, policy),
+            "reason": reason,
+        }
+
+    def domain_name(self, name: str) -> str:
+        domain = Domain.objects.filter(name=name).first()
+        return domain.display_name if domain else name
+
+
+def policy_names(domain: Domain) -> dict[str, str]:
+    """Each of the domain's policies by its name, as the page shows it."""
+    return {p.name: p.display_name for p in domain.policies.all()}
+
+
+def actor_name(actor: str) -> str:
+    return _("system") if actor == "engine" else actor
+
+
+def timeline(session: ReviewSession) -> list[dict[str, Any]]:
+    teller = Teller(session)
+    records = AuditRecord.objects.filter(session=session).order_by("id")
+    return [teller.entry(record) for record in records]
+
+
+DECISIONS = ("approve", "reject", "cancel")
+
+
+def last_decision(session: ReviewSession) -> AuditRecord | None:
+    """The record of how a finished session was decided (or cancelled), if it has one."""
+    records = AuditRecord.objects.filter(session=session, action__in=DECISIONS)
+    return records.order_by("-id").first()
+
+
+def stop_reason(session: ReviewSession) -> str:
+    """Why generation stopped, for a session whose model has finished; empty otherwise."""
+    record = AuditRecord.objects.filter(session=session, action="generated").order_by("-id")
+    found = record.first()
+    if found is None:
+        return ""
+    return stop_reason_text(found.payload.get("reason", ""), session.max_new_tokens)

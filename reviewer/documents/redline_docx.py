@@ -1,0 +1,58 @@
+"""The redline as a Word document: each change a tracked insertion (w:ins) or deletion
+(w:del) in the reviewer's name, so Word shows and accepts them as its own, followed by a
+numbered list of the changes with their reasons and the pauses behind them."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+from django.utils.translation import gettext as _
+from docx import Document
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
+from docx.text.paragraph import Paragraph
+
+from reviewer.documents import redline
+from reviewer.models import ReviewSession
+
+
+def as_docx(session: ReviewSession) -> bytes:
+    found = redline.changes(session)
+    document = Document()
+    document.core_properties.title = _("Session %(id)s: reviewed text") % {"id": session.pk}
+    document.add_heading(document.core_properties.title, level=1)
+    ids = itertools.count(1)
+    paragraph = document.add_paragraph()
+    for kind, text, change in redline.segments(session.text, found):
+        for n, line in enumerate(text.split("\n")):
+            if n:
+                paragraph = document.add_paragraph()
+            if line:
+                _add(paragraph, kind, line, change, next(ids))
+    document.add_heading(_("Changes"), level=2)
+    for change in sorted(found, key=lambda c: c.number):
+        details = [change.edit.author.username, redline.reason(change.edit)]
+        if change.edit.pause is not None:
+            details.append(redline.pause_label(change.edit.pause))
+        document.add_paragraph(f"{change.number}. " + " · ".join(details))
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _add(
+    paragraph: Paragraph, kind: str, text: str, change: redline.Change | None, number: int
+) -> None:
+    run = paragraph.add_run(text)
+    if change is None:
+        return
+    if kind == "del":  # deleted text lives in w:delText, not w:t
+        for element in run._r.findall(qn("w:t")):
+            element.tag = qn("w:delText")
+    mark = OxmlElement("w:ins" if kind == "ins" else "w:del")
+    mark.set(qn("w:id"), str(number))
+    mark.set(qn("w:author"), change.edit.author.username)
+    mark.set(qn("w:date"), change.edit.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    run._r.addprevious(mark)
+    mark.append(run._r)

@@ -1,0 +1,295 @@
+"""Session events: the protocol between the worker, the web side and the page. Each event is
+numbered per session, stored, then fanned out to the session's websocket group; the consumer
+forwards it as it is, as ``{"type", "seq", "session", ...payload}``.
+
+This package owns every kind: one ``TypedDict`` per kind declares its exact payload (``kinds``), and
+the builders below are the only places a payload is put together. The engine's own events keep
+their names on the wire (``token``, ``pause``, ``rollback``, ``flag``, ``finish``); the rest
+are the web side's: ``resumed``, ``edited``, ``truncated`` (a reviewer's rollback to a
+position, which the engine applies as an edit), ``attention``, ``muted``, ``status``, ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection, transaction
+
+from reviewer.events.kinds import (
+    ATTENTION,
+    EDITED,
+    ERROR,
+    FINISH,
+    FLAG,
+    KINDS,
+    MUTED,
+    PAUSE,
+    RESUMED,
+    ROLLBACK,
+    STATUS,
+    TOKEN,
+    TRUNCATED,
+    Attention,
+    Edited,
+    EditReport,
+    Error,
+    Finish,
+    Flag,
+    Muted,
+    Pause,
+    PauseReport,
+    Resumed,
+    Rollback,
+    Status,
+    Token,
+    Truncated,
+    mismatches,
+)
+from reviewer.models import ReviewSession, SessionEvent
+
+if TYPE_CHECKING:  # the web side loads no model code
+    from inference.decode import StopInfo
+    from inference.edits import EditResult
+    from inference.signals import Signals
+    from inference.sink import FlagEvent, RollbackEvent, TokenEvent
+
+log = logging.getLogger(__name__)
+
+
+# --- building payloads ---------------------------------------------------------------------
+
+
+def round_list(values: Iterable[float | None], digits: int = 4) -> list[float | None]:
+    return [round(v, digits) if v is not None else None for v in values]
+
+
+def token(event: TokenEvent) -> Token:
+    signals = event.signals
+    assert signals.chosen_prob is not None  # a drawn token always has its probability
+    return {
+        "position": event.position,
+        "token_id": event.token_id,
+        "text": event.text,
+        "probability": round(signals.chosen_prob, 4),
+        "entropy": round(signals.entropy, 4),
+        "alternatives": [alt.to_dict() for alt in signals.alternatives],
+        # The new token's attention over its context, for the live heatmap.
+        "attention": round_list(event.attention or [], 3),
+        # Unrounded: a replay of drift over stored sessions compares it with thresholds.
+        "similarity": event.similarity,
+    }
+
+
+def pause_report(
+    stop: StopInfo,
+    signals: Signals,
+    attention: dict,
+    text: str,
+    top1_history: Sequence[float],
+    entropy_history: Sequence[float],
+    lookahead: dict | None = None,
+) -> PauseReport:
+    """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
+    decision = stop.decision
+    if decision is None:
+        raise ValueError("a pause report needs the decision behind the pause")
+    manual = decision.kind == "manual"
+    return {
+        "position": stop.position,
+        "trigger": "manual" if manual else decision.policy,
+        "kind": "manual" if manual else decision.kind,
+        "reason": decision.reason,
+        "evidence": {**decision.evidence, "signals": signals.to_dict()},
+        "span": list(decision.span) if decision.span else None,
+        "decisions": [d.to_dict() for d in stop.decisions],
+        "alternatives": [alt.to_dict() for alt in signals.alternatives],
+        "attention": _rounded_attention(attention),
+        "text": text,
+        "history": {
+            "probability": round_list(top1_history),
+            "entropy": round_list(entropy_history),
+        },
+        "lookahead": lookahead or {"branches": [], "ms": 0},
+    }
+
+
+def _rounded_attention(attention: dict) -> dict:
+    if not attention:
+        return {}
+    return {
+        **attention,
+        "layers": [round_list(row) for row in attention["layers"]],
+        "heads": [round_list(row) for row in attention["heads"]],
+    }
+
+
+def pause(report: PauseReport, pause_id: int, latency_ms: float | None) -> Pause:
+    return {**report, "pause_id": pause_id, "latency_ms": latency_ms}
+
+
+def resumed(position: int) -> Resumed:
+    return {"position": position}
+
+
+def edit_report(
+    result: EditResult,
+    alternatives: Iterable[Any],
+    pieces: Sequence[str],
+    top1_history: Sequence[float],
+    entropy_history: Sequence[float],
+    similarity_history: Sequence[float | None],
+    lookahead: dict | None = None,
+    attention: dict | None = None,
+) -> EditReport:
+    """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
+    them one by one, each with the top-1 probability and entropy of its distribution (and
+    its similarity to the prompt, for replaying drift over the edited text)."""
+    top1, entropy = round_list(top1_history), round_list(entropy_history)
+    tokens = [
+        {"text": text, "top1": top1[i], "entropy": entropy[i], "similarity": similarity_history[i]}
+        for i, text in enumerate(pieces, result.token_start)
+    ]
+    report = {
+        **result.to_dict(),
+        "alternatives": [alt.to_dict() for alt in alternatives],
+        "tokens": tokens,
+        "lookahead": lookahead or {"branches": [], "ms": 0},
+        "attention": _rounded_attention(attention or {}),
+    }
+    return cast(EditReport, report)
+
+
+def edit_applied(report: EditReport, edit: int, text: str, token_ids: list[int]) -> Edited:
+    """The payload of an ``edited`` or ``truncated`` event (see ``edit_kind``)."""
+    return {**report, "edit": edit, "text": text, "token_ids": token_ids}
+
+
+def edit_kind(edit_kind: str) -> str:
+    """The event kind an applied edit of this kind is sent as."""
+    return TRUNCATED if edit_kind == "truncate" else EDITED
+
+
+def rollback(event: RollbackEvent) -> Rollback:
+    payload = event.to_dict()
+    del payload["type"]  # the engine's name is the event's type
+    return payload  # type: ignore[return-value]
+
+
+def flag(event: FlagEvent) -> Flag:
+    return cast(Flag, {"position": event.position, **event.decision.to_dict()})
+
+
+def attention(layer: int, heads: Iterable[Sequence[float]], position: int) -> Attention:
+    return {"layer": layer, "heads": [round_list(row) for row in heads], "position": position}
+
+
+def finish(reason: str, text: str) -> Finish:
+    return {"reason": reason, "text": text}
+
+
+def muted(policy: str, is_muted: bool, muted_policies: list[str]) -> Muted:
+    return {"policy": policy, "muted": is_muted, "muted_policies": list(muted_policies)}
+
+
+def status(value: str) -> Status:
+    return {"status": value}
+
+
+def error(message: str, edit: int | None = None) -> Error:
+    return {"message": message} if edit is None else {"message": message, "edit": edit}
+
+
+# --- storing and sending -------------------------------------------------------------------
+
+
+def group_name(session_id: int) -> str:
+    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
+    return f"session-{settings.DATABASES['default']['NAME']}-{session_id}"
+
+
+def next_seq(session_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE reviewer_reviewsession SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
+            [session_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
+    return row[0]
+
+
+def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
+    """Store the event; broadcast it once the surrounding transaction commits."""
+    assert type in KINDS, type
+    with transaction.atomic():
+        event = SessionEvent.objects.create(
+            session_id=session_id, seq=next_seq(session_id), type=type, payload=dict(payload or {})
+        )
+        transaction.on_commit(lambda: broadcast(event))
+    return event
+
+
+def broadcast(event: SessionEvent) -> None:
+    """Best effort: the event is stored already, and a page that missed it (Redis out of
+    reach, a dropped socket) fetches it by sequence number. A failed broadcast never fails
+    the segment or the command that caused it."""
+    global _broadcast_failing
+    layer = get_channel_layer()
+    try:
+        async_to_sync(layer.group_send)(
+            group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
+        )
+    except Exception as exc:
+        if not _broadcast_failing:
+            log.warning("events are stored but not broadcast (%s: %s)", type(exc).__name__, exc)
+        _broadcast_failing = True
+        return
+    if _broadcast_failing:
+        log.info("events are broadcast again")
+    _broadcast_failing = False
+
+
+_broadcast_failing = False
+
+
+def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict]:
+    rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
+    return [row.to_message() for row in rows]
+
+
+__all__ = [
+    "ATTENTION",
+    "Attention",
+    "EDITED",
+    "ERROR",
+    "EditReport",
+    "Edited",
+    "Error",
+    "FINISH",
+    "FLAG",
+    "Finish",
+    "Flag",
+    "KINDS",
+    "MUTED",
+    "Muted",
+    "PAUSE",
+    "Pause",
+    "PauseReport",
+    "RESUMED",
+    "ROLLBACK",
+    "Resumed",
+    "Rollback",
+    "STATUS",
+    "Status",
+    "TOKEN",
+    "TRUNCATED",
+    "Token",
+    "Truncated",
+    "mismatches",
+]

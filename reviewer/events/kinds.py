@@ -1,0 +1,176 @@
+"""The kinds of session event: one ``TypedDict`` per kind declares its exact payload."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Token(TypedDict):
+    """The engine drew a token."""
+
+    position: int
+    token_id: int
+    text: str
+    probability: float
+    entropy: float
+    alternatives: list[dict]
+    attention: list[float | None]  # the new token's row over its context ([] if not live)
+    similarity: float | None  # its hidden state's cosine to the prompt's; None if not computed
+
+
+class PauseReport(TypedDict):
+    """What the worker reports of a pause; the stored pause adds its id and latency."""
+
+    position: int
+    trigger: str  # the policy's name, or "manual"
+    kind: str  # the policy's kind, or "manual"
+    reason: str
+    evidence: dict
+    span: list[int] | None
+    decisions: list[dict]
+    alternatives: list[dict]
+    attention: dict
+    text: str
+    history: dict
+    lookahead: dict  # branches: per top alternative, the greedy words after it; ms: its cost
+
+
+class Pause(PauseReport):
+    """The engine paused, for a policy or the reviewer."""
+
+    pause_id: int
+    latency_ms: float | None
+
+
+class Resumed(TypedDict):
+    position: int
+
+
+class EditReport(TypedDict):
+    """What the worker reports of an edit applied to the frozen state."""
+
+    kind: str  # replace | choose | truncate | append
+    token_start: int
+    token_end: int
+    new_token_end: int
+    char_start: int
+    char_end: int
+    text_before: str
+    text_after: str
+    alternatives: list[dict]  # at the new next token
+    tokens: list[dict]  # each token from token_start on: text, top1, entropy, similarity
+    lookahead: dict  # as a pause's, for the new next token
+    attention: dict  # as a pause's, of the new last position ({} when not computed)
+
+
+class Edited(EditReport):
+    """A reviewer's edit (replace, choose, append) is in the frozen state."""
+
+    edit: int
+    text: str
+    token_ids: list[int]
+
+
+class Truncated(Edited):
+    """A reviewer's rollback to a position (an edit of kind truncate) is in the frozen state."""
+
+
+class Rollback(TypedDict):
+    """The engine rolled back drifting tokens and resamples from ``removed_from``."""
+
+    decision: dict
+    removed_from: int
+    removed_to: int
+    removed_ids: list[int]
+    removed_text: str
+    attempt: int
+    rollbacks: int
+    conservative: bool
+
+
+class Flag(TypedDict):
+    """A policy flagged the text without stopping: the position and the policy's decision."""
+
+    position: int
+    policy: str
+    kind: str
+    action: str
+    reason: str
+    evidence: dict
+    span: list[int] | None
+    rollback_to: int | None
+
+
+class Attention(TypedDict):
+    """One layer's attention per head at the pause, read from the frozen state."""
+
+    layer: int
+    heads: list[list[float | None]]
+    position: int
+
+
+class Finish(TypedDict):
+    """Generation ended by itself (eos or the token limit)."""
+
+    reason: str
+    text: str
+
+
+class Muted(TypedDict):
+    """A reviewer muted or unmuted one policy for the rest of the session."""
+
+    policy: str
+    muted: bool  # the policy's new state
+    muted_policies: list[str]  # every policy muted now
+
+
+class Status(TypedDict):
+    status: str
+
+
+class _Message(TypedDict):
+    message: str
+
+
+class Error(_Message, total=False):
+    edit: int  # the refused edit, if an edit was refused
+
+
+TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"
+ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED = (
+    "rollback",
+    "flag",
+    "attention",
+    "finish",
+    "status",
+    "error",
+    "muted",
+)
+
+KINDS: dict[str, type] = {
+    TOKEN: Token,
+    PAUSE: Pause,
+    RESUMED: Resumed,
+    EDITED: Edited,
+    TRUNCATED: Truncated,
+    ROLLBACK: Rollback,
+    FLAG: Flag,
+    ATTENTION: Attention,
+    FINISH: Finish,
+    STATUS: Status,
+    ERROR: Error,
+    MUTED: Muted,
+}
+
+
+def mismatches(type: str, payload: dict) -> list[str]:
+    """How a payload differs from its kind's declared fields; empty when it matches."""
+    kind: Any = KINDS.get(type)  # a TypedDict class: it knows its keys
+    if kind is None:
+        return [f"unknown kind {type!r}"]
+    required, optional = kind.__required_keys__, kind.__optional_keys__
+    missing = sorted(required - payload.keys())
+    extra = sorted(payload.keys() - required - optional)
+    return [f"{type}: missing {key!r}" for key in missing] + [
+        f"{type}: undeclared {key!r}" for key in extra
+    ]

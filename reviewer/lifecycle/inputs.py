@@ -1,0 +1,103 @@
+"""What a command's arguments mean for this installation: the domain named, the sampling
+parameters asked for, whether an input or an edit still fits the model's context."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from django.conf import settings
+
+from inference.config import SamplingConfigError, SamplingParams
+from reviewer.lifecycle import task_types
+from reviewer.models import Domain, GlossaryTerm, ReviewSession
+from reviewer.web import arguments
+from reviewer.web.arguments import InvalidInput
+
+
+def domain_named(name: Any) -> Domain:
+    if name is None:
+        raise InvalidInput("domain is required")
+    name = arguments.DOMAIN(name)
+    domain = Domain.objects.filter(name=name).first() or Domain.objects.filter(slug=name).first()
+    if domain is None:
+        known = ", ".join(Domain.objects.values_list("name", flat=True))
+        raise InvalidInput(f"Unknown domain {name!r}; known domains: {known}")
+    return domain
+
+
+def clean_input(text: Any) -> str:
+    if text is None:
+        raise InvalidInput("input is required")
+    return arguments.INPUT(text)
+
+
+def task_type(text: str, override: Any) -> tuple[str, str]:
+    if override not in (None, ""):
+        override = arguments.TASK_TYPE(override)
+    try:
+        return task_types.choose(text, override)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def sampling_params(
+    domain: Domain,
+    seed: Any,
+    max_new_tokens: Any,
+    decoding: Any,
+    preset: dict[str, Any] | None = None,
+) -> SamplingParams:
+    """The domain's defaults, then the task type's preset, then what the request asked for."""
+    if decoding is not None and not isinstance(decoding, dict):
+        raise InvalidInput("decoding must be an object")
+    values = {**domain.decoding, **(preset or {}), **(decoding or {})}
+    values["seed"] = arguments.SEED(seed) if seed is not None else random.randrange(2**31)
+    limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
+    values["max_new_tokens"] = (
+        arguments.MAX_NEW_TOKENS(limit) if limit is not None else settings.CAESURA_MAX_NEW_TOKENS
+    )
+    try:
+        return SamplingParams.from_dict(values)
+    except (SamplingConfigError, TypeError) as exc:
+        raise InvalidInput(f"Bad decoding parameters: {exc}") from None
+
+
+def check_context_fits(domain: Domain, text: str, max_new_tokens: int) -> None:
+    from reviewer.web.tokenizer import context_length, prompt_length  # loads a tokenizer: lazily
+
+    needed = prompt_length(domain.system_prompt, text) + max_new_tokens
+    limit = context_length()
+    if needed > limit:
+        raise InvalidInput(
+            f"Input too long: prompt plus max_new_tokens is {needed} tokens, the model's context is {limit}"
+        )
+
+
+def check_edit_fits(session: ReviewSession, edited_text: str) -> None:
+    """The edited text is prefilled after the prompt, and generation continues up to
+    max_new_tokens in all: both must still fit the model's context."""
+    from reviewer.web.tokenizer import context_length, prompt_length, text_length
+
+    prompt = len(session.prompt_ids) or prompt_length(
+        session.domain.system_prompt, session.input_text
+    )
+    generated = text_length(edited_text)
+    to_come = max(session.max_new_tokens - generated, 0)
+    needed, limit = prompt + generated + to_come, context_length()
+    if needed > limit:
+        raise InvalidInput(
+            f"Edit too long: prompt ({prompt} tokens) plus the edited text ({generated}) and the"
+            f" rest of max_new_tokens ({to_come}) is {needed} tokens, the model's context is {limit}"
+        )
+
+
+def glossary_term(session: ReviewSession, term_id: Any) -> GlossaryTerm | None:
+    if term_id is None:
+        return None
+    term = GlossaryTerm.objects.filter(
+        pk=arguments.GLOSSARY_TERM(term_id), glossary__domain=session.domain
+    ).first()
+    if term is None:
+        raise InvalidInput(f"Glossary term {term_id} is not in the {session.domain} glossary")
+    return term

@@ -1,0 +1,279 @@
+"""What a reviewer asks of a session: start, pause, resume, edit, choose, attention,
+rollback, mute, unmute, approve, reject, cancel. Each validates, writes, audits, then hands work to a
+worker after the transaction commits; a refused command changes nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from reviewer import events
+from reviewer.analytics import metrics
+from reviewer.lifecycle import audit, inputs, reports, task_types, transitions
+from reviewer.lifecycle.idempotency import idempotent
+from reviewer.lifecycle.transitions import (
+    QUEUE_UNREACHABLE,
+    Conflict,
+    S,
+    close_open_pause,
+    command_on,
+    finish,
+    latest_open_pause,
+    live_holder,
+    open_pause,
+    send_after_commit,
+    set_flag,
+    set_status,
+)
+from reviewer.models import Edit, ReviewSession, statuses
+from reviewer.web import arguments
+from reviewer.web.arguments import InvalidInput
+from reviewer.worker import dispatch, pause_flags
+
+# What the model reads after a long pause: a short aside in its context, never in the text.
+TIME_NOTE = " (Current time: {time}.) "
+
+
+def summary(session: ReviewSession) -> dict:
+    return {"id": session.pk, "status": session.status}
+
+
+@idempotent("start")
+def start_session(
+    user,
+    domain: str,
+    input_text: str,
+    seed=None,
+    max_new_tokens=None,
+    decoding=None,
+    task_type=None,
+) -> dict:
+    domain_obj = inputs.domain_named(domain)
+    text = inputs.clean_input(input_text)
+    task, task_source = inputs.task_type(text, task_type)
+    preset = task_types.preset_for(domain_obj, task)
+    params = inputs.sampling_params(domain_obj, seed, max_new_tokens, decoding, preset)
+    inputs.check_context_fits(domain_obj, text, params.max_new_tokens)
+    with transaction.atomic():
+        session = S.objects.create(
+            owner=user,
+            domain=domain_obj,
+            input_text=text,
+            model_name=settings.MODEL_DIR.name,
+            decoding=params.to_dict(),  # seed and max_new_tokens among them
+            policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            pause_budget=domain_obj.pause_budget(),
+            task_type=task,
+            task_source=task_source,
+        )
+        started = {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()}
+        started |= {"task_type": task, "task_source": task_source}
+        audit.append("start", user.username, session, started)
+        set_status(session, S.RUNNING)
+        transitions.dispatch_segment(session)
+    metrics.generation_started(task)
+    return summary(session)
+
+
+@idempotent("pause")
+def pause(user, session_id) -> dict:
+    with command_on(user, session_id, {S.RUNNING}, "pause") as session:
+        audit.append("pause_requested", user.username, session)
+        # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
+        set_flag(pause_flags.request_pause, session.pk)
+    return summary(session)
+
+
+@idempotent("resume")
+def resume(user, session_id) -> dict:
+    """Continue a paused session; or a failed one, from the token ids stored for it (a worker
+    rebuilds its state from them), e.g. after an outage longer than the grace."""
+    with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
+        paused_s = _paused_for(session)
+        close_open_pause(session, outcome="resumed")
+        if session.status == S.FAILED:
+            audit.append("resume", user.username, session, {"failed_with": session.error})
+            session.error, session.finished_at = "", None
+            session.save(update_fields=["error", "finished_at"])
+        else:
+            audit.append("resume", user.username, session, {"paused_s": round(paused_s, 1)})
+        _tell_the_time_if_late(session, paused_s)
+        # A pause request that a policy pause overtook must not stop the resumed run at once.
+        set_flag(pause_flags.clear, session.pk)
+        set_status(session, S.RUNNING)
+        events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
+        transitions.dispatch_segment(session)
+    return summary(session)
+
+
+def _paused_for(session: ReviewSession) -> float:
+    """Seconds since the open pause halted (0 without one)."""
+    pause = latest_open_pause(session)
+    return (timezone.now() - pause.halted_at).total_seconds() if pause is not None else 0.0
+
+
+def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
+    """After a pause longer than the domain's setting the model's sense of "now" is stale:
+    the worker gives it the current time as context (never as text) when it resumes."""
+    after = session.domain.resume_time_after_s
+    if not after or paused_s <= after:
+        return
+    now = timezone.now().astimezone(UTC)
+    session.pending_note = TIME_NOTE.format(time=now.strftime("%Y-%m-%d %H:%M UTC"))
+    session.save(update_fields=["pending_note"])
+
+
+@idempotent("edit")
+def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
+    start, end = arguments.START(start), arguments.END(end)
+    text = arguments.EDIT_TEXT(text)
+    with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
+        if not 0 <= start <= end <= len(session.text):
+            raise InvalidInput(
+                f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
+            )
+        term = inputs.glossary_term(session, glossary_term)
+        inputs.check_edit_fits(session, session.text[:start] + text + session.text[end:])
+        record = _queue_edit(
+            session,
+            user,
+            "replace",
+            start=start,
+            end=end,
+            text_before=session.text[start:end],
+            text_after=text,
+            glossary_term=term,
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("choose")
+def choose(user, session_id, token_id) -> dict:
+    token_id = arguments.TOKEN_ID(token_id)
+    allowed, command = {S.PAUSED}, "choose an alternative for"
+    with command_on(user, session_id, allowed, command, edits_applied=True) as session:
+        offered = {alt["token_id"]: alt["text"] for alt in open_pause(session).alternatives}
+        if token_id not in offered:
+            raise InvalidInput(
+                f"Token {token_id} is not among the alternatives offered at this pause"
+            )
+        start = len(session.generated_ids)
+        record = _queue_edit(
+            session, user, "choose", start=start, token_id=token_id, text_after=offered[token_id]
+        )
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("attention")
+def attention(user, session_id, layer) -> dict:
+    """Ask for one layer's attention per head at the pause. Reading the frozen state changes
+    nothing: a worker answers with an ``attention`` event."""
+    layer = arguments.LAYER(layer)
+    allowed, command = {S.PAUSED}, "show the attention of"
+    with command_on(user, session_id, allowed, command, edits_applied=True) as session:
+        layers = len((open_pause(session).attention or {}).get("layers") or [])
+        if layers and not 0 <= layer < layers:
+            raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
+        holder = live_holder(session.worker)
+        args = (session.pk, layer)
+        transaction.on_commit(
+            lambda: send_after_commit(
+                lambda: dispatch.attention(args, holder),
+                lambda: reports.record_attention_failed(args[0], QUEUE_UNREACHABLE),
+            )
+        )
+    return summary(session)
+
+
+@idempotent("rollback")
+def rollback(user, session_id, position) -> dict:
+    position = arguments.POSITION(position)
+    with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
+        if not 0 <= position < len(session.generated_ids):
+            raise InvalidInput(
+                f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
+            )
+        end = len(session.generated_ids)
+        record = _queue_edit(session, user, "truncate", start=position, end=end)
+    return {**summary(session), "edit": record.pk}
+
+
+@idempotent("mute")
+def mute(user, session_id, policy) -> dict:
+    """Silence one of the session's policies for the rest of the session. Allowed at a pause;
+    the worker applies it from the next segment on (resume, or an edit), so a running engine
+    never changes under a decision being made."""
+    return _set_muted(user, session_id, policy, muted=True)
+
+
+@idempotent("unmute")
+def unmute(user, session_id, policy) -> dict:
+    """Undo a mute: the policy fires again from the next segment on."""
+    return _set_muted(user, session_id, policy, muted=False)
+
+
+def _set_muted(user, session_id, policy, muted: bool) -> dict:
+    name = arguments.POLICY(policy)
+    command = "mute a policy of" if muted else "unmute a policy of"
+    with command_on(user, session_id, {S.PAUSED}, command) as session:
+        known = [spec.get("name") for spec in session.policy_specs]
+        if name not in known:
+            listed = ", ".join(f'"{n}"' for n in known) or "none"
+            raise InvalidInput(f'Unknown policy "{name}"; this session\'s policies: {listed}')
+        current = set(session.muted_policies)
+        if muted == (name in current):
+            state = "already muted" if muted else "not muted"
+            raise Conflict(f'Policy "{name}" is {state} in this session')
+        session.muted_policies = sorted(current | {name} if muted else current - {name})
+        session.save(update_fields=["muted_policies", "updated_at"])
+        action = "mute" if muted else "unmute"
+        audit.append(action, user.username, session, {"policy": name})
+        events.emit(session.pk, events.MUTED, events.muted(name, muted, session.muted_policies))
+    return {**summary(session), "muted_policies": session.muted_policies}
+
+
+@idempotent("approve")
+def approve(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.COMPLETED, "approve", comment)
+
+
+@idempotent("reject")
+def reject(user, session_id, comment: str = "") -> dict:
+    return _decide(user, session_id, S.REJECTED, "reject", comment)
+
+
+@idempotent("cancel")
+def cancel(user, session_id) -> dict:
+    with command_on(user, session_id, statuses.CANCELLABLE, "cancel") as session:
+        audit.append("cancel", user.username, session)
+        if session.status == S.RUNNING and live_holder(session.worker):
+            # The engine stops at the next token and reports the cancel itself.
+            set_flag(pause_flags.request_cancel, session.pk)
+        else:
+            close_open_pause(session, outcome="cancelled")
+            finish(session, S.CANCELLED)
+    return summary(session)
+
+
+def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
+    comment = arguments.COMMENT(comment)
+    with command_on(user, session_id, statuses.DECIDABLE, command, edits_applied=True) as session:
+        close_open_pause(session, outcome=status)
+        session.decision_comment = comment
+        session.save(update_fields=["decision_comment"])
+        audit.append(command, user.username, session, {"comment": comment, "text": session.text})
+        finish(session, status)
+    return summary(session)
+
+
+def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:
+    record = Edit.objects.create(
+        session=session, pause=open_pause(session), kind=kind, author=user, **fields
+    )
+    audit.append(f"{kind}_requested", user.username, session, record.as_dict())
+    # A worker applies it to the frozen state; the session stays paused.
+    transitions.dispatch_segment(session)
+    return record

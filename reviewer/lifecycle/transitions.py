@@ -1,0 +1,197 @@
+"""What every transition shares: the states, the errors a refused command raises, the locked
+read of a session, and the hand-over of work to a worker once the transaction commits."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+
+from django.db import transaction
+from django.utils import timezone
+
+from reviewer import events
+from reviewer.lifecycle import audit
+from reviewer.models import PauseEvent, ReviewSession, statuses
+from reviewer.web.arguments import CommandError
+from reviewer.worker import dispatch, liveness, pause_flags, vault
+
+log = logging.getLogger(__name__)
+
+S = ReviewSession
+
+QUEUE_UNREACHABLE = "The task queue (Redis) stayed out of reach, so no worker got the session; resume it to try again"
+
+
+class SegmentSuperseded(Exception):
+    """A newer segment owns the session: the worker running this one must stop writing."""
+
+
+class NotFound(CommandError):
+    status = 404
+
+
+class Conflict(CommandError):
+    """The command is valid but the session's state does not allow it."""
+
+    status = 409
+
+
+class Unavailable(CommandError):
+    """Redis is out of reach: the command was refused and changed nothing; it may be retried."""
+
+    status = 503
+
+
+# --- reading a session -------------------------------------------------------------------
+
+
+def get_session_for(user, session_id) -> ReviewSession:
+    try:
+        return S.objects.visible_to(user).get(pk=int(session_id))
+    except (S.DoesNotExist, TypeError, ValueError):
+        raise NotFound(f"Session {session_id} not found") from None
+
+
+def locked(session_id: int) -> ReviewSession:
+    return S.objects.select_for_update().get(pk=session_id)
+
+
+@contextlib.contextmanager
+def command_on(
+    user, session_id, allowed: AbstractSet[str], command: str, edits_applied: bool = False
+) -> Iterator[ReviewSession]:
+    """The opening every reviewer command shares: one transaction, the session locked, its
+    state checked (and, where offsets matter, no edit still on its way to the worker)."""
+    with transaction.atomic():
+        session = locked(get_session_for(user, session_id).pk)
+        require(session, allowed, command)
+        if edits_applied:
+            require_applied_edits(session, command)
+        yield session
+
+
+def require(session: ReviewSession, allowed: AbstractSet[str], command: str) -> None:
+    if session.status not in allowed:
+        raise Conflict(f"Cannot {command} a session that is {session.status}")
+
+
+def require_applied_edits(session: ReviewSession, command: str) -> None:
+    """Offsets and alternatives refer to the text as it is now; a queued edit changes it."""
+    if session.edits.filter(applied=False, error="").exists():
+        raise Conflict(
+            f"Cannot {command} while an earlier edit is still being applied; retry shortly"
+        )
+
+
+# --- changing its state ------------------------------------------------------------------
+
+
+def set_status(session: ReviewSession, status: str) -> None:
+    """The one place a status changes; a transition the lifecycle table does not list is
+    refused (a bug in the caller, not a reviewer's mistake). The stored status is the one
+    checked: the caller's copy may predate a command another process ran."""
+    current = S.objects.values_list("status", flat=True).get(pk=session.pk)
+    if current != status and not statuses.allows(current, status):
+        raise Conflict(f"A session that is {current} cannot become {status}")
+    session.status = status
+    session.save(update_fields=["status", "updated_at"])
+    events.emit(session.pk, events.STATUS, events.status(status))
+
+
+def finish(session: ReviewSession, status: str) -> None:
+    session.finished_at = timezone.now()
+    session.save(update_fields=["finished_at"])
+    set_status(session, status)
+    session_id, holder = session.pk, session.worker
+    transaction.on_commit(lambda: release_state(session_id, holder))
+
+
+def latest_open_pause(session: ReviewSession) -> PauseEvent | None:
+    return session.pauses.filter(resumed_at__isnull=True).order_by("-halted_at").first()
+
+
+def open_pause(session: ReviewSession) -> PauseEvent:
+    pause = latest_open_pause(session)
+    if pause is None:
+        raise Conflict("The session has no open pause")
+    return pause
+
+
+def close_open_pause(session: ReviewSession, outcome: str) -> None:
+    pause = latest_open_pause(session)
+    if pause is not None:
+        pause.resumed_at = timezone.now()
+        pause.outcome = pause.outcome or outcome
+        pause.save(update_fields=["resumed_at", "outcome"])
+
+
+def fail(session_id: int, error: str, segment: str | None = None) -> None:
+    """The session failed; unless ``segment`` names a segment already superseded (a worker
+    cut off from Postgres, whose session another worker took over meanwhile)."""
+    with transaction.atomic():
+        session = S.objects.select_for_update().filter(pk=session_id).first()
+        if session is None or session.is_final:
+            return
+        if segment is not None and session.segment != segment:
+            return
+        session.error = error
+        session.save(update_fields=["error"])
+        audit.append("failed", "engine", session, {"error": error})
+        finish(session, S.FAILED)
+        events.emit(session.pk, events.ERROR, events.error(error))
+
+
+def set_flag(action, session_id: int) -> None:
+    try:
+        action(session_id)
+    except pause_flags.RedisUnavailable as exc:
+        raise Unavailable(f"{exc}: nothing was changed; try again in a moment") from None
+
+
+# --- handing work to a worker ------------------------------------------------------------
+
+
+def live_holder(worker: str) -> str | None:
+    """The Celery hostname (own queue) of the worker that ran a session, if that process is
+    still alive (it may hold the state); None for a dead or a previous incarnation."""
+    return liveness.hostname_of(worker) if worker and liveness.is_alive(worker) else None
+
+
+def dispatch_segment(session: ReviewSession) -> None:
+    """Hand the session to a worker after commit: the one holding its state if it is alive."""
+    session.segment = uuid.uuid4().hex
+    session.save(update_fields=["segment", "updated_at"])
+    holder = live_holder(session.worker)
+    args = (session.pk, session.segment)
+    transaction.on_commit(
+        lambda: send_after_commit(
+            lambda: dispatch.segment(args, holder),
+            lambda: fail(args[0], QUEUE_UNREACHABLE, args[1]),
+        )
+    )
+
+
+def send_after_commit(send, on_failure) -> None:
+    """Hand work to the broker once the command is committed. The send retries through a
+    blip (dispatch._send); should the broker stay away longer, the session says so instead of
+    waiting for a task that was never queued."""
+    try:
+        send()
+    except Exception:
+        log.exception("could not send a task to the broker")
+        on_failure()
+
+
+def release_state(session_id: int, holder: str) -> None:
+    """Free what a finished session held: its control key, its vault snapshot and the
+    paused state in the memory of the worker that ran it."""
+    vault.configured().discard(session_id)
+    try:
+        pause_flags.clear(session_id)
+        if queue := live_holder(holder):
+            dispatch.release(session_id, queue)
+    except Exception as exc:  # Redis out of reach: the key expires, the memory is freed later
+        log.warning("session %s: could not release its state: %s", session_id, exc)

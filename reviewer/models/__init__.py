@@ -1,0 +1,40 @@
+"""What Caesura keeps in Postgres, by noun; the session's statuses and transitions are ``statuses``."""
+
+from reviewer.models.audit import ApiToken, AuditRecord
+from reviewer.models.domain import (
+    Domain,
+    Glossary,
+    GlossaryTerm,
+    PauseModelVersion,
+    PausePolicy,
+    RoiSettings,
+    TaskDecoding,
+    in_page_language,
+)
+from reviewer.models.session import (
+    CommandReceipt,
+    Edit,
+    PauseEvent,
+    ReviewSession,
+    SessionEvent,
+    SessionQuerySet,
+)
+
+__all__ = [
+    "ApiToken",
+    "AuditRecord",
+    "CommandReceipt",
+    "Domain",
+    "Edit",
+    "Glossary",
+    "GlossaryTerm",
+    "PauseEvent",
+    "PauseModelVersion",
+    "PausePolicy",
+    "ReviewSession",
+    "RoiSettings",
+    "SessionEvent",
+    "SessionQuerySet",
+    "TaskDecoding",
+    "in_page_language",
+]

@@ -1,0 +1,232 @@
+"""What an admin configures: domains, their glossaries, policies and presets."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import translation
+
+
+def in_page_language(name: str, name_zh: str) -> str:
+    """The Chinese display name on a Chinese page where an admin gave one, else the name."""
+    chinese = (translation.get_language() or "").startswith("zh")
+    return name_zh if chinese and name_zh else name
+
+
+class Domain(models.Model):
+    """A field of review (clinical notes, contracts, ...) with its prompt and decoding defaults."""
+
+    name = models.CharField(max_length=100, unique=True)
+    name_zh = models.CharField(
+        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+    )
+    slug = models.SlugField(max_length=100, unique=True)
+    specialty = models.CharField(max_length=50, help_text="medical, legal, insurance, patent, ...")
+    system_prompt = models.TextField()
+    decoding = models.JSONField(default=dict, blank=True, help_text="Default sampling parameters")
+    max_pauses_per_100_tokens = models.PositiveSmallIntegerField(
+        "pauses per 100 tokens",
+        default=3,
+        validators=[MaxValueValidator(100)],
+        help_text="At most this many policy pauses in any 100 generated tokens; the policies'"
+        " other pauses are kept as flags. 0: no limit. Reviewers' own pauses do not count.",
+    )
+    min_pause_distance = models.PositiveSmallIntegerField(
+        "minimum tokens between pauses",
+        default=20,
+        validators=[MaxValueValidator(10000)],
+        help_text="A policy may pause only this many generated tokens after the last pause"
+        " (a reviewer's included). 0: no minimum.",
+    )
+    resume_time_after_s = models.PositiveIntegerField(
+        "tell the time after a pause of (seconds)",
+        default=600,
+        validators=[MaxValueValidator(7 * 24 * 3600)],
+        help_text="Resuming after a longer pause tells the model the current time (a note in"
+        " its context, not in the text). 0: never.",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def display_name(self) -> str:
+        return in_page_language(self.name, self.name_zh)
+
+    def pause_budget(self) -> dict:
+        """The engine's PauseBudget as JSON: a session stores the one it started with."""
+        return {
+            "per_100_tokens": self.max_pauses_per_100_tokens,
+            "min_distance": self.min_pause_distance,
+            "hold_until_first_word": True,
+        }
+
+
+class Glossary(models.Model):
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="glossaries")
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        unique_together = [("domain", "name")]
+        verbose_name_plural = "glossaries"
+
+    def __str__(self) -> str:
+        return f"{self.domain}: {self.name}"
+
+
+class GlossaryTerm(models.Model):
+    glossary = models.ForeignKey(Glossary, on_delete=models.CASCADE, related_name="terms")
+    term = models.CharField(max_length=200)
+    preferred = models.CharField(max_length=300, help_text="Preferred replacement")
+    code = models.CharField(max_length=50, blank=True, help_text="ICD-10, IPC or clause code")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["term"]
+        unique_together = [("glossary", "term")]
+
+    def __str__(self) -> str:
+        return f"{self.term} → {self.preferred}"
+
+
+class PausePolicy(models.Model):
+    """An admin-configured reason to stop generation; parameters are validated by the engine."""
+
+    ACTIONS = [("pause", "pause"), ("rollback", "rollback"), ("flag", "flag")]
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="policies")
+    name = models.CharField(max_length=100)
+    name_zh = models.CharField(
+        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+    )
+    kind = models.CharField(max_length=30)
+    params = models.JSONField(default=dict, blank=True)
+    action = models.CharField(max_length=10, choices=ACTIONS, default="pause")
+    enabled = models.BooleanField(default=True)
+    cooldown = models.PositiveIntegerField(default=0, help_text="Tokens before it may fire again")
+    order = models.PositiveIntegerField(default=0)
+    priority = models.IntegerField(
+        default=0,
+        validators=[MinValueValidator(-1000), MaxValueValidator(1000)],
+        help_text="When several policies want to pause at the same token, the highest priority"
+        " pauses and the others are kept as flags.",
+    )
+    may_pause_before_first_word = models.BooleanField(
+        default=False,
+        help_text="Allow a pause before the model has written its first word (otherwise such"
+        " a pause is kept as a flag).",
+    )
+
+    class Meta:
+        ordering = ["domain", "order", "id"]
+        unique_together = [("domain", "name")]
+        verbose_name_plural = "pause policies"
+
+    def __str__(self) -> str:
+        return f"{self.domain}: {self.name} ({self.kind})"
+
+    @property
+    def display_name(self) -> str:
+        return in_page_language(self.name, self.name_zh)
+
+    def to_spec(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "action": self.action,
+            "params": self.params,
+            "cooldown": self.cooldown,
+            "enabled": self.enabled,
+            "priority": self.priority,
+            "may_pause_before_first_word": self.may_pause_before_first_word,
+        }
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.policies import PolicyConfigError, build_policy
+
+        try:
+            build_policy(self.to_spec())
+        except PolicyConfigError as exc:
+            raise ValidationError(str(exc)) from exc
+
+
+class RoiSettings(models.Model):
+    """What an admin assumes when Pause ROI is computed for a domain; shown beside every figure."""
+
+    domain = models.OneToOneField(Domain, on_delete=models.CASCADE, related_name="roi_settings")
+    baseline_regenerate_cycles = models.FloatField(
+        default=1.0,
+        help_text="Generate → review → regenerate cycles one generation needed before pausing",
+    )
+    minutes_saved_per_cycle = models.FloatField(
+        default=10.0, help_text="Reviewer minutes one avoided regenerate cycle saves"
+    )
+    reviewer_hourly_cost = models.DecimalField(max_digits=10, decimal_places=2, default=100)
+    loss_avoided_per_interception = models.DecimalField(
+        max_digits=12, decimal_places=2, default=0, help_text="Cost of an error a policy caught"
+    )
+    annual_system_cost = models.DecimalField(max_digits=12, decimal_places=2, default=0)
+    currency = models.CharField(max_length=3, default="USD")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "ROI settings"
+        verbose_name_plural = "ROI settings"
+
+    def __str__(self) -> str:
+        return f"ROI settings of {self.domain}"
+
+
+class TaskDecoding(models.Model):
+    """A domain's decoding parameters for one task type, over the built-in preset."""
+
+    TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="task_decodings")
+    task_type = models.CharField(max_length=20, choices=TASK_TYPES)
+    params = models.JSONField(
+        default=dict, blank=True, help_text='Sampling parameters, e.g. {"temperature": 0.2}'
+    )
+
+    class Meta:
+        ordering = ["domain", "task_type"]
+        unique_together = [("domain", "task_type")]
+        verbose_name = "task decoding preset"
+
+    def __str__(self) -> str:
+        return f"{self.domain}: {self.task_type}"
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.config import SamplingConfigError, SamplingParams
+
+        try:
+            SamplingParams.for_task(self.task_type, **(self.params or {}))
+        except (SamplingConfigError, TypeError) as exc:
+            raise ValidationError(str(exc)) from exc
+
+
+class PauseModelVersion(models.Model):
+    """A trained learned-policy model: its bytes, so any worker can write the file back, and
+    the held-out metrics it was chosen by."""
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="pause_models")
+    version = models.PositiveIntegerField(help_text="1, 2, ... per domain")
+    checksum = models.CharField(max_length=64, help_text="SHA-256 of the model bytes")
+    data = models.BinaryField()
+    metrics = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, help_text="Who trained it")
+
+    class Meta:
+        ordering = ["domain", "-version"]
+        unique_together = [("domain", "version")]
+
+    def __str__(self) -> str:
+        return f"{self.domain} pause model v{self.version} ({self.checksum[:12]})"

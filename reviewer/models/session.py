@@ -1,0 +1,208 @@
+"""A review session and what happens in it: pauses, edits, events, command receipts."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from reviewer.models import statuses
+from reviewer.models.domain import Domain, GlossaryTerm
+
+DEFAULT_MAX_NEW_TOKENS = 200  # for a row whose decoding names none (the former column default)
+
+
+class SessionQuerySet(models.QuerySet):
+    def visible_to(self, user) -> SessionQuerySet:
+        return self if user.is_staff else self.filter(owner=user)
+
+    def running(self) -> SessionQuerySet:
+        return self.filter(status=ReviewSession.RUNNING)
+
+    def paused(self) -> SessionQuerySet:
+        return self.filter(status=ReviewSession.PAUSED)
+
+
+class ReviewSession(models.Model):
+    """One generation under review. Its statuses and transitions: reviewer/models/statuses.py; the
+    transitions are made in reviewer.lifecycle, nowhere else."""
+
+    DRAFT, RUNNING, PAUSED, GENERATED = (
+        statuses.DRAFT,
+        statuses.RUNNING,
+        statuses.PAUSED,
+        statuses.GENERATED,
+    )
+    COMPLETED, REJECTED, CANCELLED, FAILED = (
+        statuses.COMPLETED,
+        statuses.REJECTED,
+        statuses.CANCELLED,
+        statuses.FAILED,
+    )
+    STATUSES = list(statuses.LABELS.items())
+    FINAL = statuses.FINAL
+
+    owner = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="review_sessions")
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="sessions")
+    input_text = models.TextField()
+    model_name = models.CharField(max_length=200)
+    decoding = models.JSONField(default=dict)
+    policy_specs = models.JSONField(default=list)
+    pause_budget = models.JSONField(
+        default=dict, blank=True, help_text="The domain's pause budget when it started"
+    )
+    muted_policies = models.JSONField(
+        default=list, blank=True, help_text="Policies its reviewer silenced for this session"
+    )
+    pending_note = models.TextField(
+        blank=True, help_text="Context the model reads when its next segment starts (the time)"
+    )
+    status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)
+    prompt_ids = models.JSONField(default=list)
+    generated_ids = models.JSONField(default=list)
+    text = models.TextField(blank=True)
+    engine_meta = models.JSONField(default=dict, blank=True, help_text="Attempts, policy state")
+    ids_seq = models.PositiveIntegerField(
+        default=0, help_text="Last event covered by generated_ids"
+    )
+    last_seq = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True, help_text="Worker holding the state")
+    segment = models.CharField(
+        max_length=32, blank=True, help_text="Token of the live segment task"
+    )
+    error = models.TextField(blank=True)
+    decision_comment = models.TextField(blank=True)
+    task_type = models.CharField(max_length=20, blank=True, help_text="Decides the decoding")
+    task_source = models.CharField(
+        max_length=10, blank=True, help_text="'classifier' or 'override'"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"Session {self.pk} ({self.status})"
+
+    # The seed and the token limit are sampling parameters, kept once: in ``decoding``.
+    @property
+    def seed(self) -> int:
+        return int(self.decoding.get("seed", 0))
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self.decoding = {**self.decoding, "seed": value}
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.decoding.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
+
+    @max_new_tokens.setter
+    def max_new_tokens(self, value: int) -> None:
+        self.decoding = {**self.decoding, "max_new_tokens": value}
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+
+class PauseEvent(models.Model):
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="pauses")
+    position = models.PositiveIntegerField(help_text="Generated tokens before the pause")
+    trigger = models.CharField(max_length=100, help_text="'manual' or the policy's name")
+    kind = models.CharField(max_length=30, blank=True, help_text="Policy kind, or 'manual'")
+    reason = models.TextField()
+    evidence = models.JSONField(default=dict)
+    alternatives = models.JSONField(default=list)
+    attention = models.JSONField(default=dict)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    halted_at = models.DateTimeField()
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True, help_text="Manual pause: request to halt")
+    outcome = models.CharField(max_length=30, blank=True, help_text="What the reviewer did")
+
+    class Meta:
+        ordering = ["halted_at"]
+
+
+class Edit(models.Model):
+    KINDS = [
+        ("replace", "replace"),
+        ("choose", "choose"),
+        ("truncate", "truncate"),
+        ("append", "append"),
+    ]
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="edits")
+    pause = models.ForeignKey(PauseEvent, on_delete=models.CASCADE, related_name="edits", null=True)
+    kind = models.CharField(max_length=10, choices=KINDS)
+    start = models.PositiveIntegerField(
+        null=True, help_text="Character offset (replace) or token position"
+    )
+    end = models.PositiveIntegerField(null=True)
+    token_id = models.IntegerField(null=True, blank=True)
+    text_before = models.TextField(blank=True)
+    text_after = models.TextField(blank=True)
+    glossary_term = models.ForeignKey(
+        GlossaryTerm, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    author = models.ForeignKey("auth.User", on_delete=models.PROTECT)
+    applied = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def as_dict(self) -> dict:
+        """The one serialisation of an edit: the API's answer and the audit record's."""
+        return {
+            "id": self.pk,
+            "pause": self.pause_id,
+            "kind": self.kind,
+            "start": self.start,
+            "end": self.end,
+            "token_id": self.token_id,
+            "text_before": self.text_before,
+            "text_after": self.text_after,
+            "glossary_term": self.glossary_term_id,
+            "author": self.author.username,
+            "applied": self.applied,
+            "error": self.error,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+class SessionEvent(models.Model):
+    """What the browser saw, numbered per session, so a client that missed one can catch up."""
+
+    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=20)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        unique_together = [("session", "seq")]
+
+    def to_message(self) -> dict:
+        return {"type": self.type, "seq": self.seq, "session": self.session_id, **self.payload}
+
+
+class CommandReceipt(models.Model):
+    """A client command id seen once; a repeat (double click, retry) gets the first answer."""
+
+    session = models.ForeignKey(
+        ReviewSession, on_delete=models.CASCADE, related_name="receipts", null=True
+    )
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE)
+    command_id = models.CharField(max_length=100)
+    command = models.CharField(max_length=20)
+    result = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        unique_together = [("user", "command_id")]

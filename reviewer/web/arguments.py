@@ -1,0 +1,218 @@
+"""What clients may send: one typed reader per argument, shared by services, the commands
+table, the HTTP API, the websocket and the API description (reviewer/web/openapi.py).
+
+Integer fields take JSON integers only: 2.5, 3.0, true and "3" are refused, and so is any
+integer outside the field's range. Numbers must be finite: JSON text holding NaN, Infinity
+or a number too large for a float (1e400) is refused as a whole. Strings are bounded and
+must be storable: Postgres refuses the NUL character and lone UTF-16 surrogates.
+
+Each reader raises InvalidInput (400) with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from django.conf import settings
+
+from reviewer.lifecycle import task_types
+
+MAX_INT = 2**31 - 1  # Postgres integer: positions, offsets, token ids
+MAX_BIGINT = 2**63 - 1  # Postgres bigint: seeds and primary keys
+MAX_COMMENT_CHARS = 10_000
+MAX_COMMAND_ID_CHARS = 100  # CommandReceipt.command_id
+MAX_DOMAIN_CHARS = 100  # Domain.name and Domain.slug
+MAX_POLICY_NAME_CHARS = 100  # PausePolicy.name
+SHOWN_CHARS = 40  # of a refused value, in the error message
+
+
+class CommandError(Exception):
+    """A client's request that cannot be carried out; status is the HTTP status to answer."""
+
+    status = 400
+
+
+class InvalidInput(CommandError):
+    status = 400
+
+
+def shown(value: Any) -> str:
+    """A refused value as the error message quotes it: short, whatever was sent."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Integer:
+    name: str
+    minimum: int = 0
+    maximum: int = MAX_INT
+    description: str = ""
+
+    def __call__(self, value: Any) -> int:
+        # bool is an int in Python; JSON true is not an integer.
+        if type(value) is not int or not self.minimum <= value <= self.maximum:
+            raise InvalidInput(
+                f"{self.name} must be a JSON integer from {self.minimum} to {self.maximum},"
+                f" not {shown(value)}"
+            )
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        return _described(
+            {"type": "integer", "minimum": self.minimum, "maximum": self.maximum},
+            self.description,
+        )
+
+
+@dataclass(frozen=True)
+class Text:
+    name: str
+    max_chars: int = 0  # or, when limit_setting names one, that setting's value
+    limit_setting: str = ""
+    blank: bool = False  # may be empty (or only spaces)
+    strip: bool = False  # leading and trailing spaces are dropped
+    description: str = ""
+
+    @property
+    def limit(self) -> int:
+        return getattr(settings, self.limit_setting) if self.limit_setting else self.max_chars
+
+    def __call__(self, value: Any) -> str:
+        if not isinstance(value, str):
+            raise InvalidInput(f"{self.name} must be a string, not {shown(value)}")
+        if self.strip:
+            value = value.strip()
+        if not self.blank and not value.strip():
+            raise InvalidInput(f"{self.name} must not be empty")
+        if len(value) > self.limit:
+            raise InvalidInput(
+                f"{self.name} is {len(value)} characters long; the limit is {self.limit}"
+            )
+        return storable(value, self.name)
+
+    def schema(self) -> dict[str, Any]:
+        schema = {"type": "string", "maxLength": self.limit}
+        if not self.blank:
+            schema["minLength"] = 1
+        return _described(schema, self.description)
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    choices: Sequence[str]
+    description: str = ""
+
+    def __call__(self, value: Any) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise InvalidInput(
+                f"{self.name} must be one of {', '.join(self.choices)}, not {shown(value)}"
+            )
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        return _described({"type": "string", "enum": list(self.choices)}, self.description)
+
+
+def storable(value: str, name: str) -> str:
+    if "\x00" in value:
+        raise InvalidInput(f"{name} must not contain the NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{name} must be valid Unicode (it holds a lone surrogate)") from None
+    return value
+
+
+def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {**schema, "description": description} if description else schema
+
+
+# --- the arguments --------------------------------------------------------------------------
+
+SEED = Integer("seed", 0, MAX_BIGINT, "Same seed, same text; a random one when absent")
+MAX_NEW_TOKENS = Integer(
+    "max_new_tokens",
+    1,
+    MAX_INT,
+    "Tokens the model may generate; prompt plus this must fit the model's context",
+)
+DOMAIN = Text("domain", MAX_DOMAIN_CHARS, description="The domain's name or slug")
+INPUT = Text(
+    "input",
+    limit_setting="CAESURA_MAX_INPUT_CHARS",
+    strip=True,
+    description="The case text; its prompt plus max_new_tokens must fit the model's context",
+)
+TASK_TYPE = Choice(
+    "task_type",
+    task_types.LABELS,
+    "Decides the decoding preset; classified from the input when absent",
+)
+COMMAND_ID = Text(
+    "command_id",
+    MAX_COMMAND_ID_CHARS,
+    blank=True,
+    description="Client-chosen id: a repeat answers with the first result and changes nothing",
+)
+START = Integer("start", description="First character of the span (Unicode code points)")
+END = Integer("end", description="One past the span's last character (code points)")
+EDIT_TEXT = Text(
+    "text",
+    limit_setting="CAESURA_MAX_EDIT_CHARS",
+    blank=True,
+    description="Replacement text; the edited session must still fit the model's context",
+)
+GLOSSARY_TERM = Integer("glossary_term", 1, MAX_BIGINT, "Id of the glossary term used")
+POSITION = Integer("position", description="Generated tokens to keep")
+TOKEN_ID = Integer("token_id", description="One of the alternatives offered at the pause")
+LAYER = Integer("layer", description="Layer whose heads to show")
+COMMENT = Text("comment", MAX_COMMENT_CHARS, blank=True, description="The reviewer's comment")
+POLICY = Text(
+    "policy", MAX_POLICY_NAME_CHARS, description="The name of one of the session's policies"
+)
+AFTER = Integer("after", description="Sequence number of the last event the client has")
+LIMIT = Integer("limit", 0, MAX_INT, "Most sessions to list (at most 1000 are sent)")
+
+
+# --- JSON and query strings -------------------------------------------------------------------
+
+
+def loads(text: str | bytes, what: str = "Request body") -> Any:
+    """Strict JSON: no NaN or Infinity, no number beyond a float, no nesting deeper than
+    Python's parser follows. Anything else is refused with InvalidInput naming `what`."""
+
+    def refuse_constant(name: str) -> NoReturn:
+        raise InvalidInput(f"{what} is not valid JSON: {name} is not a JSON number")
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise InvalidInput(f"{what} holds a number out of range: {shown(text)}")
+        return value
+
+    try:
+        return json.loads(text, parse_constant=refuse_constant, parse_float=finite)
+    except RecursionError:
+        raise InvalidInput(f"{what} is not valid JSON: it is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} is not valid JSON: it is not UTF-8") from None
+    except ValueError:  # also integers with more digits than Python converts
+        raise InvalidInput(f"{what} is not valid JSON") from None
+
+
+def query_integer(raw: str | None, reader: Integer, default: int) -> int:
+    """A query-string integer: decimal digits, in the reader's range."""
+    if raw in (None, ""):
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 20:
+        raise InvalidInput(
+            f"{reader.name} must be an integer from {reader.minimum} to {reader.maximum},"
+            f" not {shown(raw)}"
+        )
+    return reader(int(raw))

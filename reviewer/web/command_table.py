@@ -1,0 +1,98 @@
+"""Reviewer commands as clients send them: one table shared by the HTTP API, the websocket
+and the API description. Services read and check each argument (reviewer/web/arguments.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reviewer import lifecycle
+from reviewer.web import arguments
+from reviewer.web.arguments import (
+    COMMENT,
+    EDIT_TEXT,
+    END,
+    GLOSSARY_TERM,
+    LAYER,
+    POLICY,
+    POSITION,
+    START,
+    TOKEN_ID,
+    InvalidInput,
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    func: Any
+    required: tuple = ()  # argument readers (reviewer/web/arguments.py)
+    optional: tuple = ()
+    status: int = 200  # 202 where a worker applies the change after the reply
+    summary: str = ""
+
+    def arguments(self, body: dict) -> dict:
+        """The arguments the body gives; other keys are ignored, null counts as absent."""
+        missing = [arg.name for arg in self.required if body.get(arg.name) is None]
+        if missing:
+            raise InvalidInput(f"{', '.join(missing)} is required")
+        given = (arg.name for arg in self.required + self.optional)
+        return {name: body[name] for name in given if body.get(name) is not None}
+
+
+COMMANDS: dict[str, Command] = {
+    "pause": Command(lifecycle.pause, summary="Ask the worker to pause at the next token"),
+    "resume": Command(lifecycle.resume, summary="Continue a paused session"),
+    "rollback": Command(
+        lifecycle.rollback,
+        required=(POSITION,),
+        status=202,
+        summary="Drop the generated tokens from a position on",
+    ),
+    "edit": Command(
+        lifecycle.edit,
+        required=(START, END, EDIT_TEXT),
+        optional=(GLOSSARY_TERM,),
+        status=202,
+        summary="Replace a span of the generated text",
+    ),
+    "choose": Command(
+        lifecycle.choose,
+        required=(TOKEN_ID,),
+        status=202,
+        summary="Make an offered alternative the next token",
+    ),
+    "approve": Command(lifecycle.approve, optional=(COMMENT,), summary="Accept the text"),
+    "reject": Command(lifecycle.reject, required=(COMMENT,), summary="Refuse the text"),
+    "cancel": Command(lifecycle.cancel, summary="Stop the session for good"),
+    "attention": Command(
+        lifecycle.attention,
+        required=(LAYER,),
+        status=202,
+        summary="Ask for one layer's attention per head at the pause",
+    ),
+    "mute": Command(
+        lifecycle.mute,
+        required=(POLICY,),
+        summary="At a pause: silence one policy for the rest of the session",
+    ),
+    "unmute": Command(
+        lifecycle.unmute,
+        required=(POLICY,),
+        summary="At a pause: let a muted policy fire again",
+    ),
+}
+
+
+def command_id_of(body: dict) -> str | None:
+    value = body.get("command_id")
+    if value is None:
+        return None
+    return arguments.COMMAND_ID(value) or None
+
+
+def run(user, session_id: int, name: str, body: dict) -> dict:
+    """Validate a client's command body and hand it to services; raises CommandError."""
+    command = COMMANDS.get(name) if isinstance(name, str) else None
+    if command is None:
+        raise InvalidInput(f"Unknown command {arguments.shown(name)}; known: {', '.join(COMMANDS)}")
+    return command.func(user, session_id, command_id=command_id_of(body), **command.arguments(body))

@@ -1,0 +1,76 @@
+"""Reachability checks for the services Caesura depends on, with advice a person can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "detail": self.detail}
+
+
+def check_database() -> Check:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return Check("database", True, "connected")
+    except Exception as exc:  # any driver error means "down" to a health check
+        return Check("database", False, _first_line(exc))
+
+
+def check_redis() -> Check:
+    try:
+        redis_client().ping()
+        return Check("redis", True, "connected")
+    except Exception as exc:
+        return Check("redis", False, _first_line(exc))
+
+
+def check_worker() -> Check:
+    """Up while a worker of this installation beats. Every worker writes a short-lived key
+    naming this database every few seconds, from a thread, so it counts while it generates
+    (a solo-pool worker cannot answer a broker ping then); workers of another installation
+    sharing the Redis write other keys and do not count."""
+    try:
+        names = sorted(alive_workers())
+    except Exception as exc:
+        return Check("worker", False, _first_line(exc))
+    if names:
+        return Check("worker", True, f"{len(names)} alive: {', '.join(names)}")
+    return Check(
+        "worker", False, f"no worker of this installation beat in the last {ALIVE_TTL_S} s"
+    )
+
+
+# --- worker liveness: written by reviewer/worker/runtime.py, read here and by services -----------------
+
+ALIVE_TTL_S = 10  # a worker's key outlives two missed beats, no more
+
+
+def alive_key(hostname: str) -> str:
+    return f"caesura:{settings.DATABASES['default']['NAME']}:worker-alive:{hostname}"
+
+
+def alive_workers() -> set[str]:
+    prefix = alive_key("")
+    return {key.decode()[len(prefix) :] for key in redis_client().scan_iter(match=prefix + "*")}
+
+
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

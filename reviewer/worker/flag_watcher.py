@@ -1,0 +1,102 @@
+"""Keeps the pause and cancel flags of this worker's running sessions in memory.
+
+The serving loop reads a session's flag once per step; it must never wait on Redis (a stall
+would stop every session of the worker at once). One thread per process reads every
+registered flag in one round trip a few dozen times a second and hands the answers to the
+sessions' control handles; the loop reads those from memory. A stall or an outage holds
+up this thread only: a flag set meanwhile is read once Redis answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from reviewer.web.health import redis_client
+
+if TYPE_CHECKING:
+    from reviewer.worker.pause_flags import RedisControl
+
+log = logging.getLogger(__name__)
+
+INTERVAL_S = 0.02  # a pause asked for lands within about this much of the next step
+
+
+class FlagWatcher:
+    def __init__(self) -> None:
+        self._controls: dict[str, RedisControl] = {}  # by key
+        self._deletes: list[str] = []  # keys whose request was honoured, to delete
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        # When the rounds that failed since Redis last answered began; None while it answers.
+        # (A round held up by a busy CPU is not an outage: only a failed one counts.)
+        self.failing_since: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def register(self, control: RedisControl) -> None:
+        with self._lock:
+            self._controls[control.key] = control
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="flag-watcher", daemon=True)
+                self._thread.start()
+
+    def unregister(self, control: RedisControl) -> None:
+        with self._lock:
+            if self._controls.get(control.key) is control:
+                del self._controls[control.key]
+
+    def delete(self, key: str) -> None:
+        """Delete a flag the engine honoured, from this thread (never the loop's)."""
+        with self._lock:
+            self._deletes.append(key)
+        self._wake.set()
+
+    def _run(self) -> None:
+        client, url = None, None
+        while True:
+            self._wake.wait(INTERVAL_S)
+            self._wake.clear()
+            if url != settings.REDIS_URL:  # settings a test changed: its own Redis
+                client, url = redis_client(), settings.REDIS_URL
+            try:
+                self._round(client)
+            except Exception as exc:  # an outage: the controls judge it against their grace
+                log.debug("control flags not read: %s", exc)
+                time.sleep(INTERVAL_S)
+
+    def _round(self, client) -> None:
+        started = time.monotonic()
+        with self._lock:
+            deletes, self._deletes = self._deletes, []
+            controls = list(self._controls.values())
+        try:
+            if deletes:
+                client.delete(*deletes)
+            values = client.mget([c.key for c in controls]) if controls else []
+        except Exception:
+            with self._lock:
+                self._deletes = deletes + self._deletes  # tried again next round
+            if self.failing_since is None:
+                self.failing_since = started
+            raise
+        self.failing_since = None
+        for control, raw in zip(controls, values, strict=True):
+            control.update(raw)
+
+
+_watcher: tuple[int, FlagWatcher] | None = None
+_watcher_lock = threading.Lock()
+
+
+def shared() -> FlagWatcher:
+    """This process's watcher (a prefork child makes its own: threads do not survive fork)."""
+    global _watcher
+    with _watcher_lock:
+        if _watcher is None or _watcher[0] != os.getpid():
+            _watcher = (os.getpid(), FlagWatcher())
+        return _watcher[1]

@@ -1,0 +1,152 @@
+"""Pause and cancel requests that cross processes: the web sets a Redis key; the worker's
+flag watcher reads it into memory, where the engine polls it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import redis
+from django.conf import settings
+
+from inference.control import CANCEL, PAUSE, ControlHandle
+from reviewer.web.health import redis_client
+from reviewer.worker import flag_watcher
+
+log = logging.getLogger(__name__)
+
+# What a Redis restart, a failover or a network blip raises; anything else is a real error.
+OUTAGE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+class RedisUnavailable(Exception):
+    """Redis stayed out of reach longer than the grace: the segment gives up, clearly."""
+
+
+def control_key(session_id: int) -> str:
+    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
+    return f"caesura:{settings.DATABASES['default']['NAME']}:control:{session_id}"
+
+
+# A reviewer's pause, cancel or resume waits this long for Redis before it is refused; the
+# worker rides out a longer outage (CAESURA_REDIS_GRACE_S), but a person should not wait.
+REQUEST_WAIT_S = 5
+
+
+def request_pause(session_id: int) -> None:
+    payload = json.dumps({"command": PAUSE, "requested_at": time.time()})
+    # NX: a cancel already waiting must not be overwritten by a pause.
+    _write(lambda client: client.set(control_key(session_id), payload, nx=True, ex=3600))
+
+
+def request_cancel(session_id: int) -> None:
+    payload = json.dumps({"command": CANCEL, "requested_at": time.time()})
+    _write(lambda client: client.set(control_key(session_id), payload, ex=3600))
+
+
+def clear(session_id: int) -> None:
+    _write(lambda client: client.delete(control_key(session_id)))
+
+
+def _write(action) -> None:
+    """Write a flag through a Redis blip of a few seconds; past that, RedisUnavailable."""
+    deadline = time.monotonic() + min(settings.CAESURA_REDIS_GRACE_S, REQUEST_WAIT_S)
+    while True:
+        try:
+            action(redis_client())
+            return
+        except OUTAGE as exc:
+            if time.monotonic() >= deadline:
+                raise RedisUnavailable(f"Redis is out of reach ({exc})") from None
+            time.sleep(0.25)
+
+
+class RedisControl(ControlHandle):
+    """The engine's control handle for one session: the Redis key above, read from memory.
+
+    The process's flag watcher (reviewer/worker/flag_watcher.py) keeps the request current
+    from another thread, so ``poll`` never waits on Redis. An outage shorter than
+    ``CAESURA_REDIS_GRACE_S`` does not stop the generation: the last answer stands (a pause or
+    cancel asked meanwhile is read once Redis answers again); past the grace ``poll`` raises
+    ``RedisUnavailable``."""
+
+    def __init__(self, session_id: int, watcher: flag_watcher.FlagWatcher | None = None) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.key = control_key(session_id)
+        self.requested_at: float | None = None
+        self.grace_s = settings.CAESURA_REDIS_GRACE_S
+        self._honoured: float | None = None  # the request the engine cleared last
+        self._since = time.monotonic()
+        self._outage_told = False
+        self.watcher = watcher or flag_watcher.shared()
+        self.update(self.read())  # a request made before the segment stops its first step
+        self.watcher.register(self)
+
+    def close(self) -> None:
+        """The segment ended: the watcher stops reading this session's flag."""
+        self.watcher.unregister(self)
+
+    def read(self) -> bytes | str | None:
+        """The stored request, read now (never from the serving loop's thread); None while
+        Redis is out of reach."""
+        try:
+            return redis_client().get(self.key)
+        except OUTAGE:
+            return None
+
+    def waiting(self) -> str | None:
+        """The request stored now, read from Redis itself."""
+        raw = self.read()
+        return json.loads(raw)["command"] if raw is not None else None
+
+    def update(self, raw: bytes | str | None) -> None:
+        """The watcher's answer for this key; the request the engine already honoured (its
+        delete still on its way) is not taken up again."""
+        message = json.loads(raw) if raw is not None else None
+        with self._lock:
+            if message is None:
+                self._command = None
+            elif message.get("requested_at") != self._honoured:
+                self._command = message["command"]
+                self.requested_at = message.get("requested_at")
+
+    def poll(self) -> str | None:
+        self._check_reachable()
+        with self._lock:
+            return self._command
+
+    def clear(self) -> None:
+        with self._lock:
+            self._honoured = self.requested_at
+            self._command, self._reason = None, "manual"
+        self.watcher.delete(self.key)
+
+    def request_pause(self, reason: str = "manual") -> None:
+        request_pause(self.session_id)
+
+    def request_cancel(self) -> None:
+        request_cancel(self.session_id)
+
+    def _check_reachable(self) -> None:
+        failing_since = self.watcher.failing_since
+        silent = (
+            0.0 if failing_since is None else time.monotonic() - max(failing_since, self._since)
+        )
+        if silent > self.grace_s:
+            raise RedisUnavailable(
+                f"Redis was out of reach for more than {self.grace_s} s (CAESURA_REDIS_GRACE_S)"
+            )
+        if silent > OUTAGE_NOTICE_S and not self._outage_told:
+            log.warning(
+                "session %s: Redis out of reach; generating on for up to %d s",
+                self.session_id,
+                self.grace_s,
+            )
+        elif silent <= OUTAGE_NOTICE_S and self._outage_told:
+            log.info("session %s: Redis answers again", self.session_id)
+        self._outage_told = silent > OUTAGE_NOTICE_S
+
+
+OUTAGE_NOTICE_S = 1.0  # Redis failing this long is an outage worth a line in the log

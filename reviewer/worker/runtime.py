@@ -1,0 +1,379 @@
+"""The worker's side of a review session: the engine, loaded once per process and owned by
+a serving loop that generates for every session of this worker at once, and the frozen
+states of paused sessions kept in memory (least recently used spill to the vault).
+
+A segment runs until a pause, the end, a cancel or the token limit. The task that starts it
+prepares the state (from memory, else the vault, else a rebuild from the token ids in
+Postgres), hands it to the loop and returns: the worker takes the next command while the
+session generates. The segment's relay (reviewer/worker/relay.py) stores what it produces and
+reports its stop. Once a segment has started, its session's liveness lock, not the task's
+message, is what brings it back if this process dies (reviewer/worker/heartbeat.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import signal
+import threading
+import time
+from collections import OrderedDict
+
+from django.conf import settings
+from django.db import transaction
+
+from inference.backend import LIVE_ATTENTION, UnsupportedFeature
+from inference.control import CANCEL
+from inference.decode import RunRequest, StopInfo
+from inference.edits import EditError
+from inference.loader import load_backend
+from inference.serving import Served, ServingLoop
+from inference.snapshot import SnapshotError
+from inference.state import DecodeState
+from reviewer import events, lifecycle
+from reviewer.analytics import metrics, pause_models
+from reviewer.lifecycle import record
+from reviewer.models import Edit, ReviewSession
+from reviewer.worker import liveness, vault
+from reviewer.worker.pause_flags import RedisControl
+from reviewer.worker.relay import Relay
+from reviewer.worker.served_engine import ServedEngine
+from reviewer.worker.vault import VaultError
+
+log = logging.getLogger(__name__)
+
+LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, tokens each
+
+
+@functools.cache
+def serving() -> ServingLoop:
+    """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop. It
+    records every token's similarity to the prompt where it can, so that drift can be
+    calibrated on any session."""
+    backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
+    return ServingLoop(backend, on_failure=engine_failed)
+
+
+def engine_failed(exc: BaseException) -> None:
+    """The engine itself failed: its sessions were told, and this process stops taking
+    work (a warm shutdown) so that its liveness lock goes and other workers take over."""
+    log.critical("the engine failed (%s: %s); this worker shuts down", type(exc).__name__, exc)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+@functools.cache
+def engine() -> ServedEngine:
+    """The engine as this thread may use it: every call runs in the serving loop."""
+    return Served(serving())
+
+
+# --- paused states in memory ---------------------------------------------------------------
+
+
+class StateCache:
+    """Paused states by session, within a memory budget; the least recently used go first."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._states: OrderedDict[int, DecodeState] = OrderedDict()
+        self._lock = threading.Lock()  # the task's thread and the relays' threads share it
+
+    def get(self, session_id: int) -> DecodeState | None:
+        with self._lock:
+            state = self._states.get(session_id)
+            if state is not None:
+                self._states.move_to_end(session_id)
+            return state
+
+    def put(self, session_id: int, state: DecodeState) -> None:
+        with self._lock:
+            self._states[session_id] = state
+            self._states.move_to_end(session_id)
+            while len(self._states) > 1 and self.used() > self.budget:
+                evicted, _ = self._states.popitem(last=False)  # in the vault since its pause
+                log.info("state of session %s spilled to the vault (memory budget)", evicted)
+            self._report()
+
+    def drop(self, session_id: int) -> None:
+        with self._lock:
+            if self._states.pop(session_id, None) is not None:
+                self._report()
+
+    def _report(self) -> None:
+        metrics.WORKER_STATES.set(len(self._states))
+        metrics.WORKER_STATE_BYTES.set(self.used())
+
+    def used(self) -> int:
+        return sum(state_bytes(state) for state in self._states.values())
+
+    def __contains__(self, session_id: int) -> bool:
+        return session_id in self._states
+
+
+def state_bytes(state: DecodeState) -> int:
+    from inference.transformers_backend.runner import ModelRunner
+
+    # vLLM keeps a paused session's KV in its own prefix cache, not in the state.
+    return ModelRunner.cache_bytes(state.cache) if state.cache is not None else 0
+
+
+states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
+
+
+# --- a segment -----------------------------------------------------------------------------
+
+
+def run_segment(session_id: int, segment: str, hostname: str) -> str:
+    """Prepare the session's segment and hand it to the serving loop; "generating" once it
+    runs there (its relay reports the stop), or what ended it before."""
+    wait_for_previous_segment(session_id)
+    session = lifecycle.begin_segment(session_id, segment, liveness.identity(hostname))
+    if session is None:
+        return "stale"
+    pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
+    state = load_state(session)
+    state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
+    apply_pending_edits(session, state)
+    if not lifecycle.generates(session):  # edits applied at a pause: it stays paused
+        keep_paused(session, state)
+        return "edited"
+    tell_pending_note(session, state)
+    start_generating(session, state)
+    return "generating"
+
+
+def start_generating(session: ReviewSession, state: DecodeState) -> None:
+    control = RedisControl(session.pk)
+    relay = Relay(
+        session,
+        state,
+        record.stored_record,
+        lambda stop, halted_at: finish_segment(session, state, stop, control, halted_at),
+    )
+    run = serving().submit(
+        state,
+        RunRequest(
+            relay, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+        ),
+    )
+    with _relays_lock:
+        _relays[session.pk] = relay
+    relay.follow(run, done=lambda: _forget(session.pk, relay, control))
+
+
+_relays: dict[int, Relay] = {}  # relays still writing, by session
+_relays_lock = threading.Lock()
+
+
+def _forget(session_id: int, relay: Relay, control: RedisControl) -> None:
+    control.close()
+    with _relays_lock:
+        if _relays.get(session_id) is relay:
+            del _relays[session_id]
+
+
+def wait_for_previous_segment(session_id: int) -> None:
+    """Work on a session starts once its previous segment has reported its stop and kept
+    its paused state (as when one segment ran after the other in one thread)."""
+    with _relays_lock:
+        relay = _relays.get(session_id)
+    if relay is not None:
+        relay.join()
+
+
+def tell_pending_note(session: ReviewSession, state: DecodeState) -> None:
+    """Give the model the note services left for this segment (the time, after a long
+    pause) as context, and save the record so a rebuild puts it back in the same place."""
+    if not session.pending_note:
+        return
+    try:
+        note = engine().add_note(state, session.pending_note)
+    except UnsupportedFeature as exc:
+        log.warning("session %s: the time is not told: %s", session.pk, exc)
+        lifecycle.record_note_refused(session, str(exc))
+        return
+    save_record(session, state)
+    lifecycle.record_note(session, note.text, note.at)
+
+
+def live_mode() -> str | None:
+    """Stream each token's attention (mean over layers and heads) where the model allows it."""
+    if LIVE_ATTENTION not in engine().features:
+        return None
+    return "mean" if engine().runner.live_attention_supported else None
+
+
+def finish_segment(
+    session: ReviewSession,
+    state: DecodeState,
+    stop: StopInfo,
+    control: RedisControl,
+    halted_at: float | None = None,
+) -> str:
+    """Report what the engine did; services decide what it means for the session."""
+    save_record(session, state)
+    outcome = lifecycle.record_stop(session, stop_report(state, stop, control, halted_at))
+    if outcome == "pause":
+        keep_paused(session, state)
+    else:
+        states.drop(session.pk)
+    return outcome
+
+
+def stop_report(
+    state: DecodeState, stop: StopInfo, control: RedisControl, halted_at: float | None
+) -> lifecycle.StopReport:
+    return lifecycle.StopReport(
+        halted_at=halted_at,
+        reason=stop.reason,
+        position=stop.position,
+        pause=pause_report(state, stop) if stop.reason == "pause" else None,
+        requested_at=_manual_request_time(stop, control),
+        cancel_waiting=stop.reason != "cancel" and control.waiting() == CANCEL,
+    )
+
+
+def keep_paused(session: ReviewSession, state: DecodeState) -> None:
+    vault.configured().put(session.pk, engine().snapshot(state))
+    states.put(session.pk, state)
+    if lifecycle.has_ended(session):  # approved or cancelled while the snapshot was written
+        vault.configured().discard(session.pk)
+        states.drop(session.pk)
+
+
+def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
+    if stop.decision is None or stop.decision.kind != "manual":
+        return None
+    return control.requested_at
+
+
+def attention_view(session_id: int, layer: int) -> None:
+    """One layer's attention per head at the pause, sent to the page as an event."""
+    session = lifecycle.paused_session(session_id)
+    if session is None:
+        return  # resumed or ended meanwhile: there is no pause to look into
+    wait_for_previous_segment(session_id)  # the pause's state is kept in memory first
+    state = load_state(session)
+    view = engine().attention(state, layer)
+    lifecycle.record_attention(
+        session, events.attention(view.layer, view.heads, len(state.generated_ids))
+    )
+
+
+# --- where the state comes from --------------------------------------------------------------
+
+
+def load_state(session: ReviewSession) -> DecodeState:
+    if not session.prompt_ids:
+        return start_state(session)
+    ids = record.recovered_ids(session)
+    state = states.get(session.pk)
+    if state is not None and state.generated_ids == ids:
+        return state
+    state = _from_vault(session, ids)
+    if state is not None:
+        return state
+    log.info("session %s: rebuilding its state from %d token ids", session.pk, len(ids))
+    return rebuild_state(session, ids)
+
+
+def start_state(session: ReviewSession) -> DecodeState:
+    state = engine().start(
+        session.input_text,
+        session.decoding,
+        session.policy_specs,
+        system=session.domain.system_prompt,
+        budget=session.pause_budget or None,
+    )
+    lifecycle.record_prompt(session, state.prompt_ids)
+    return state
+
+
+def _from_vault(session: ReviewSession, ids: list[int]) -> DecodeState | None:
+    try:
+        data = vault.configured().get(session.pk)
+        state = engine().restore(data) if data is not None else None
+    except (VaultError, SnapshotError) as exc:
+        log.warning("session %s: vault snapshot refused (%s)", session.pk, exc)
+        return None
+    return state if state is not None and state.generated_ids == ids else None
+
+
+def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
+    return engine().rebuild(record.checkpoint_of(session, ids))
+
+
+# --- edits ---------------------------------------------------------------------------------
+
+
+def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
+    for pending in lifecycle.pending_edits(session):
+        try:
+            result = apply_edit(state, pending)
+        except (EditError, ValueError) as exc:
+            lifecycle.record_edit_refused(session, pending, str(exc))
+            continue
+        alternatives = engine().signals(state).alternatives
+        report = events.edit_report(
+            result,
+            alternatives,
+            state.detok.pieces(result.token_start),
+            state.top1_history,
+            state.entropy_history,
+            state.similarity_history,
+            lookahead=look_ahead(state, alternatives),
+            attention=engine().attention(state).to_dict(),
+        )
+        with transaction.atomic():  # readers see the new ids and the edit together
+            save_record(session, state)
+            lifecycle.record_edit_applied(session, pending, report)
+
+
+def apply_edit(state: DecodeState, edit: Edit):
+    eng = engine()
+    if edit.kind == "replace":
+        if state.text[edit.start : edit.end] != edit.text_before:
+            raise EditError("The text changed since this edit was made; select the span again")
+        return eng.replace_text(state, edit.start, edit.end, edit.text_after)
+    if edit.kind == "choose":
+        return eng.choose_alternative(state, edit.token_id)
+    if edit.kind == "truncate":
+        return eng.truncate(state, edit.start)
+    if edit.kind == "append":
+        return eng.append_text(state, edit.text_after)
+    raise EditError(f"Unknown edit kind {edit.kind!r}")
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def save_record(session: ReviewSession, state: DecodeState) -> None:
+    lifecycle.store_record(session, record.stored_record(state))
+
+
+def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
+    signals = engine().signals(state)
+    return events.pause_report(
+        stop,
+        signals,
+        engine().attention(state).to_dict(),
+        state.text,
+        state.top1_history,
+        state.entropy_history,
+        lookahead=look_ahead(state, signals.alternatives),
+    )
+
+
+def look_ahead(state: DecodeState, alternatives) -> dict:
+    """What the model would write after each of the top alternatives: computed once per
+    pause (and after an edit) from a fork of the frozen state, which stays untouched."""
+    started = time.perf_counter()
+    ids = [alt.token_id for alt in alternatives[:LOOKAHEAD_BRANCHES]]
+    try:
+        branches = engine().look_ahead(state, ids, LOOKAHEAD_STEPS)
+    except (RuntimeError, ValueError) as exc:  # a preview is never worth losing the pause
+        log.warning("look-ahead failed (%s); the pause shows no previews", exc)
+        branches = []
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+    return {"branches": [b.to_dict() for b in branches], "ms": elapsed_ms}

@@ -1,0 +1,51 @@
+"""Celery tasks: thin — ids in, the worker runtime does the work, failures mark the session.
+
+The web side sends them by name through ``reviewer/worker/dispatch.py``; the names live there."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+
+from reviewer import lifecycle
+from reviewer.analytics import metrics
+from reviewer.worker import dispatch, failures, heartbeat, runtime
+
+
+@shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
+def run_segment(self, session_id: int, segment: str) -> str:
+    try:
+        return runtime.run_segment(session_id, segment, self.request.hostname)
+    except lifecycle.SegmentSuperseded:
+        return "superseded"  # a newer segment carries on; nothing failed
+    except Exception as exc:
+        lifecycle.fail(session_id, failures.describe(exc), segment)
+        raise
+
+
+@shared_task(name=dispatch.ATTENTION_VIEW)
+def attention_view(session_id: int, layer: int) -> None:
+    try:
+        runtime.attention_view(session_id, layer)
+    except Exception as exc:
+        lifecycle.record_attention_failed(session_id, failures.describe(exc))
+        raise
+
+
+@shared_task(name=dispatch.RELEASE_STATE)
+def release_state(session_id: int) -> None:
+    runtime.states.drop(session_id)
+
+
+@worker_ready.connect
+def on_worker_ready(sender, **kwargs) -> None:
+    # Alive first: a previous incarnation's sessions go back to work while the model loads.
+    heartbeat.start(sender.hostname)
+    runtime.engine()  # load the model once, before the first session arrives
+    metrics.serve_worker_metrics()
+
+
+@worker_shutting_down.connect
+def on_worker_shutting_down(sender, **kwargs) -> None:
+    heartbeat.stop(sender)
+    metrics.process_ended()
