@@ -223,7 +223,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
             "redlineUrl": reverse("api-redline", args=[session.pk]),
-            "liveAttention": settings.CAESURA_BACKEND != "vllm",
+            "features": BACKEND_FEATURES[settings.CAESURA_BACKEND],
             "attentionMap": attention_map(session),
         },
     }
@@ -240,6 +240,12 @@ def attention_map(session: ReviewSession) -> dict | None:
     except OSError:
         return None
 
+
+# What each backend declares (its `features`), until the page asks the backend itself.
+BACKEND_FEATURES = {
+    "transformers": ["hidden_states", "live_attention"],
+    "vllm": ["batching"],
+}
 
 LIVE_STATUSES = {
     ReviewSession.DRAFT,
