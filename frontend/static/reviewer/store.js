@@ -6,6 +6,7 @@
 //   tokens (detail: "append" | "full"), drawn (the text was drawn), edited (an edit landed),
 //   pause, heads (another layer's heads at the pause), status, live (the replay is
 //   complete), muted, decision.
+import { STATUS } from "./protocol.js";
 import { Outbox } from "./outbox.js";
 import { data } from "./page.js";
 
@@ -55,9 +56,9 @@ export function createStore(state) {
 export const store = createStore(initialState());
 
 // The open pause, while it is shown: paused, and the replay complete.
-export const shownPause = () => (store.state.status === "paused" && store.state.live ? store.state.pause : null);
+export const shownPause = () => (store.state.status === STATUS.PAUSED && store.state.live ? store.state.pause : null);
 
 // A new status; only a paused session has an open pause.
 export function setStatus(status) {
-  store.set(status === "paused" ? { status } : { status, pause: null }, "status", status);
+  store.set(status === STATUS.PAUSED ? { status } : { status, pause: null }, "status", status);
 }
