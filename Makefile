@@ -1,6 +1,6 @@
 # Caesura: `make run` starts everything, `make test` runs the whole suite, `make test-fast`
-# the development loop's part of it, `make lint` checks style (ruff) and types (mypy: strict
-# on inference/, reviewer/ and webapp/; see pyproject.toml).
+# the development loop's part of it, `make lint` checks style (ruff, ESLint) and types (mypy:
+# strict on inference/, reviewer/ and webapp/; see pyproject.toml).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,7 +11,7 @@ CAESURA_BACKEND ?= transformers
 PYTEST_ARGS ?=
 AXE := node_modules/axe-core/axe.min.js
 
-.PHONY: run test test-fast test-js bench bench-serving lint format venv vllm model services db translations browser clean-venv
+.PHONY: run test test-fast test-js bench bench-serving lint lint-js format venv vllm model services db translations browser clean-venv
 
 run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 	@$(PY) manage.py bootstrap
@@ -19,7 +19,7 @@ run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 
 # The suite runs both backends' contract tests, so it installs vLLM too. OpenMP threads that
 # sleep instead of spinning keep vLLM's steps fast on a CPU shared with the other processes.
-test: model services browser translations vllm
+test: model services browser translations vllm test-js
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest $(PYTEST_ARGS)
 
 # The development loop, in under 3 minutes: the engine on the tiny model, the unit tests and
@@ -32,10 +32,9 @@ test-fast: services translations test-js
 		if [ $$status -eq 5 ]; then echo "no fast test in this selection"; status=0; fi; \
 		exit $$status
 
-# The frontend's pure modules under Node's own test runner.
-test-js:
-	@if [ -d frontend/tests ]; then node --test frontend/tests/; \
-		else echo "frontend/tests does not exist: no Node tests to run"; fi
+# The session page's pure modules (fold, words, outbox) under Node's own test runner.
+test-js: $(AXE)
+	node --test frontend/tests/
 
 bench: model
 	$(PY) bench/engine.py
@@ -43,10 +42,14 @@ bench: model
 bench-serving: model vllm
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/serving.py
 
-lint: venv vllm
+lint: venv vllm lint-js
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# ESLint, pinned in package.json (npm ci installs it with axe-core).
+lint-js: $(AXE)
+	node_modules/.bin/eslint frontend/static frontend/tests eslint.config.js
 
 format: venv
 	$(VENV)/bin/ruff check --fix .
@@ -92,8 +95,9 @@ browser: $(AXE)
 		|| (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
 		|| echo "chromium could not be installed: browser tests will fail"
 
-# axe-core checks the pages' accessibility inside the browser tests: pinned in package.json
-# and package-lock.json, installed from the npm registry (npm from Debian where missing).
+# axe-core checks the pages' accessibility inside the browser tests, ESLint the scripts: both
+# pinned in package.json and package-lock.json, installed from the npm registry (Node and npm
+# from Debian where missing).
 $(AXE): package.json package-lock.json
 	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq npm >/dev/null)
 	npm ci --no-audit --no-fund --loglevel=error

@@ -225,7 +225,6 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
             "mutedPolicies": session.muted_policies,
             "auditUrl": reverse("session-audit", args=[session.pk]),
             "redlineUrl": reverse("api-redline", args=[session.pk]),
-            "liveAttention": LIVE_ATTENTION in backend_features(),  # until the page reads features
             "features": sorted(backend_features()),
             "attentionMap": attention_map(session),
         },

@@ -84,7 +84,7 @@ def tokens(session: ReviewSession, pieces: list[str]) -> None:
                 "position": position,
                 "token_id": 100 + position,
                 "text": word,
-                "probability": 0.9 - 0.07 * position,
+                "probability": max(0.05, 0.9 - 0.07 * position),  # a long text stays above 0
                 "entropy": 0.3 + 0.2 * position,
                 "alternatives": ALTERNATIVES,
                 "attention": attention_row([*texts, *pieces[: position + 1]], ("chest", "pain")),

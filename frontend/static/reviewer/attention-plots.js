@@ -1,0 +1,179 @@
+// Heatmaps for experts (Plotly): at the pause, attention by layer (mean over heads) and one
+// layer's heads, one row per word; as the model writes, one row per generated word over the
+// earlier words. The pause carries one layer's heads; another layer's come from the worker
+// on request (the `attention` command, answered by an `attention` event).
+import { COMMAND } from "./protocol.js";
+import { contextWords, layout, livePromptLength, meanRows, notesFromRows, robustMax, tokenTextFor, weigh, wordLabel } from "./attention-context.js";
+import { pauseAttention } from "./attention.js";
+import { command } from "./commands.js";
+import { notify } from "./notice.js";
+import { $, fill, L } from "./page.js";
+import { store } from "./store.js";
+import { groupWords } from "./words.js";
+
+const HEATMAP_SCALE = 0.99; // a heatmap's darkest colour: the 99th percentile of its cells
+const ROW_PX = 17;
+const plotConfig = { displayModeBar: false, responsive: true };
+const state = store.state;
+let liveTimer = null;
+
+// The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
+// sizing would leave the box at its minimum and the figure spilling over the next card.
+function drawPlot(id, traces, figure) {
+  if (!$(id) || !window.Plotly) return;
+  $(id).style.minHeight = `${figure.height}px`;
+  window.Plotly.react(id, traces, figure, plotConfig);
+}
+
+// Lines between the kinds of words (template, case text, notes, generated text) and their
+// names at the right, so a reader knows where the case text ends.
+function kindMarks(groups) {
+  const shapes = [];
+  const annotations = [];
+  groups.forEach((group, row) => {
+    if (row && groups[row - 1].kind === group.kind) return;
+    if (row) shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: row - 0.5, y1: row - 0.5, line: { color: "#1d2733", width: 1.5 } });
+    annotations.push({
+      xref: "paper", yref: "y", x: 1, y: row - 0.5, xanchor: "right", yanchor: "top", showarrow: false,
+      text: L.kinds[group.kind], font: { size: 11, color: "#1d2733" }, bgcolor: "rgba(255,255,255,0.85)",
+    });
+  });
+  return { shapes, annotations };
+}
+
+function wordAxis(groups) {
+  return {
+    tickmode: "array", tickvals: groups.map((_, i) => i), ticktext: groups.map((g) => g.label),
+    autorange: "reversed", automargin: true, tickfont: { size: 11 }, showgrid: false, zeroline: false,
+    title: { text: L.wordsAxis, standoff: 6 },
+  };
+}
+
+// One colour scale for a figure, its bar short and at the top right (the figure is tall).
+function colorAxis(top) {
+  return {
+    colorscale: "Blues", reversescale: true, cmin: 0, cmax: top,
+    colorbar: {
+      thickness: 10, lenmode: "pixels", len: 150, y: 1, yanchor: "top", x: 1.01, xpad: 6,
+      title: { text: L.attentionScale, side: "top" }, tickfont: { size: 10 },
+    },
+  };
+}
+
+// Layers (mean over heads) and one layer's heads, one row per word, on one colour scale.
+function renderPauseHeatmap() {
+  const attention = state.pause && state.pause.attention;
+  if (!attention || !attention.layers || !$("attention-expert").open) return;
+  $("heads-title").textContent = fill(L.headsOfLayer, { layer: attention.layer });
+  $("heads-note").hidden = true;
+  const lay = layout(attention.prompt_length, attention.notes, attention.layers[0].length);
+  const groups = contextWords(lay, tokenTextFor(lay, attention.tokens), $("attention-template").checked);
+  if (!groups.length) return;
+  const byLayer = groups.map((group) => attention.layers.map((row) => weigh(group, row)));
+  const byHead = groups.map((group) => attention.heads.map((row) => weigh(group, row)));
+  const scaled = groups.flatMap((group, i) => (group.kind === "template" ? [] : [...byLayer[i], ...byHead[i]]));
+  const labels = groups.map((group) => [group.label]);
+  const cell = (axis) => `${axis} %{x}<br>${L.attentionTo} %{customdata[0]}<br>%{z:.3f}<extra></extra>`;
+  const traces = [
+    { type: "heatmap", z: byLayer, customdata: labels.map((l) => attention.layers.map(() => l)), coloraxis: "coloraxis", hovertemplate: cell(L.layer) },
+    { type: "heatmap", z: byHead, customdata: labels.map((l) => attention.heads.map(() => l)), coloraxis: "coloraxis", xaxis: "x2", hovertemplate: cell(L.head) },
+  ];
+  const marks = kindMarks(groups);
+  const figure = {
+    height: 70 + ROW_PX * groups.length, margin: { l: 10, r: 64, t: 58, b: 8 },
+    xaxis: { domain: [0, 0.68], side: "top", title: { text: L.layer }, dtick: 5, showgrid: false, zeroline: false },
+    xaxis2: { domain: [0.72, 1], side: "top", title: { text: L.head }, nticks: 5, showgrid: false, zeroline: false },
+    yaxis: wordAxis(groups),
+    coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
+    shapes: marks.shapes, annotations: marks.annotations,
+  };
+  drawPlot("pause-heatmap", traces, figure);
+  const plot = $("pause-heatmap");
+  if (!plot.dataset.bound) {
+    plot.dataset.bound = "1";
+    plot.on("plotly_click", (click) => {
+      const point = click.points[0];
+      if (point && point.curveNumber === 0) showHeadsOf(point.x);
+    });
+  }
+}
+
+// The heads of `layer` at the pause: drawn, or asked of the worker.
+export function showHeadsOf(layer) {
+  const attention = state.pause && state.pause.attention;
+  if (!attention || state.pause.attentionStale) return;
+  if (layer === attention.layer) {
+    renderPauseHeatmap();
+    return;
+  }
+  const note = $("heads-note");
+  note.hidden = false;
+  note.textContent = L.loadingHeads.replace("%(layer)s", layer);
+  command(COMMAND.ATTENTION, { layer }).catch((error) => {
+    note.hidden = true;
+    notify(`${L.error}: ${error.message}`, true);
+  });
+}
+
+function scheduleLive() {
+  if (liveTimer === null) liveTimer = setTimeout(renderLive, 400);
+}
+
+// One row per generated word that has live rows, one column per earlier word; words an edit
+// wrote have none (an edit is read in one step), and the note under the plot says so.
+function renderLive() {
+  liveTimer = null;
+  if (!$("live-heatmap")) return;
+  const rows = state.liveRows;
+  const width = rows.reduce((w, row) => Math.max(w, row ? row.length : 0), 0);
+  $("live-attention-card").hidden = width === 0;
+  if (!width) return;
+  const prompt = livePromptLength();
+  const lay = layout(prompt, notesFromRows(rows, prompt), width);
+  const columns = contextWords(lay, tokenTextFor(lay, null), $("live-template").checked);
+  const written = groupWords(state.tokens);
+  const withRows = written.filter((word) => rows.slice(word.first, word.last + 1).some(Boolean));
+  const z = withRows.map((word) => {
+    const row = meanRows(rows.slice(word.first, word.last + 1).filter(Boolean));
+    return columns.map((column) => (column.parts[0][0] < row.length ? weigh(column, row) : null));
+  });
+  const rowLabels = withRows.map(wordLabel);
+  const scaled = z.flatMap((values) => values.filter((v, c) => v !== null && columns[c].kind !== "template"));
+  const trace = {
+    type: "heatmap", z, coloraxis: "coloraxis",
+    customdata: z.map(() => columns.map((column) => column.label)), text: z.map((_, r) => columns.map(() => rowLabels[r])),
+    hovertemplate: `%{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
+  };
+  const figure = {
+    height: 90 + ROW_PX * withRows.length, margin: { l: 10, r: 64, t: 16, b: 40 },
+    xaxis: { title: { text: L.liveColumns }, showticklabels: false, ticks: "", showgrid: false, zeroline: false },
+    yaxis: { ...wordAxis(withRows.map((_, i) => ({ label: rowLabels[i] }))), title: { text: L.liveRows, standoff: 6 } },
+    coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
+    shapes: columnShades(columns),
+  };
+  drawPlot("live-heatmap", [trace], figure);
+  const missing = written.length - withRows.length;
+  $("live-note").hidden = !missing;
+  $("live-note").textContent = missing ? fill(L.liveMissing, { count: missing }) : "";
+}
+
+// The case text's columns on a light ground, so a reader sees where it ends.
+function columnShades(columns) {
+  const first = columns.findIndex((c) => c.kind === "case");
+  if (first < 0) return [];
+  const last = columns.length - 1 - [...columns].reverse().findIndex((c) => c.kind === "case");
+  return [{
+    type: "rect", xref: "x", yref: "paper", x0: first - 0.5, x1: last + 0.5, y0: 1.005, y1: 1.03,
+    fillcolor: "#e0a800", line: { width: 0 },
+  }];
+}
+
+export function bindAttentionPlots() {
+  const pauseShown = () => state.live && pauseAttention() && renderPauseHeatmap();
+  for (const topic of ["pause", "status"]) store.subscribe(topic, pauseShown);
+  store.subscribe("heads", renderPauseHeatmap);
+  for (const topic of ["tokens", "live"]) store.subscribe(topic, scheduleLive);
+  $("attention-template").addEventListener("change", renderPauseHeatmap);
+  $("attention-expert").addEventListener("toggle", renderPauseHeatmap);
+  $("live-template")?.addEventListener("change", renderLive);
+}

@@ -1,0 +1,145 @@
+// The session's status and what it allows: the badge, pause / resume, the decision and who
+// made it, how generation stopped.
+import { STATUS, STATUS_GROUP } from "./protocol.js";
+import { command, waitingFor } from "./commands.js";
+import { notify } from "./notice.js";
+import { $, data, fill, L } from "./page.js";
+import { setStatus, store } from "./store.js";
+
+const FINAL = new Set(STATUS_GROUP.FINAL);
+const ENDED = new Set(STATUS_GROUP.ENDED);
+const RESUMABLE = new Set(STATUS_GROUP.RESUMABLE); // a failed session resumes from its stored tokens
+const LANG = document.documentElement.lang || undefined;
+const DATE_TIME = new Intl.DateTimeFormat(LANG, { dateStyle: "medium", timeStyle: "short" });
+const state = store.state;
+
+const statusLabel = (status) => data.statusLabels[status] || status;
+
+function renderStatus(status) {
+  const badge = $("status");
+  badge.textContent = statusLabel(status);
+  badge.dataset.status = status;
+  badge.className = `badge status-${status}`;
+  document.body.dataset.status = status;
+  renderControls();
+}
+
+export function renderControls() {
+  renderRunButton();
+  $("connection").hidden = ENDED.has(state.status); // nothing live to show any more
+  $("decision-panel").hidden = !(state.status === STATUS.PAUSED || state.status === STATUS.GENERATED);
+  const deciding = waitingFor("approve", "reject");
+  $("approve").disabled = deciding;
+  $("reject").disabled = deciding;
+  if (FINAL.has(state.status)) {
+    const note = state.status === STATUS.FAILED ? data.error : state.decisionComment;
+    $("decided-panel").hidden = false;
+    $("decided-text").replaceChildren(...decidedParts(statusLabel(state.status), note));
+    renderDecidedBy();
+  } else if (state.status === STATUS.RUNNING) {
+    $("decided-panel").hidden = true; // a failed session resumed
+  }
+}
+
+// "approved: <comment>": the comment (or the error) is someone's own words, never translated.
+function decidedParts(label, note) {
+  if (!note) return [label];
+  const [before, after] = L.decided.replace("%(status)s", label).split("%(note)s");
+  const quoted = Object.assign(document.createElement("span"), { textContent: note, translate: false });
+  return [before, quoted, after || ""];
+}
+
+function renderRunButton() {
+  const button = $("toggle-run");
+  if (!button) return; // an ended session is rendered without one
+  const running = state.status === STATUS.RUNNING;
+  const resumable = RESUMABLE.has(state.status);
+  const live = running || resumable;
+  if (!live && state.status !== STATUS.DRAFT) {
+    $("run-controls").remove(); // nothing can run again: no greyed control is left behind
+    return;
+  }
+  $("run-controls").hidden = !live;
+  // A pause or resume still waiting for its answer: a second press would only be refused.
+  button.disabled = !live || waitingFor("pause", "resume");
+  button.textContent = running ? L.pause : L.resume;
+  button.classList.toggle("paused", resumable);
+}
+
+// Who decided and when, in the page's language and the reader's time zone.
+function renderDecidedBy() {
+  const decision = state.decision;
+  const box = $("decided-by");
+  box.hidden = !decision || state.status === STATUS.FAILED;
+  if (box.hidden) return;
+  const time = document.createElement("time");
+  time.dateTime = decision.time;
+  time.textContent = DATE_TIME.format(new Date(decision.time));
+  const [before, after] = fill(L.decidedBy, { actor: "\u0000", time: "\u0001" }).split("\u0001");
+  const [start, middle] = before.split("\u0000");
+  const who = Object.assign(document.createElement("strong"), { textContent: decision.actor, translate: false });
+  box.replaceChildren(start, who, middle, time, after || "");
+}
+
+export function showStopReason(reason) {
+  const text = (L.stopReasons || {})[reason];
+  if (!text) return;
+  const box = $("stop-reason");
+  box.textContent = fill(text, { limit: data.maxNewTokens });
+  box.hidden = false;
+}
+
+export function toggleRun() {
+  const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
+  if (!name || !$("toggle-run") || waitingFor("pause", "resume")) return;
+  const from = state.status;
+  const sent = command(name);
+  renderControls();
+  sent
+    .then(() => {
+      renderControls();
+      if (state.status !== from) return;
+      // Its status event is still on the way; until then a press would only be refused.
+      if ($("toggle-run")) $("toggle-run").disabled = true;
+      setTimeout(renderControls, 3000); // never leave it disabled for good
+    })
+    .catch((error) => {
+      notify(error.message, true);
+      renderControls();
+    });
+}
+
+export function decide(name) {
+  const comment = $("decision-comment").value.trim();
+  if (name === "reject" && !comment) {
+    notify(L.commentRequired, true);
+    $("decision-comment").focus();
+    return;
+  }
+  const sent = command(name, { comment });
+  renderControls();
+  sent
+    .then(() => {
+      store.set({ decisionComment: comment, decision: { actor: data.user, time: new Date().toISOString() } });
+      setStatus(name === "approve" ? STATUS.COMPLETED : STATUS.REJECTED); // its status event may lag
+    })
+    .catch((error) => {
+      notify(error.message, true);
+      renderControls();
+    });
+}
+
+const typing = (target) => target.closest("input, textarea, select, button, [contenteditable]");
+
+export function bindControls() {
+  store.subscribe("status", renderStatus);
+  store.subscribe("decision", renderControls);
+  $("toggle-run")?.addEventListener("click", toggleRun);
+  $("approve").addEventListener("click", () => decide("approve"));
+  $("reject").addEventListener("click", () => decide("reject"));
+  document.addEventListener("keydown", (e) => {
+    if (e.code !== "Space" || typing(e.target) || e.repeat) return;
+    e.preventDefault(); // the space bar pauses and resumes; it must not scroll the page
+    toggleRun();
+  });
+}

@@ -1,0 +1,130 @@
+// Replacing text at a pause: select words (or pick one from its menu), then a glossary term
+// or one's own words. Offsets go to the server in characters (code points).
+import { COMMAND } from "./protocol.js";
+import { command } from "./commands.js";
+import { textOf, toCodePoints } from "./fold.js";
+import { notifyError } from "./notice.js";
+import { $, data, L } from "./page.js";
+import { store } from "./store.js";
+import { wordText } from "./stream.js";
+
+const state = store.state;
+
+export function replaceWord(element) {
+  const start = +element.dataset.start;
+  openEditor(start, start + wordText(element).length);
+}
+
+// Where a DOM position falls in the text, in UTF-16 units; null outside the tokens.
+function offsetIn(node, offset) {
+  const box = $("tokens");
+  if (node === box || (node.classList && node.classList.contains("word"))) {
+    // Between the words (or a word's pieces): where the next one starts.
+    const next = node.childNodes[offset];
+    if (next && next.dataset && next.dataset.start !== undefined) return +next.dataset.start;
+    return node === box ? textOf(state.tokens).length : +node.dataset.start + wordText(node).length;
+  }
+  const element = (node.nodeType === Node.TEXT_NODE ? node.parentElement : node).closest(".tok");
+  if (!element || !box.contains(element)) return null;
+  return +element.dataset.start + textBefore(element, node) + (node.nodeType === Node.TEXT_NODE ? offset : 0);
+}
+
+// The text of `element` before `node` (a token may hold an <ins> mark around part of it).
+function textBefore(element, node) {
+  let count = 0;
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode() && walker.currentNode !== node) count += walker.currentNode.textContent.length;
+  return node.nodeType === Node.TEXT_NODE ? count : 0;
+}
+
+function textSelected(hideMenu) {
+  if (state.status !== "paused") return;
+  const selection = window.getSelection();
+  if (!selection || selection.isCollapsed || !selection.rangeCount) return;
+  const range = selection.getRangeAt(0);
+  const start = offsetIn(range.startContainer, range.startOffset);
+  const end = offsetIn(range.endContainer, range.endOffset);
+  if (start === null || end === null || end <= start) return;
+  hideMenu();
+  openEditor(start, end);
+}
+
+export function openEditor(start, end) {
+  const selected = textOf(state.tokens).slice(start, end);
+  state.selection = { start, end, text: selected };
+  $("edit-selection").textContent = selected;
+  $("glossary-filter").value = selected.trim();
+  $("edit-text").value = selected;
+  $("edit-panel").hidden = false;
+  renderGlossary();
+  $("edit-panel").scrollIntoView({ block: "nearest" });
+}
+
+export function closeEditor() {
+  $("edit-panel").hidden = true;
+  state.selection = null;
+}
+
+function matchingTerms(query) {
+  const q = query.trim().toLowerCase();
+  if (!q) return data.glossary;
+  return data.glossary.filter((t) =>
+    [t.term, t.preferred, t.code].some((field) => {
+      const value = (field || "").toLowerCase();
+      return value && (value.includes(q) || q.includes(value));
+    })
+  );
+}
+
+function renderGlossary() {
+  let terms = matchingTerms($("glossary-filter").value);
+  const note = $("glossary-note");
+  note.hidden = terms.length > 0;
+  note.textContent = L.noMatch;
+  if (!terms.length) terms = data.glossary;
+  $("glossary-terms").replaceChildren(...terms.map(termItem));
+}
+
+function termItem(term) {
+  const item = document.createElement("li");
+  const words = document.createElement("div");
+  const preferred = document.createElement("strong");
+  preferred.textContent = term.preferred;
+  words.append(preferred);
+  if (term.code) words.append(" ", Object.assign(document.createElement("span"), { className: "code", textContent: term.code }));
+  const plain = Object.assign(document.createElement("div"), { className: "muted small" });
+  plain.textContent = `“${term.term}”${term.note ? ` · ${term.note}` : ""}`;
+  words.append(plain);
+  const use = Object.assign(document.createElement("button"), { type: "button", textContent: L.useTerm });
+  use.className = "small-button";
+  use.dataset.term = term.id;
+  use.addEventListener("click", () => replaceSelection(keepSpacing(term.preferred), term.id));
+  item.append(words, use);
+  return item;
+}
+
+function keepSpacing(replacement) {
+  // A selection usually carries the space before a word; the glossary term does not.
+  const selected = state.selection ? state.selection.text : "";
+  const lead = selected.match(/^\s*/)[0];
+  const trail = selected.match(/\s*$/)[0];
+  return lead + replacement.trim() + (selected.trim() ? trail : "");
+}
+
+function replaceSelection(text, termId) {
+  if (!state.selection) return;
+  const { start, end } = state.selection;
+  const shown = textOf(state.tokens);
+  const args = { start: toCodePoints(shown, start), end: toCodePoints(shown, end), text };
+  if (termId) args.glossary_term = termId;
+  command(COMMAND.EDIT, args).then(closeEditor).catch(notifyError);
+}
+
+// `hideMenu`: a selection closes the word's menu (menu.js, which opens the editor).
+export function bindEditor(hideMenu) {
+  $("tokens").addEventListener("mouseup", () => setTimeout(() => textSelected(hideMenu), 0));
+  $("edit-close").addEventListener("click", closeEditor);
+  $("glossary-filter").addEventListener("input", renderGlossary);
+  $("edit-apply").addEventListener("click", () => replaceSelection($("edit-text").value, null));
+  store.subscribe("status", (status) => status !== "paused" && closeEditor());
+}

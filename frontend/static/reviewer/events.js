@@ -1,0 +1,72 @@
+// Applying the session's events (reviewer/events.py declares the kinds) to the store: the
+// fold (fold.js) moves the tokens; the rest are news for the page. While the page replays
+// what happened before it was rendered, only the tokens, heatmaps and open pause are rebuilt.
+import { EVENT, STATUS } from "./protocol.js";
+import { showStopReason } from "./controls.js";
+import { foldEdit, foldPause, foldRollback, foldToken } from "./fold.js";
+import { notify } from "./notice.js";
+import { L } from "./page.js";
+import { policyName, reasonText } from "./reasons.js";
+import { setStatus, store } from "./store.js";
+import { refreshTimelineSoon } from "./timeline.js";
+
+const state = store.state;
+
+const handlers = {
+  [EVENT.TOKEN]: (event) => {
+    state.drawn = true;
+    store.changed("tokens", foldToken(state, event) ? "append" : "full");
+  },
+  [EVENT.PAUSE]: (event) => {
+    if (!state.pausePositions.includes(event.position)) state.pausePositions.push(event.position);
+    foldPause(state, event);
+    store.changed("tokens", "full");
+    store.changed("pause");
+  },
+  [EVENT.EDITED]: applyEdit,
+  [EVENT.TRUNCATED]: applyEdit,
+  [EVENT.ROLLBACK]: (event) => {
+    state.drawn = true;
+    foldRollback(state, event);
+    if (state.live) notify(`${L.rolledBack}: ${reasonText(event.decision)}`);
+    store.changed("tokens", "full");
+  },
+  [EVENT.ATTENTION]: (event) => {
+    const pause = state.pause;
+    if (!pause || !pause.attention || pause.attentionStale || event.position !== pause.position) return;
+    pause.attention.heads = event.heads;
+    pause.attention.layer = event.layer;
+    if (state.live) store.changed("heads");
+  },
+  [EVENT.STATUS]: (event) => {
+    if (state.live) setStatus(event.status);
+    else if (event.status !== STATUS.PAUSED) state.pause = null; // an old pause, since closed
+  },
+  [EVENT.FINISH]: (event) => {
+    showStopReason(event.reason);
+    if (state.live) notify(L.finished);
+  },
+  [EVENT.FLAG]: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
+  [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
+  [EVENT.ERROR]: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
+};
+
+function applyEdit(event) {
+  state.drawn = true;
+  foldEdit(state, event);
+  if (state.pause) store.changed("pause");
+  store.changed("edited");
+  store.changed("tokens", "full");
+}
+
+export function apply(event) {
+  handlers[event.type]?.(event);
+  if (event.type !== EVENT.TOKEN && state.live) refreshTimelineSoon();
+}
+
+// The replay is complete: the rendered status, now with the open pause and the tokens.
+export function caughtUp() {
+  store.set({ live: true });
+  setStatus(state.status);
+  store.changed("live");
+}

@@ -1,0 +1,15 @@
+// The notice under the page's head: what just happened, or what went wrong (for 8 s).
+import { $ } from "./page.js";
+
+let noticeTimer = null;
+
+export function notify(text, bad) {
+  const notice = $("notice");
+  notice.textContent = text;
+  notice.classList.toggle("bad", !!bad);
+  notice.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => (notice.hidden = true), 8000);
+}
+
+export const notifyError = (error) => notify(error.message, true);

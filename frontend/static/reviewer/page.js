@@ -1,0 +1,26 @@
+// What every module of the session page shares: the data the server rendered into the page
+// (reviewer/views.py, `page-data`), its labels, and small helpers to build elements.
+export const data = JSON.parse(document.getElementById("page-data").textContent);
+export const L = data.labels;
+export const $ = (id) => document.getElementById(id);
+
+// A label's `%(name)s` places filled from `values`.
+export const fill = (template, values) => template.replace(/%\((\w+)\)s/g, (_, key) => String(values[key] ?? ""));
+
+export function line(text, className) {
+  const element = document.createElement("div");
+  element.textContent = text;
+  if (className) element.className = className;
+  return element;
+}
+
+export function chip(text) {
+  const element = document.createElement("code");
+  element.className = "chip";
+  element.translate = false; // the model's own text
+  element.textContent = text;
+  return element;
+}
+
+// The server says what the backend offers (inference/backend.py features).
+export const hasFeature = (name) => (data.features || []).includes(name);

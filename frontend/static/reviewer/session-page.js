@@ -1,0 +1,45 @@
+// The session page's entry point, loaded by reviewer/session_detail.html as a module: it
+// wires the modules to the store (store.js), draws the rendered state and connects. A live
+// view of one review session over its websocket; no other module runs anything on load.
+//
+// It is also the one module that writes to `window`, for scripted checks (tests/browser/):
+//   window.caesura = {state, drop, showHeadsOf}: the page state (store.state: tokens, live,
+//     pause, outbox ...), a connection dropped as a network would drop it, and a layer's heads
+//     asked for as a click on the heatmap asks;
+//   window.CaesuraAttention = {focused, shares}: the word whose attention the bars show (null:
+//     the pause's), and the shares they show.
+import { bindAttentionPlots, showHeadsOf } from "./attention-plots.js";
+import { bindAttention, focused, shares } from "./attention.js";
+import { bindChanges } from "./changes.js";
+import { dropped, failAll, flush, reply, restore } from "./commands.js";
+import { bindControls } from "./controls.js";
+import { bindEditor } from "./editor.js";
+import { apply, caughtUp } from "./events.js";
+import { bindKeys } from "./keys.js";
+import { bindMenu, hideMenu } from "./menu.js";
+import { L } from "./page.js";
+import { bindPausePanel } from "./pause-panel.js";
+import { connect, drop } from "./socket.js";
+import { setStatus, store } from "./store.js";
+import { bindStream } from "./stream.js";
+import { refreshTimeline } from "./timeline.js";
+import { bindTip } from "./tip.js";
+
+bindControls();
+bindEditor(hideMenu);
+bindMenu();
+bindTip();
+bindChanges();
+bindAttention();
+bindPausePanel();
+bindAttentionPlots();
+bindStream();
+bindKeys();
+
+setStatus(store.state.status);
+refreshTimeline();
+restore();
+connect({ opened: flush, event: apply, reply, dropped, gone: () => failAll(L.closed), caughtUp });
+
+window.caesura = { state: store.state, drop, showHeadsOf };
+window.CaesuraAttention = { focused, shares };

@@ -1,0 +1,74 @@
+// The outbox: unanswered commands by command_id, kept in the tab's storage across reloads.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { Outbox } from "../static/reviewer/outbox.js";
+
+function memoryStorage() {
+  const items = new Map();
+  return {
+    getItem: (key) => (items.has(key) ? items.get(key) : null),
+    setItem: (key, value) => items.set(key, String(value)),
+    removeItem: (key) => items.delete(key),
+  };
+}
+
+const message = (command, id) => ({ command, command_id: id });
+
+test("an answered command leaves the queue and the storage", () => {
+  const storage = memoryStorage();
+  const outbox = new Outbox(storage, "k");
+  outbox.add(message("pause", "a"), () => {}, () => {});
+  outbox.save();
+  assert.equal(JSON.parse(storage.getItem("k")).length, 1);
+  outbox.take("a");
+  outbox.save();
+  assert.equal(outbox.size, 0);
+  assert.equal(storage.getItem("k"), null);
+});
+
+test("a new page sends again what the last one left unanswered, under the same command_id", () => {
+  const storage = memoryStorage();
+  const before = new Outbox(storage, "k");
+  before.add(message("approve", "a"), () => {}, () => {});
+  before.save();
+  const after = new Outbox(storage, "k");
+  after.restore(() => {});
+  assert.deepEqual(after.unsent().map((entry) => entry.message), [message("approve", "a")]);
+});
+
+test("it ignores what is not a command in its storage", () => {
+  const storage = memoryStorage();
+  storage.setItem("k", JSON.stringify([null, { command: "pause" }, message("resume", "b")]));
+  const outbox = new Outbox(storage, "k");
+  outbox.restore(() => {});
+  assert.deepEqual([...outbox.values()].map((entry) => entry.message.command_id), ["b"]);
+  storage.setItem("k", "not json");
+  new Outbox(storage, "k").restore(() => {});
+});
+
+test("a dropped connection makes every entry unsent; it knows what it waits for", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const entry = outbox.add(message("resume", "a"), () => {}, () => {});
+  entry.sent = true;
+  outbox.markUnsent();
+  assert.equal(outbox.unsent().length, 1);
+  assert.equal(outbox.waitingFor("pause", "resume"), true);
+  assert.equal(outbox.waitingFor("approve"), false);
+});
+
+test("a sent command shows in the list only once it has waited a moment", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const sent = outbox.add(message("pause", "a"), () => {}, () => {}, 1000);
+  sent.sent = true;
+  outbox.add(message("edit", "b"), () => {}, () => {}, 1000);
+  assert.deepEqual(outbox.shown(1100, 400), { items: [{ commandId: "b", command: "edit", state: "queued" }], later: 300 });
+  assert.equal(outbox.shown(1500, 400).items.length, 2);
+});
+
+test("storage that refuses writes loses nothing while the page is open", () => {
+  const outbox = new Outbox({ setItem: () => { throw new Error("full"); }, removeItem: () => {} }, "k");
+  outbox.add(message("pause", "a"), () => {}, () => {});
+  outbox.save();
+  assert.equal(outbox.size, 1);
+});

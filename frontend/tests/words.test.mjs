@@ -1,0 +1,47 @@
+// Words, not tokens: how the page groups tokenizer pieces into the words a reviewer reads.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { alternativeWord, groupWords, plainLabel, startsWord, tailWords, wordHolding } from "../static/reviewer/words.js";
+
+const tokens = (...texts) => texts.map((text) => ({ text }));
+
+test("a word is the run of pieces between spaces or punctuation", () => {
+  assert.deepEqual(groupWords(tokens("The", " pat", "ient", " has", ".")), [
+    { first: 0, last: 0 }, { first: 1, last: 2 }, { first: 3, last: 3 }, { first: 4, last: 4 },
+  ]);
+});
+
+test("a Chinese character is a word of its own", () => {
+  assert.deepEqual(groupWords(tokens("病", "人")), [{ first: 0, last: 0 }, { first: 1, last: 1 }]);
+  assert.equal(startsWord("病", "人"), true);
+});
+
+test("an empty piece joins the word the next piece completes, or the last word at the end", () => {
+  assert.deepEqual(groupWords(tokens("I", " felt", "", " 🤒")), [
+    { first: 0, last: 0 }, { first: 1, last: 1 }, { first: 2, last: 3 },
+  ]);
+  assert.deepEqual(groupWords(tokens("I", " felt", "")), [{ first: 0, last: 0 }, { first: 1, last: 2 }]);
+});
+
+test("it finds the word holding a position", () => {
+  const words = groupWords(tokens("The", " pat", "ient"));
+  assert.deepEqual(wordHolding(words, 2), { first: 1, last: 2 });
+  assert.equal(wordHolding(words, 7), null);
+});
+
+test("the last words of a text are where it stopped", () => {
+  assert.equal(tailWords("One two three four five six.", 3), "four five six.");
+});
+
+test("an alternative reads as the word it completes", () => {
+  assert.deepEqual(alternativeWord("The pat", "ient has"), { word: "patient", before: "The", after: " has", partial: true });
+});
+
+test("an end token, a space or a line break reads in plain words", () => {
+  const labels = { endHere: "end", specialToken: "special", partCharacter: "part", newLine: "newline", space: "space" };
+  assert.equal(plainLabel("<|im_end|>", labels, false), "end");
+  assert.equal(plainLabel("\n", labels, false), "newline");
+  assert.equal(plainLabel(" ", labels, false), "space");
+  assert.equal(plainLabel(" word", labels, false), null);
+});

@@ -1,0 +1,45 @@
+"""The session page's modules as files: the template preloads exactly the modules the entry
+point imports (directly or not), no script is over 400 lines, and only the entry point writes
+to `window`."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+STATIC = REPO / "frontend" / "static" / "reviewer"
+TEMPLATE = REPO / "frontend" / "templates" / "reviewer" / "session_detail.html"
+ENTRY = "session-page.js"
+IMPORT = re.compile(r'from "\./([\w-]+\.js)"')
+
+
+def imported_from(entry: str) -> set[str]:
+    found, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo.extend(IMPORT.findall((STATIC / name).read_text()))
+    return found
+
+
+def test_the_template_preloads_every_module_the_page_imports():
+    preloaded = set(
+        re.findall(
+            r"modulepreload\" href=\"{% static 'reviewer/([\w-]+\.js)' %}", TEMPLATE.read_text()
+        )
+    )
+    assert preloaded == imported_from(ENTRY) - {ENTRY}
+
+
+def test_no_script_is_over_400_lines():
+    long = {p.name: n for p in STATIC.glob("*.js") if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_only_the_entry_point_writes_to_window():
+    writers = {
+        p.name for p in STATIC.glob("*.js") if re.search(r"\bwindow\.\w+\s*=[^=]", p.read_text())
+    }
+    assert writers == {ENTRY}
