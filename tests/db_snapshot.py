@@ -28,8 +28,6 @@ def snapshot(session_id: int | None = None) -> dict:
                 "last_seq",
                 "finished_at",
                 "decoding",
-                "seed",
-                "max_new_tokens",
             )
         ),
         "pauses": list(

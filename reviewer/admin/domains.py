@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import URLPattern, path
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
@@ -20,13 +22,13 @@ from reviewer.models import (
 )
 
 
-class GlossaryTermInline(admin.TabularInline):
+class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
     model = GlossaryTerm
     extra = 1
 
 
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
+class DomainAdmin(admin.ModelAdmin[Domain]):
     list_display = [
         "name",
         "name_zh",
@@ -67,7 +69,7 @@ class GlossaryImportForm(forms.Form):
 
 
 @admin.register(Glossary)
-class GlossaryAdmin(admin.ModelAdmin):
+class GlossaryAdmin(admin.ModelAdmin[Glossary]):
     """Terms are edited inline, or imported and exported as CSV from the glossary's page."""
 
     list_display = ["name", "domain", "term_count"]
@@ -79,7 +81,7 @@ class GlossaryAdmin(admin.ModelAdmin):
     def term_count(self, obj: Glossary) -> int:
         return obj.terms.count()
 
-    def get_urls(self) -> list:
+    def get_urls(self) -> list[URLPattern]:
         own = [
             path(
                 "<path:object_id>/export/",
@@ -119,7 +121,9 @@ class GlossaryAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/glossary/import.html", context)
 
-    def import_file(self, request: HttpRequest, glossary: Glossary, form) -> list[str]:
+    def import_file(
+        self, request: HttpRequest, glossary: Glossary, form: GlossaryImportForm
+    ) -> list[str]:
         """Import the uploaded file; the problems found, or [] after a success message."""
         data = form.cleaned_data["file"].read()
         try:
@@ -130,7 +134,12 @@ class GlossaryAdmin(admin.ModelAdmin):
         self.message_user(request, message % vars(result), messages.SUCCESS)
         return []
 
-    def glossary_or_404(self, request: HttpRequest, object_id: str, allowed) -> Glossary:
+    def glossary_or_404(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        allowed: Callable[[HttpRequest, Glossary], bool],
+    ) -> Glossary:
         glossary = self.get_object(request, object_id)
         if glossary is None:
             raise Http404

@@ -3,12 +3,15 @@ calibrating it on the domain's recent sessions."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import URLPattern, path
 from django.utils.translation import gettext_lazy as _
 
 from inference.policies import POLICY_KINDS, PolicyConfigError
@@ -26,20 +29,27 @@ from reviewer.web.policy_forms import (
     policy_form_for,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
+
 
 class KindFilter(admin.SimpleListFilter):
     title = _("kind")
     parameter_name = "kind"
 
-    def lookups(self, request, model_admin) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
         return [(kind, kind_label(kind)) for kind in POLICY_KINDS]
 
-    def queryset(self, request, queryset):
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[PausePolicy]
+    ) -> QuerySet[PausePolicy]:
         return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
 @admin.register(PausePolicy)
-class PausePolicyAdmin(admin.ModelAdmin):
+class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
     """One form per policy kind, generated from the engine's parameter schema.
 
     Adding a policy starts by choosing its kind (`?kind=...`); the kind of a saved policy
@@ -61,13 +71,19 @@ class PausePolicyAdmin(admin.ModelAdmin):
         kind = obj.kind if obj is not None else request.GET.get("kind")
         return kind if kind in POLICY_KINDS else None
 
-    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: PausePolicy | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm[PausePolicy]]:
         kind = self.policy_kind(request, obj)
         if kind is not None:
             kwargs["form"] = policy_form_for(kind)
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fieldsets(self, request: HttpRequest, obj=None) -> list:
+    def get_fieldsets(self, request: HttpRequest, obj: PausePolicy | None = None) -> _FieldsetSpec:
         kind = self.policy_kind(request, obj)
         general = [
             "name",
@@ -81,12 +97,20 @@ class PausePolicyAdmin(admin.ModelAdmin):
         ]
         general += ["priority", "may_pause_before_first_word"]
         if kind is None:
-            return [(None, {"fields": general})]
+            return [(None, {"fields": tuple(general)})]
         description = KIND_DESCRIPTIONS.get(kind, "")
-        parameters = {"fields": param_field_names(kind), "description": description}
-        return [(None, {"fields": general}), (_("Parameters"), parameters)]
+        parameters: _FieldOpts = {
+            "fields": tuple(param_field_names(kind)),
+            "description": description,
+        }
+        return [(None, {"fields": tuple(general)}), (_("Parameters"), parameters)]
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None):
+    def add_view(
+        self,
+        request: HttpRequest,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         if self.policy_kind(request, None) is None:
             return self.choose_kind_view(request)
         extra = {**(extra_context or {}), "policy_kind_label": kind_label(request.GET["kind"])}
@@ -113,13 +137,13 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/choose_kind.html", context)
 
-    def save_model(self, request: HttpRequest, obj: PausePolicy, form, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: PausePolicy, form: Any, change: bool) -> None:
         before = PausePolicy.objects.filter(pk=obj.pk).first() if change else None
         super().save_model(request, obj, form, change)
         if pause_models.goes_live(before, obj):
             pause_models.record_enabled(obj, request.user.get_username())
 
-    def get_urls(self) -> list:
+    def get_urls(self) -> list[URLPattern]:
         trial = path(
             "<path:object_id>/try/",
             self.admin_site.admin_view(self.try_view),
@@ -160,13 +184,15 @@ class PausePolicyAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/reviewer/pausepolicy/try.html", context)
 
-    def run_trial(self, policy: PausePolicy, data: dict) -> tuple[Trial | None, str]:
+    def run_trial(self, policy: PausePolicy, data: dict[str, Any]) -> tuple[Trial | None, str]:
         try:
             return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
         except PolicyConfigError as exc:
             return None, str(exc)
 
-    def run_calibration(self, policy: PausePolicy, data: dict) -> tuple[Calibration | None, str]:
+    def run_calibration(
+        self, policy: PausePolicy, data: dict[str, Any]
+    ) -> tuple[Calibration | None, str]:
         specs = trial_specs(policy, data["whole_domain"])
         try:
             return calibrate(specs, policy.domain, data["sessions"]), ""
@@ -174,7 +200,7 @@ class PausePolicyAdmin(admin.ModelAdmin):
             return None, str(exc)
 
 
-def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict]:
+def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict[str, Any]]:
     """The policy alone (even while disabled), or the domain's enabled ones together."""
     if whole_domain:
         return [p.to_spec() for p in policy.domain.policies.filter(enabled=True)]

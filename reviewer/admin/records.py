@@ -3,7 +3,12 @@ and of API tokens."""
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 
 from reviewer.models import (
     ApiToken,
@@ -14,45 +19,62 @@ from reviewer.models import (
 )
 from reviewer.web import auth
 
+_M = TypeVar("_M", bound=Model)
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     """Records written by services; the admin shows them and may delete, never edits."""
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False  # the audit chain hashes session ids: deleting a session would break it
 
 
-class PauseEventInline(admin.TabularInline):
+class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
     model = PauseEvent
-    fields = ["position", "trigger", "kind", "reason", "latency_ms", "outcome", "halted_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "position",
+        "trigger",
+        "kind",
+        "reason",
+        "latency_ms",
+        "outcome",
+        "halted_at",
+    )
     extra = 0
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: ReviewSession | None = None) -> bool:
         return False
 
 
-class EditInline(admin.TabularInline):
+class EditInline(admin.TabularInline[Edit, ReviewSession]):
     model = Edit
-    fields = ["kind", "start", "end", "text_before", "text_after", "author", "applied", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "kind",
+        "start",
+        "end",
+        "text_before",
+        "text_after",
+        "author",
+        "applied",
+        "error",
+    )
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: ReviewSession | None = None) -> bool:
         return False
 
 
 @admin.register(ReviewSession)
-class ReviewSessionAdmin(ReadOnlyAdmin):
+class ReviewSessionAdmin(ReadOnlyAdmin[ReviewSession]):
     list_display = ["id", "owner", "domain", "status", "created_at", "updated_at"]
     list_filter = ["status", "domain"]
     search_fields = ["owner__username", "input_text", "text"]
@@ -61,31 +83,31 @@ class ReviewSessionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(PauseEvent)
-class PauseEventAdmin(ReadOnlyAdmin):
+class PauseEventAdmin(ReadOnlyAdmin[PauseEvent]):
     list_display = ["session", "position", "trigger", "kind", "latency_ms", "outcome", "halted_at"]
     list_filter = ["kind", "outcome"]
 
 
 @admin.register(Edit)
-class EditAdmin(ReadOnlyAdmin):
+class EditAdmin(ReadOnlyAdmin[Edit]):
     list_display = ["session", "kind", "start", "end", "author", "applied", "created_at"]
     list_filter = ["kind", "applied"]
 
 
 @admin.register(AuditRecord)
-class AuditRecordAdmin(ReadOnlyAdmin):
+class AuditRecordAdmin(ReadOnlyAdmin[AuditRecord]):
     """The hash chain is append-only: deleting a record would break verification."""
 
     list_display = ["id", "session", "actor", "action", "created_at", "hash"]
     list_filter = ["action"]
     search_fields = ["actor", "action", "hash"]
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: AuditRecord | None = None) -> bool:
         return False
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     """Only a digest is stored: a new key is shown once, in a message, when created or rotated."""
 
     list_display = ["user", "created_at"]
@@ -93,19 +115,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     actions = ["rotate"]
     search_fields = ["user__username"]
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         key = auth.issue_token(obj.user)
         obj.pk = ApiToken.objects.get(user=obj.user).pk
         self.show_key(request, obj.user, key)
 
     @admin.action(description="Rotate the selected tokens (shows the new keys)")
-    def rotate(self, request, queryset) -> None:
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("user"):
             self.show_key(request, token.user, auth.issue_token(token.user))
 
-    def show_key(self, request, user, key: str) -> None:
+    def show_key(self, request: HttpRequest, user: User, key: str) -> None:
         message = f"API token for {user}: {key} (copy it now; it is not shown again)"
         self.message_user(request, message, messages.WARNING)

@@ -105,7 +105,9 @@ class Calibration:
         return sorted(self.sessions, key=lambda s: -len(s.pauses))[:EXAMPLES]
 
 
-def calibrate(specs: list[dict], domain: Domain, limit: int = RECENT_SESSIONS) -> Calibration:
+def calibrate(
+    specs: list[dict[str, Any]], domain: Domain, limit: int = RECENT_SESSIONS
+) -> Calibration:
     """Replay `specs` over the domain's `limit` most recent sessions that generated text,
     within the domain's pause budget as the engine keeps it; PolicyConfigError if a spec is
     bad.
@@ -146,7 +148,9 @@ def history_of(session: ReviewSession) -> History:
     return history
 
 
-def observe(history: History, tokens: list[record.Token], kind: str, payload: dict) -> None:
+def observe(
+    history: History, tokens: list[record.Token], kind: str, payload: dict[str, Any]
+) -> None:
     """What calibration notes beside the tokens: pauses, and the ranges reviewers changed."""
     if kind == events.PAUSE:
         history.pauses.append((int(payload["pause_id"]), len(tokens)))
@@ -156,7 +160,7 @@ def observe(history: History, tokens: list[record.Token], kind: str, payload: di
         history.interventions.append(Intervention(start, end))
 
 
-def stored_token(text: str, payload: dict) -> RecordedToken:
+def stored_token(text: str, payload: dict[str, Any]) -> RecordedToken:
     """A token as the web side stores it: a token event's chosen-token probability and
     top alternatives (the best is the top-1), or an edit's per-token top1; the similarity
     to the prompt where it was stored (None in sessions from before it was, or on vLLM)."""

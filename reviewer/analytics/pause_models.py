@@ -113,7 +113,9 @@ def store_version(domain: Domain, model: PauseModel, who: str) -> PauseModelVers
     return version
 
 
-def point_policy(version: PauseModelVersion, threshold: float | None, enable: bool, who: str):
+def point_policy(
+    version: PauseModelVersion, threshold: float | None, enable: bool, who: str
+) -> PausePolicy:
     """Create or update the domain's learned policy to use `version`; disabled unless
     `enable` (and then audited)."""
     policy = PausePolicy.objects.filter(domain=version.domain, kind=LEARNED).first()
@@ -166,12 +168,12 @@ def version_of(policy: PausePolicy) -> PauseModelVersion | None:
     return PauseModelVersion.objects.filter(domain=policy.domain, checksum=checksum).first()
 
 
-def headline(metrics: dict) -> dict:
+def headline(metrics: dict[str, Any]) -> dict[str, Any]:
     keys = ("precision", "recall", "f1", "threshold", "pauses_per_100_tokens")
     return {key: metrics.get(key) for key in keys}
 
 
-def ensure_files(specs: list[dict]) -> None:
+def ensure_files(specs: list[dict[str, Any]]) -> None:
     """Write back the model file of every learned spec whose file is missing (a new worker
     host, a wiped data dir) from the version stored in Postgres, before the engine builds
     the policy. A spec without a stored version is left to fail with the engine's message."""

@@ -88,11 +88,11 @@ def token(event: TokenEvent) -> Token:
 def pause_report(
     stop: StopInfo,
     signals: Signals,
-    attention: dict,
+    attention: dict[str, Any],
     text: str,
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
-    lookahead: dict | None = None,
+    lookahead: dict[str, Any] | None = None,
 ) -> PauseReport:
     """``signals`` describe the next token; ``attention`` is the engine's view at the pause."""
     decision = stop.decision
@@ -118,7 +118,7 @@ def pause_report(
     }
 
 
-def _rounded_attention(attention: dict) -> dict:
+def _rounded_attention(attention: dict[str, Any]) -> dict[str, Any]:
     if not attention:
         return {}
     return {
@@ -143,8 +143,8 @@ def edit_report(
     top1_history: Sequence[float],
     entropy_history: Sequence[float],
     similarity_history: Sequence[float | None],
-    lookahead: dict | None = None,
-    attention: dict | None = None,
+    lookahead: dict[str, Any] | None = None,
+    attention: dict[str, Any] | None = None,
 ) -> EditReport:
     """``pieces`` are the texts of the tokens from ``result.token_start`` on: the page shows
     them one by one, each with the top-1 probability and entropy of its distribution (and
@@ -221,7 +221,7 @@ def next_seq(session_id: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
-    return row[0]
+    return int(row[0])
 
 
 def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
@@ -242,6 +242,8 @@ def broadcast(event: SessionEvent) -> None:
     global _broadcast_failing
     layer = get_channel_layer()
     try:
+        if layer is None:
+            raise RuntimeError("no channel layer is configured")
         async_to_sync(layer.group_send)(
             group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
         )
@@ -258,7 +260,7 @@ def broadcast(event: SessionEvent) -> None:
 _broadcast_failing = False
 
 
-def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict]:
+def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict[str, Any]]:
     rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
     return [row.to_message() for row in rows]
 

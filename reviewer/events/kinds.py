@@ -13,7 +13,7 @@ class Token(TypedDict):
     text: str
     probability: float
     entropy: float
-    alternatives: list[dict]
+    alternatives: list[dict[str, Any]]
     attention: list[float | None]  # the new token's row over its context ([] if not live)
     similarity: float | None  # its hidden state's cosine to the prompt's; None if not computed
 
@@ -25,14 +25,16 @@ class PauseReport(TypedDict):
     trigger: str  # the policy's name, or "manual"
     kind: str  # the policy's kind, or "manual"
     reason: str
-    evidence: dict
+    evidence: dict[str, Any]
     span: list[int] | None
-    decisions: list[dict]
-    alternatives: list[dict]
-    attention: dict
+    decisions: list[dict[str, Any]]
+    alternatives: list[dict[str, Any]]
+    attention: dict[str, Any]
     text: str
-    history: dict
-    lookahead: dict  # branches: per top alternative, the greedy words after it; ms: its cost
+    history: dict[str, Any]
+    lookahead: dict[
+        str, Any
+    ]  # branches: per top alternative, the greedy words after it; ms: its cost
 
 
 class Pause(PauseReport):
@@ -57,10 +59,10 @@ class EditReport(TypedDict):
     char_end: int
     text_before: str
     text_after: str
-    alternatives: list[dict]  # at the new next token
-    tokens: list[dict]  # each token from token_start on: text, top1, entropy, similarity
-    lookahead: dict  # as a pause's, for the new next token
-    attention: dict  # as a pause's, of the new last position ({} when not computed)
+    alternatives: list[dict[str, Any]]  # at the new next token
+    tokens: list[dict[str, Any]]  # each token from token_start on: text, top1, entropy, similarity
+    lookahead: dict[str, Any]  # as a pause's, for the new next token
+    attention: dict[str, Any]  # as a pause's, of the new last position ({} when not computed)
 
 
 class Edited(EditReport):
@@ -78,7 +80,7 @@ class Truncated(Edited):
 class Rollback(TypedDict):
     """The engine rolled back drifting tokens and resamples from ``removed_from``."""
 
-    decision: dict
+    decision: dict[str, Any]
     removed_from: int
     removed_to: int
     removed_ids: list[int]
@@ -96,7 +98,7 @@ class Flag(TypedDict):
     kind: str
     action: str
     reason: str
-    evidence: dict
+    evidence: dict[str, Any]
     span: list[int] | None
     rollback_to: int | None
 
@@ -163,7 +165,7 @@ KINDS: dict[str, type] = {
 }
 
 
-def mismatches(type: str, payload: dict) -> list[str]:
+def mismatches(type: str, payload: dict[str, Any]) -> list[str]:
     """How a payload differs from its kind's declared fields; empty when it matches."""
     kind: Any = KINDS.get(type)  # a TypedDict class: it knows its keys
     if kind is None:

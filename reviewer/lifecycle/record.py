@@ -43,7 +43,7 @@ class StoredRecord:
 
     generated_ids: list[int]
     text: str
-    engine_meta: dict
+    engine_meta: dict[str, Any]
 
 
 def stored_record(state: DecodeState) -> StoredRecord:
@@ -59,7 +59,7 @@ def engine_meta(record: Checkpoint) -> dict[str, Any]:
     return meta
 
 
-def _complete_histories(state: DecodeState) -> dict | None:
+def _complete_histories(state: DecodeState) -> dict[str, Any] | None:
     """Histories one per token, or None mid-step (a rebuild then recomputes them)."""
     histories = state.histories()
     n = len(state.generated_ids)
@@ -100,7 +100,7 @@ def recovered_ids(session: ReviewSession) -> list[int]:
     return [token.token_id for token in tokens]
 
 
-def recovered_policy_state(session: ReviewSession) -> dict:
+def recovered_policy_state(session: ReviewSession) -> dict[str, Any]:
     """The saved policy firings plus the flags raised since the save, so the cooldowns of a
     rebuilt state are what they were (pauses and rollbacks save the record)."""
     state = copy.deepcopy(session.engine_meta.get("policy_state") or {"version": 1})

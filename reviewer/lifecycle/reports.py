@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -233,7 +235,7 @@ def record_edit_applied(
 
 def _offer_new_alternatives(edit_record: Edit, result: events.EditReport) -> None:
     """The reviewer now faces a new next token: its pause offers that token's alternatives."""
-    pause = edit_record.pause
+    pause = cast(PauseEvent, edit_record.pause)  # the caller checks it is not None
     pause.alternatives = result.get("alternatives", pause.alternatives)
     edited = "rolled back" if edit_record.kind == "truncate" else "edited"
     pause.outcome = pause.outcome or edited
@@ -259,7 +261,7 @@ def record_attention_failed(session_id: int, error: str) -> None:
 # --- workers that died -------------------------------------------------------------------
 
 
-def orphaned_sessions(alive_workers) -> list[tuple[int, str]]:
+def orphaned_sessions(alive_workers: Container[str]) -> list[tuple[int, str]]:
     """Sessions whose worker is gone with work unfinished, each with the worker it lost: running
     ones, and paused ones with an edit not yet applied (the edit went to the dead worker's own
     queue). Their segment must be started again elsewhere. ``alive_workers`` answers ``in``."""

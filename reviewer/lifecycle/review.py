@@ -5,6 +5,7 @@ worker after the transaction commits; a refused command changes nothing."""
 from __future__ import annotations
 
 from datetime import UTC
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -33,24 +34,27 @@ from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
 from reviewer.worker import dispatch, pause_flags
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 # What the model reads after a long pause: a short aside in its context, never in the text.
 TIME_NOTE = " (Current time: {time}.) "
 
 
-def summary(session: ReviewSession) -> dict:
+def summary(session: ReviewSession) -> dict[str, Any]:
     return {"id": session.pk, "status": session.status}
 
 
 @idempotent("start")
 def start_session(
-    user,
+    user: User,
     domain: str,
     input_text: str,
-    seed=None,
-    max_new_tokens=None,
-    decoding=None,
-    task_type=None,
-) -> dict:
+    seed: Any = None,
+    max_new_tokens: Any = None,
+    decoding: Any = None,
+    task_type: Any = None,
+) -> dict[str, Any]:
     domain_obj = inputs.domain_named(domain)
     text = inputs.clean_input(input_text)
     task, task_source = inputs.task_type(text, task_type)
@@ -79,7 +83,7 @@ def start_session(
 
 
 @idempotent("pause")
-def pause(user, session_id) -> dict:
+def pause(user: User, session_id: Any) -> dict[str, Any]:
     with command_on(user, session_id, {S.RUNNING}, "pause") as session:
         audit.append("pause_requested", user.username, session)
         # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
@@ -88,7 +92,7 @@ def pause(user, session_id) -> dict:
 
 
 @idempotent("resume")
-def resume(user, session_id) -> dict:
+def resume(user: User, session_id: Any) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
@@ -127,7 +131,9 @@ def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
 
 
 @idempotent("edit")
-def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
+def edit(
+    user: User, session_id: Any, start: Any, end: Any, text: Any, glossary_term: Any = None
+) -> dict[str, Any]:
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
     with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
@@ -151,7 +157,7 @@ def edit(user, session_id, start, end, text, glossary_term=None) -> dict:
 
 
 @idempotent("choose")
-def choose(user, session_id, token_id) -> dict:
+def choose(user: User, session_id: Any, token_id: Any) -> dict[str, Any]:
     token_id = arguments.TOKEN_ID(token_id)
     allowed, command = {S.PAUSED}, "choose an alternative for"
     with command_on(user, session_id, allowed, command, edits_applied=True) as session:
@@ -168,7 +174,7 @@ def choose(user, session_id, token_id) -> dict:
 
 
 @idempotent("attention")
-def attention(user, session_id, layer) -> dict:
+def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
     """Ask for one layer's attention per head at the pause. Reading the frozen state changes
     nothing: a worker answers with an ``attention`` event."""
     layer = arguments.LAYER(layer)
@@ -189,7 +195,7 @@ def attention(user, session_id, layer) -> dict:
 
 
 @idempotent("rollback")
-def rollback(user, session_id, position) -> dict:
+def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
     position = arguments.POSITION(position)
     with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
         if not 0 <= position < len(session.generated_ids):
@@ -202,7 +208,7 @@ def rollback(user, session_id, position) -> dict:
 
 
 @idempotent("mute")
-def mute(user, session_id, policy) -> dict:
+def mute(user: User, session_id: Any, policy: Any) -> dict[str, Any]:
     """Silence one of the session's policies for the rest of the session. Allowed at a pause;
     the worker applies it from the next segment on (resume, or an edit), so a running engine
     never changes under a decision being made."""
@@ -210,12 +216,12 @@ def mute(user, session_id, policy) -> dict:
 
 
 @idempotent("unmute")
-def unmute(user, session_id, policy) -> dict:
+def unmute(user: User, session_id: Any, policy: Any) -> dict[str, Any]:
     """Undo a mute: the policy fires again from the next segment on."""
     return _set_muted(user, session_id, policy, muted=False)
 
 
-def _set_muted(user, session_id, policy, muted: bool) -> dict:
+def _set_muted(user: User, session_id: Any, policy: Any, muted: bool) -> dict[str, Any]:
     name = arguments.POLICY(policy)
     command = "mute a policy of" if muted else "unmute a policy of"
     with command_on(user, session_id, {S.PAUSED}, command) as session:
@@ -236,17 +242,17 @@ def _set_muted(user, session_id, policy, muted: bool) -> dict:
 
 
 @idempotent("approve")
-def approve(user, session_id, comment: str = "") -> dict:
+def approve(user: User, session_id: Any, comment: Any = "") -> dict[str, Any]:
     return _decide(user, session_id, S.COMPLETED, "approve", comment)
 
 
 @idempotent("reject")
-def reject(user, session_id, comment: str = "") -> dict:
+def reject(user: User, session_id: Any, comment: Any = "") -> dict[str, Any]:
     return _decide(user, session_id, S.REJECTED, "reject", comment)
 
 
 @idempotent("cancel")
-def cancel(user, session_id) -> dict:
+def cancel(user: User, session_id: Any) -> dict[str, Any]:
     with command_on(user, session_id, statuses.CANCELLABLE, "cancel") as session:
         audit.append("cancel", user.username, session)
         if session.status == S.RUNNING and live_holder(session.worker):
@@ -258,7 +264,7 @@ def cancel(user, session_id) -> dict:
     return summary(session)
 
 
-def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
+def _decide(user: User, session_id: Any, status: str, command: str, comment: str) -> dict[str, Any]:
     comment = arguments.COMMENT(comment)
     with command_on(user, session_id, statuses.DECIDABLE, command, edits_applied=True) as session:
         close_open_pause(session, outcome=status)
@@ -269,7 +275,7 @@ def _decide(user, session_id, status: str, command: str, comment: str) -> dict:
     return summary(session)
 
 
-def _queue_edit(session: ReviewSession, user, kind: str, **fields) -> Edit:
+def _queue_edit(session: ReviewSession, user: User, kind: str, **fields: Any) -> Edit:
     record = Edit.objects.create(
         session=session, pause=open_pause(session), kind=kind, author=user, **fields
     )

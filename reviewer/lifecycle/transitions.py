@@ -6,8 +6,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,6 +18,9 @@ from reviewer.lifecycle import audit
 from reviewer.models import PauseEvent, ReviewSession, statuses
 from reviewer.web.arguments import CommandError
 from reviewer.worker import dispatch, liveness, pause_flags, vault
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +52,7 @@ class Unavailable(CommandError):
 # --- reading a session -------------------------------------------------------------------
 
 
-def get_session_for(user, session_id) -> ReviewSession:
+def get_session_for(user: User, session_id: Any) -> ReviewSession:
     try:
         return S.objects.visible_to(user).get(pk=int(session_id))
     except (S.DoesNotExist, TypeError, ValueError):
@@ -61,7 +65,11 @@ def locked(session_id: int) -> ReviewSession:
 
 @contextlib.contextmanager
 def command_on(
-    user, session_id, allowed: AbstractSet[str], command: str, edits_applied: bool = False
+    user: User,
+    session_id: Any,
+    allowed: AbstractSet[str],
+    command: str,
+    edits_applied: bool = False,
 ) -> Iterator[ReviewSession]:
     """The opening every reviewer command shares: one transaction, the session locked, its
     state checked (and, where offsets matter, no edit still on its way to the worker)."""
@@ -144,7 +152,7 @@ def fail(session_id: int, error: str, segment: str | None = None) -> None:
         events.emit(session.pk, events.ERROR, events.error(error))
 
 
-def set_flag(action, session_id: int) -> None:
+def set_flag(action: Callable[[int], object], session_id: int) -> None:
     try:
         action(session_id)
     except pause_flags.RedisUnavailable as exc:
@@ -174,7 +182,7 @@ def dispatch_segment(session: ReviewSession) -> None:
     )
 
 
-def send_after_commit(send, on_failure) -> None:
+def send_after_commit(send: Callable[[], object], on_failure: Callable[[], object]) -> None:
     """Hand work to the broker once the command is committed. The send retries through a
     blip (dispatch._send); should the broker stay away longer, the session says so instead of
     waiting for a task that was never queued."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
@@ -56,7 +58,7 @@ class Domain(models.Model):
     def display_name(self) -> str:
         return in_page_language(self.name, self.name_zh)
 
-    def pause_budget(self) -> dict:
+    def pause_budget(self) -> dict[str, Any]:
         """The engine's PauseBudget as JSON: a session stores the one it started with."""
         return {
             "per_100_tokens": self.max_pauses_per_100_tokens,
@@ -132,7 +134,7 @@ class PausePolicy(models.Model):
     def display_name(self) -> str:
         return in_page_language(self.name, self.name_zh)
 
-    def to_spec(self) -> dict:
+    def to_spec(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.db import models
 
 from reviewer.models import statuses
 from reviewer.models.domain import Domain, GlossaryTerm
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 DEFAULT_MAX_NEW_TOKENS = 200  # for a row whose decoding names none (the former column default)
 
 
-class SessionQuerySet(models.QuerySet):
-    def visible_to(self, user) -> SessionQuerySet:
+class SessionQuerySet(models.QuerySet["ReviewSession"]):
+    def visible_to(self, user: User) -> SessionQuerySet:
         return self if user.is_staff else self.filter(owner=user)
 
     def running(self) -> SessionQuerySet:
@@ -156,7 +161,7 @@ class Edit(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The one serialisation of an edit: the API's answer and the audit record's."""
         return {
             "id": self.pk,
@@ -188,7 +193,7 @@ class SessionEvent(models.Model):
         ordering = ["session", "seq"]
         unique_together = [("session", "seq")]
 
-    def to_message(self) -> dict:
+    def to_message(self) -> dict[str, Any]:
         return {"type": self.type, "seq": self.seq, "session": self.session_id, **self.payload}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -11,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from reviewer import events, lifecycle
 from reviewer.models import PauseEvent, ReviewSession
 from reviewer.web import arguments, auth, command_table, openapi
+from reviewer.web.auth import AuthenticatedHttpRequest
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 LIST_LIMIT = 100
@@ -20,13 +23,31 @@ def error(status: int, message: str) -> JsonResponse:
     return JsonResponse({"error": message}, status=status)
 
 
-def api_view(*methods: str) -> Callable:
+class ApiView(Protocol):
+    methods: tuple[str, ...]  # for the API description and its test
+    __name__: str
+
+    def __call__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse: ...
+
+
+def allows(*methods: str) -> Callable[[Callable[..., HttpResponse]], ApiView]:
+    """Record the methods a view takes, for the API description and its test."""
+
+    def mark(view: Callable[..., HttpResponse]) -> ApiView:
+        marked = cast(ApiView, view)
+        marked.methods = methods
+        return marked
+
+    return mark
+
+
+def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], ApiView]:
     """Allow these methods, authenticate by token or cookie, and turn CommandError into JSON."""
 
-    def wrap(view: Callable) -> Callable:
+    def wrap(view: Callable[..., HttpResponse]) -> ApiView:
         @csrf_exempt  # cookie-authenticated calls are checked in authenticate(); tokens are exempt
         @functools.wraps(view)
-        def run(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+        def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in methods:
                 response = error(405, f"Method {request.method} not allowed")
                 response["Allow"] = ", ".join(methods)
@@ -39,8 +60,7 @@ def api_view(*methods: str) -> Callable:
             except lifecycle.CommandError as exc:
                 return error(exc.status, str(exc))
 
-        run.methods = methods  # for the API description and its test
-        return run
+        return allows(*methods)(run)
 
     return wrap
 
@@ -66,7 +86,7 @@ def unauthorized(message: str) -> JsonResponse:
     return response
 
 
-def body_of(request: HttpRequest) -> dict:
+def body_of(request: HttpRequest) -> dict[str, Any]:
     if not request.body:
         return {}
     data = arguments.loads(request.body)
@@ -78,7 +98,7 @@ def body_of(request: HttpRequest) -> dict:
 # --- serializers ---------------------------------------------------------------------------
 
 
-def session_summary(session: ReviewSession) -> dict:
+def session_summary(session: ReviewSession) -> dict[str, Any]:
     return {
         "id": session.pk,
         "status": session.status,
@@ -89,7 +109,7 @@ def session_summary(session: ReviewSession) -> dict:
     }
 
 
-def session_detail(session: ReviewSession, attention: bool = False) -> dict:
+def session_detail(session: ReviewSession, attention: bool = False) -> dict[str, Any]:
     return {
         **session_summary(session),
         "input": session.input_text,
@@ -113,7 +133,7 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict:
     }
 
 
-def pause_json(pause: PauseEvent, attention: bool = False) -> dict:
+def pause_json(pause: PauseEvent, attention: bool = False) -> dict[str, Any]:
     data = {
         "id": pause.pk,
         "position": pause.position,
@@ -133,7 +153,7 @@ def pause_json(pause: PauseEvent, attention: bool = False) -> dict:
     return data
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
@@ -141,7 +161,7 @@ def _iso(value) -> str | None:
 
 
 @api_view("GET", "POST")
-def sessions(request: HttpRequest) -> JsonResponse:
+def sessions(request: AuthenticatedHttpRequest) -> JsonResponse:
     if request.method == "POST":
         return start_session(request)
     limit = min(
@@ -151,7 +171,7 @@ def sessions(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"sessions": [session_summary(s) for s in rows[:limit]]})
 
 
-def start_session(request: HttpRequest) -> JsonResponse:
+def start_session(request: AuthenticatedHttpRequest) -> JsonResponse:
     body = body_of(request)
     result = lifecycle.start_session(
         request.user,
@@ -167,14 +187,14 @@ def start_session(request: HttpRequest) -> JsonResponse:
 
 
 @api_view("GET")
-def session(request: HttpRequest, session_id: int) -> JsonResponse:
+def session(request: AuthenticatedHttpRequest, session_id: int) -> JsonResponse:
     found = lifecycle.get_session_for(request.user, session_id)
     attention = request.GET.get("attention") in ("1", "true")
     return JsonResponse(session_detail(found, attention))
 
 
 @api_view("GET")
-def session_events(request: HttpRequest, session_id: int) -> JsonResponse:
+def session_events(request: AuthenticatedHttpRequest, session_id: int) -> JsonResponse:
     found = lifecycle.get_session_for(request.user, session_id)
     after = arguments.query_integer(request.GET.get("after"), arguments.AFTER, 0)
     return JsonResponse({"events": events.events_after(found.pk, after)})
@@ -187,7 +207,7 @@ REDLINE_TYPES = {
 
 
 @api_view("GET")
-def session_redline(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_redline(request: AuthenticatedHttpRequest, session_id: int) -> HttpResponse:
     """The reviewed text as a redline: HTML (default), DOCX with tracked changes, or JSON."""
     from reviewer.documents import redline, redline_docx
 
@@ -203,11 +223,11 @@ def session_redline(request: HttpRequest, session_id: int) -> HttpResponse:
     return response
 
 
-def command_view(name: str) -> Callable:
+def command_view(name: str) -> ApiView:
     status = command_table.COMMANDS[name].status
 
     @api_view("POST")
-    def view(request: HttpRequest, session_id: int) -> JsonResponse:
+    def view(request: AuthenticatedHttpRequest, session_id: int) -> JsonResponse:
         result = command_table.run(request.user, session_id, name, body_of(request))
         return JsonResponse(result, status=status)
 
@@ -216,11 +236,12 @@ def command_view(name: str) -> Callable:
 
 
 @api_view("POST")
-def token(request: HttpRequest) -> JsonResponse:
+def token(request: AuthenticatedHttpRequest) -> JsonResponse:
     key = auth.issue_token(request.user)
     return JsonResponse({"key": key, "user": request.user.username}, status=201)
 
 
+@allows("GET")
 @csrf_exempt
 def schema(request: HttpRequest) -> JsonResponse:
     """The OpenAPI description of this API; public, like the API's documentation."""
@@ -231,9 +252,6 @@ def schema(request: HttpRequest) -> JsonResponse:
     return JsonResponse(openapi.description())
 
 
-schema.methods = ("GET",)
-
-
 @csrf_exempt
-def not_found(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     return error(404, f"No API endpoint at {request.path}")

@@ -4,9 +4,10 @@ and the API description. Services read and check each argument (reviewer/web/arg
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reviewer import lifecycle
+from reviewer.lifecycle.idempotency import Service
 from reviewer.web import arguments
 from reviewer.web.arguments import (
     COMMENT,
@@ -21,16 +22,21 @@ from reviewer.web.arguments import (
     InvalidInput,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+Reader = arguments.Integer | arguments.Text | arguments.Choice
+
 
 @dataclass(frozen=True)
 class Command:
-    func: Any
-    required: tuple = ()  # argument readers (reviewer/web/arguments.py)
-    optional: tuple = ()
+    func: Service
+    required: tuple[Reader, ...] = ()  # argument readers (reviewer/web/arguments.py)
+    optional: tuple[Reader, ...] = ()
     status: int = 200  # 202 where a worker applies the change after the reply
     summary: str = ""
 
-    def arguments(self, body: dict) -> dict:
+    def arguments(self, body: dict[str, Any]) -> dict[str, Any]:
         """The arguments the body gives; other keys are ignored, null counts as absent."""
         missing = [arg.name for arg in self.required if body.get(arg.name) is None]
         if missing:
@@ -83,14 +89,14 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def command_id_of(body: dict) -> str | None:
+def command_id_of(body: dict[str, Any]) -> str | None:
     value = body.get("command_id")
     if value is None:
         return None
     return arguments.COMMAND_ID(value) or None
 
 
-def run(user, session_id: int, name: str, body: dict) -> dict:
+def run(user: User, session_id: int, name: object, body: dict[str, Any]) -> dict[str, Any]:
     """Validate a client's command body and hand it to services; raises CommandError."""
     command = COMMANDS.get(name) if isinstance(name, str) else None
     if command is None:

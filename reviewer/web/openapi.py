@@ -13,7 +13,7 @@ from typing import Any
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer.models import statuses
 from reviewer.web import arguments
-from reviewer.web.command_table import COMMANDS
+from reviewer.web.command_table import COMMANDS, Reader
 
 OPENAPI_VERSION = "3.0.3"
 JSON = "application/json"
@@ -108,7 +108,7 @@ DECODING_RANGES = {  # as SamplingParams checks them
 }
 
 
-def decoding_schema() -> dict:
+def decoding_schema() -> dict[str, Any]:
     """Sampling parameters as SamplingParams takes them: JSON integers for its int fields,
     finite numbers for its float fields, nothing else."""
     properties = {}
@@ -126,7 +126,7 @@ def decoding_schema() -> dict:
     }
 
 
-def body(required: tuple = (), optional: tuple = ()) -> dict:
+def body(required: tuple[Reader, ...] = (), optional: tuple[Reader, ...] = ()) -> dict[str, Any]:
     readers = (*required, *optional, arguments.COMMAND_ID)
     schema = {
         "type": "object",
@@ -138,7 +138,7 @@ def body(required: tuple = (), optional: tuple = ()) -> dict:
     return {"required": bool(required), "content": {JSON: {"schema": schema}}}
 
 
-def start_body() -> dict:
+def start_body() -> dict[str, Any]:
     request = body(
         required=(arguments.DOMAIN, arguments.INPUT),
         optional=(arguments.SEED, arguments.MAX_NEW_TOKENS, arguments.TASK_TYPE),
@@ -149,15 +149,15 @@ def start_body() -> dict:
     return request
 
 
-def answer(description: str, schema: dict | None = None) -> dict:
+def answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"description": description, "content": {JSON: {"schema": schema or {}}}}
 
 
-def ref(name: str) -> dict:
+def ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def refusals(*statuses: int) -> dict:
+def refusals(*statuses: int) -> dict[str, Any]:
     reasons = {
         400: "Bad input: the message names the argument; nothing was changed",
         401: "No or bad credentials",
@@ -171,7 +171,7 @@ def refusals(*statuses: int) -> dict:
     return {str(s): answer(reasons[s], ref("Error")) for s in (401, 405, 413, *statuses)}
 
 
-def query(reader: arguments.Integer) -> dict:
+def query(reader: arguments.Integer) -> dict[str, Any]:
     return {"name": reader.name, "in": "query", "required": False, "schema": reader.schema()}
 
 
@@ -183,7 +183,7 @@ SESSION_ID = {
 }
 
 
-def command_path(name: str) -> dict:
+def command_path(name: str) -> dict[str, Any]:
     command = COMMANDS[name]
     return {
         "parameters": [SESSION_ID],
@@ -202,8 +202,8 @@ def command_path(name: str) -> dict:
     }
 
 
-def description() -> dict:
-    paths = {
+def description() -> dict[str, Any]:
+    paths: dict[str, Any] = {
         "/api/sessions": {
             "get": {
                 "operationId": "list_sessions",

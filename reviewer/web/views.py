@@ -4,12 +4,14 @@ session page runs in the browser over the session's websocket."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.db.models import Case, Count, When
+from django.db.models import Case, Count, QuerySet, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +22,8 @@ from django.views.decorators.http import require_GET
 from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
-from reviewer.models import Domain, GlossaryTerm, ReviewSession, statuses
+from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, statuses
+from reviewer.web.auth import AuthenticatedHttpRequest
 from reviewer.web.features import backend_features
 from reviewer.web.health import check_database, check_redis, check_worker
 from reviewer.web.ui_text import (
@@ -45,7 +48,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 PAGE_SIZE = 25
 
 
-def review_queue(user):
+def review_queue(user: User) -> QuerySet[Any]:  # sessions annotated with `waiting`
     """The sessions a reviewer works through: those waiting for their decision (paused, or
     generated and not yet decided) first, then the rest; newest first within each."""
     waiting = Case(When(status__in=statuses.DECIDABLE, then=0), default=1)
@@ -57,7 +60,7 @@ def review_queue(user):
 
 
 @login_required
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     rows = review_queue(request.user).select_related("domain", "owner")
     rows = rows.annotate(pause_count=Count("pauses"))
@@ -77,7 +80,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def next_case(request: HttpRequest) -> HttpResponse:
+def next_case(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The newest other session waiting for this reviewer's decision, or the list saying that
     nothing is left."""
     current = request.GET.get("from", "")
@@ -107,7 +110,7 @@ SHOWN_DECODING = {
 }
 
 
-def decoding_summary(decoding: dict) -> str:
+def decoding_summary(decoding: dict[str, Any]) -> str:
     """The sampling parameters a reviewer cares about, e.g. "temperature 0.7, top-p 0.9"."""
     shown = [
         f"{label} {decoding[name]}" for name, label in SHOWN_DECODING.items() if name in decoding
@@ -115,7 +118,7 @@ def decoding_summary(decoding: dict) -> str:
     return " · ".join(shown)
 
 
-class DomainField(forms.ModelChoiceField):
+class DomainField(forms.ModelChoiceField[Domain]):
     def label_from_instance(self, obj: Domain) -> str:
         return obj.display_name
 
@@ -154,7 +157,7 @@ class NewSessionForm(forms.Form):
 
 
 @login_required
-def session_new(request: HttpRequest) -> HttpResponse:
+def session_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     initial = {"max_new_tokens": settings.CAESURA_MAX_NEW_TOKENS}
     form = NewSessionForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -167,7 +170,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
     return render(request, "reviewer/session_new.html", {"form": form})
 
 
-def start_from_form(user, data: dict) -> dict:
+def start_from_form(user: User, data: dict[str, Any]) -> dict[str, Any]:
     return lifecycle.start_session(
         user,
         data["domain"].name,
@@ -182,7 +185,7 @@ def start_from_form(user, data: dict) -> dict:
 
 
 @login_required
-def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResponse:
     try:
         session = lifecycle.get_session_for(request.user, session_id)
     except lifecycle.NotFound:
@@ -232,7 +235,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "reviewer/session_detail.html", context)
 
 
-def attention_map(session: ReviewSession) -> dict | None:
+def attention_map(session: ReviewSession) -> dict[str, Any] | None:
     """Where the case text sits among the prompt's tokens, so the page can show attention on
     its words (see reviewer/web/tokenizer.py); None where the model's tokenizer is not here."""
     from reviewer.web.tokenizer import case_map  # loads a tokenizer: only for this page
@@ -243,7 +246,7 @@ def attention_map(session: ReviewSession) -> dict | None:
         return None
 
 
-def decision_data(record) -> dict | None:
+def decision_data(record: AuditRecord | None) -> dict[str, Any] | None:
     """Who decided a finished session and when, for the page's script."""
     if record is None:
         return None
@@ -256,7 +259,7 @@ def decision_note(session: ReviewSession) -> str:
     return session.error if session.status == ReviewSession.FAILED else session.decision_comment
 
 
-def glossary_of(domain: Domain) -> list[dict]:
+def glossary_of(domain: Domain) -> list[dict[str, Any]]:
     terms = GlossaryTerm.objects.filter(glossary__domain=domain).order_by("term")
     return [
         {"id": t.pk, "term": t.term, "preferred": t.preferred, "code": t.code, "note": t.note}
@@ -266,7 +269,7 @@ def glossary_of(domain: Domain) -> list[dict]:
 
 @login_required
 @require_GET
-def session_audit(request: HttpRequest, session_id: int) -> JsonResponse:
+def session_audit(request: AuthenticatedHttpRequest, session_id: int) -> JsonResponse:
     """The session's audit records as timeline entries, oldest first."""
     try:
         session = lifecycle.get_session_for(request.user, session_id)

@@ -13,13 +13,15 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 
 from reviewer.web.health import redis_client
 
 if TYPE_CHECKING:
+    import redis
+
     from reviewer.worker.pause_flags import RedisControl
 
 log = logging.getLogger(__name__)
@@ -64,12 +66,12 @@ class FlagWatcher:
             if url != settings.REDIS_URL:  # settings a test changed: its own Redis
                 client, url = redis_client(), settings.REDIS_URL
             try:
-                self._round(client)
+                self._round(cast("redis.Redis", client))  # set on the first pass: url starts None
             except Exception as exc:  # an outage: the controls judge it against their grace
                 log.debug("control flags not read: %s", exc)
                 time.sleep(INTERVAL_S)
 
-    def _round(self, client) -> None:
+    def _round(self, client: redis.Redis) -> None:
         started = time.monotonic()
         with self._lock:
             deletes, self._deletes = self._deletes, []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 import redis
 from django.conf import settings
@@ -49,7 +50,7 @@ def clear(session_id: int) -> None:
     _write(lambda client: client.delete(control_key(session_id)))
 
 
-def _write(action) -> None:
+def _write(action: Callable[[redis.Redis], object]) -> None:
     """Write a flag through a Redis blip of a few seconds; past that, RedisUnavailable."""
     deadline = time.monotonic() + min(settings.CAESURA_REDIS_GRACE_S, REQUEST_WAIT_S)
     while True:

@@ -19,6 +19,8 @@ import signal
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -26,9 +28,10 @@ from django.db import transaction
 from inference.backend import LIVE_ATTENTION, UnsupportedFeature
 from inference.control import CANCEL
 from inference.decode import RunRequest, StopInfo
-from inference.edits import EditError
+from inference.edits import EditError, EditResult
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
+from inference.signals import Alternative
 from inference.snapshot import SnapshotError
 from inference.state import DecodeState
 from reviewer import events, lifecycle
@@ -330,19 +333,27 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
             lifecycle.record_edit_applied(session, pending, report)
 
 
-def apply_edit(state: DecodeState, edit: Edit):
+def apply_edit(state: DecodeState, edit: Edit) -> EditResult:
     eng = engine()
     if edit.kind == "replace":
-        if state.text[edit.start : edit.end] != edit.text_before:
+        start, end = _given(edit, edit.start, "start"), _given(edit, edit.end, "end")
+        if state.text[start:end] != edit.text_before:
             raise EditError("The text changed since this edit was made; select the span again")
-        return eng.replace_text(state, edit.start, edit.end, edit.text_after)
+        return eng.replace_text(state, start, end, edit.text_after)
     if edit.kind == "choose":
-        return eng.choose_alternative(state, edit.token_id)
+        return eng.choose_alternative(state, _given(edit, edit.token_id, "token_id"))
     if edit.kind == "truncate":
-        return eng.truncate(state, edit.start)
+        return eng.truncate(state, _given(edit, edit.start, "start"))
     if edit.kind == "append":
         return eng.append_text(state, edit.text_after)
     raise EditError(f"Unknown edit kind {edit.kind!r}")
+
+
+def _given(edit: Edit, value: int | None, name: str) -> int:
+    """A column the edit's kind needs (the lifecycle always stores it)."""
+    if value is None:
+        raise EditError(f"The {edit.kind} edit {edit.pk} has no {name}")
+    return value
 
 
 # --- reporting -----------------------------------------------------------------------------
@@ -365,7 +376,7 @@ def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
     )
 
 
-def look_ahead(state: DecodeState, alternatives) -> dict:
+def look_ahead(state: DecodeState, alternatives: Sequence[Alternative]) -> dict[str, Any]:
     """What the model would write after each of the top alternatives: computed once per
     pause (and after an edit) from a fork of the frozen state, which stays untouched."""
     started = time.perf_counter()

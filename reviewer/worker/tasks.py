@@ -4,6 +4,8 @@ The web side sends them by name through ``reviewer/worker/dispatch.py``; the nam
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 
@@ -11,11 +13,17 @@ from reviewer import lifecycle
 from reviewer.analytics import metrics
 from reviewer.worker import dispatch, failures, heartbeat, runtime
 
+if TYPE_CHECKING:
+    from celery import Task
+    from celery.worker.consumer import Consumer
+
 
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
-def run_segment(self, session_id: int, segment: str) -> str:
+def run_segment(self: Task[..., str], session_id: int, segment: str) -> str:
     try:
-        return runtime.run_segment(session_id, segment, self.request.hostname)
+        hostname = self.request.hostname
+        assert hostname is not None, "a worker's task request names the worker"
+        return runtime.run_segment(session_id, segment, hostname)
     except lifecycle.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
@@ -38,7 +46,7 @@ def release_state(session_id: int) -> None:
 
 
 @worker_ready.connect
-def on_worker_ready(sender, **kwargs) -> None:
+def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
     heartbeat.start(sender.hostname)
     runtime.engine()  # load the model once, before the first session arrives
@@ -46,6 +54,6 @@ def on_worker_ready(sender, **kwargs) -> None:
 
 
 @worker_shutting_down.connect
-def on_worker_shutting_down(sender, **kwargs) -> None:
+def on_worker_shutting_down(sender: str, **kwargs: object) -> None:
     heartbeat.stop(sender)
     metrics.process_ended()

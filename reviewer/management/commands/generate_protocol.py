@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 TARGET = Path(settings.BASE_DIR) / "frontend" / "static" / "reviewer" / "protocol.js"
 
@@ -107,12 +107,12 @@ def render() -> str:
 class Command(BaseCommand):
     help = "Write frontend/static/reviewer/protocol.js from the server's event and command tables."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--check", action="store_true", help="Fail if the file is stale; write nothing"
         )
 
-    def handle(self, *args, check: bool = False, **options) -> None:
+    def handle(self, *args: Any, check: bool = False, **options: Any) -> None:
         text = render()
         current = TARGET.read_text() if TARGET.exists() else None
         if check:

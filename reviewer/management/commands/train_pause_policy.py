@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewer.analytics import pause_models
 from reviewer.lifecycle.inputs import domain_named
+from reviewer.models import PauseModelVersion
 from reviewer.web.arguments import InvalidInput
 
 
@@ -16,14 +19,14 @@ class Command(BaseCommand):
         "domain's learned policy at it (disabled unless --enable)."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--domain", required=True, help="the domain's name or slug")
         parser.add_argument(
             "--threshold", type=float, help="pause at this score (default: chosen in training)"
         )
         parser.add_argument("--enable", action="store_true", help="enable the policy (audited)")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         threshold = options["threshold"]
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise CommandError("--threshold must be between 0 and 1")
@@ -38,7 +41,7 @@ class Command(BaseCommand):
         )
         self.report(domain.name, version, own, policy.enabled)
 
-    def report(self, domain: str, version, own: int, enabled: bool) -> None:
+    def report(self, domain: str, version: PauseModelVersion, own: int, enabled: bool) -> None:
         m = version.metrics
         on = "the domain's recent sessions" if m["replayed_on"] == "sessions" else "held-out texts"
         lines = [
