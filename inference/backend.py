@@ -27,6 +27,13 @@ LIVE_ATTENTION = "live_attention"  # an attention row with every token
 HIDDEN_STATES = "hidden_states"  # policies that read hidden states (drift)
 BATCHING = "batching"  # several sessions decode in one batch
 
+# What each backend declares, readable without importing it (the web process shows or hides
+# what depends on a feature and loads no engine).
+DECLARED_FEATURES: dict[str, frozenset[str]] = {
+    "transformers": frozenset({LIVE_ATTENTION, HIDDEN_STATES}),
+    "vllm": frozenset({BATCHING}),
+}
+
 
 class UnsupportedFeature(ValueError):
     """The backend cannot do this; the message says what is missing and why."""

@@ -21,3 +21,12 @@ def test_it_gives_the_session_page_the_backend_s_features(client, alice):
     client.force_login(alice)
     data = page_data(client.get(f"/sessions/{session.pk}/"))
     assert data["features"] == sorted(Engine.features)
+
+
+def test_it_reports_the_vllm_engine_s_features_when_vllm_is_configured(settings):
+    pytest.importorskip("vllm", reason="vLLM is not installed (requirements-vllm.txt)")
+    from inference.vllm_backend.engine import VllmEngine
+
+    settings.CAESURA_BACKEND = "vllm"
+    assert backend_features() == VllmEngine.features
+    assert "live_attention" not in backend_features()

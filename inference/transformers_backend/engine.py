@@ -20,7 +20,7 @@ from typing import Any
 from inference import decode
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
-from inference.backend import HIDDEN_STATES, LIVE_ATTENTION
+from inference.backend import DECLARED_FEATURES
 from inference.config import SamplingParams
 from inference.decode import Drawn, RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
@@ -49,7 +49,7 @@ class Engine(edits_mod.EditShortcuts):
     restore, rebuild, edits and attention all take and return plain data + DecodeState."""
 
     backend = "transformers"
-    features = frozenset({LIVE_ATTENTION, HIDDEN_STATES})
+    features = DECLARED_FEATURES["transformers"]
 
     def __init__(
         self, runner: ModelRunner, tokenizer: Tokenizer, record_similarity: bool = False

@@ -21,7 +21,7 @@ import torch
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
-from inference.backend import BATCHING, UnsupportedFeature, check_policies
+from inference.backend import DECLARED_FEATURES, UnsupportedFeature, check_policies
 from inference.config import SamplingParams
 from inference.decode import RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
@@ -61,7 +61,7 @@ class SnapshotIdentity:
 
 class VllmEngine(edits_mod.EditShortcuts):
     backend = "vllm"
-    features = frozenset({BATCHING})
+    features = DECLARED_FEATURES["vllm"]
 
     def __init__(
         self,
