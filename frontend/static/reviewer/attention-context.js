@@ -1,8 +1,8 @@
 // The context attention is read over, as words. Positions [0, promptLength) are the prompt
 // (template, system prompt, case text); then the generated tokens, with any notes (context
 // the model read but did not write) among them. The server says which prompt tokens spell
-// which characters of the case text (page data `attentionMap`, reviewer/tokenizer.py); an
-// attention view says where its notes sit (inference/attention.py).
+// which characters of the case text (page data `attentionMap`, reviewer/web/tokenizer.py); an
+// attention view says where its notes sit (inference/transformers_backend/attention.py).
 import { data, L } from "./page.js";
 import { store } from "./store.js";
 import { groupWords, segments, startsWord, visible } from "./words.js";

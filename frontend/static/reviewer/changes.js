@@ -1,6 +1,6 @@
 // Tracked changes in the text: what each reviewer's edit inserted (<ins>) and deleted (<del>),
 // character by character, from the server's redline (GET /api/sessions/<id>/redline?format=json,
-// reviewer/redline.py) so the page and the exported redline say the same: drawn after each
+// reviewer/documents/redline.py) so the page and the exported redline say the same: drawn after each
 // drawing of the text, fetched again after an edit.
 import { toUnits } from "./fold.js";
 import { $, data } from "./page.js";

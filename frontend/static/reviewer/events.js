@@ -1,4 +1,4 @@
-// Applying the session's events (reviewer/events.py declares the kinds) to the store: the
+// Applying the session's events (reviewer/events/ declares the kinds) to the store: the
 // fold (fold.js) moves the tokens; the rest are news for the page. While the page replays
 // what happened before it was rendered, only the tokens, heatmaps and open pause are rebuilt.
 import { EVENT, STATUS } from "./protocol.js";

@@ -1,5 +1,5 @@
 // What every module of the session page shares: the data the server rendered into the page
-// (reviewer/views.py, `page-data`), its labels, and small helpers to build elements.
+// (reviewer/web/views.py, `page-data`), its labels, and small helpers to build elements.
 export const data = JSON.parse(document.getElementById("page-data").textContent);
 export const L = data.labels;
 export const $ = (id) => document.getElementById(id);

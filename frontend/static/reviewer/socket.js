@@ -7,7 +7,7 @@ import { CLOSE } from "./protocol.js";
 import { $, data, L } from "./page.js";
 import { store } from "./store.js";
 
-const SYNC = "sync"; // the consumer's own request for a replay (reviewer/consumers.py)
+const SYNC = "sync"; // the consumer's own request for a replay (reviewer/web/consumers.py)
 let hooks = {}; // opened(), event(event), reply(message), dropped(), gone(), caughtUp()
 let replayTimer = null;
 let replayStalls = 0;
