@@ -23,7 +23,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reviewer.models import ReviewSession
+from reviewer.models import ReviewSession as S
 from reviewer.web import arguments, openapi
 from reviewer.web.auth import issue_token
 from reviewer.web.command_table import COMMANDS
@@ -31,7 +31,6 @@ from tests.db_snapshot import snapshot
 from tests.session_factory import clinical_notes, make_session, stub_worker
 from webapp.asgi import application
 
-S = ReviewSession
 FUZZ = settings(
     max_examples=250,
     deadline=None,
