@@ -5,7 +5,6 @@ same seed yields, and with every event stored once."""
 
 from __future__ import annotations
 
-import functools
 import signal
 import subprocess
 import time
@@ -13,11 +12,11 @@ import time
 import pytest
 from django.conf import settings
 
-from inference.loader import load_engine
+from inference.decode import RunRequest
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
 from reviewer.worker import dispatch, liveness
-from tests.conftest import start_worker, stop_process, wait_for
+from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
 from tests.redis_server import RedisServer
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
 
@@ -32,13 +31,17 @@ RESTART_LIMIT_S = 20  # a new process: Python, Django, Celery and the model to l
 
 
 @pytest.fixture(autouse=True)
-def only_this_tests_workers():
+def only_this_tests_workers(request):
     """A worker an earlier test left running (the suite's shared one) would take this test's
     sessions, and the worker the test kills would hold none: it stops consuming the shared
-    queue until the test ends."""
+    queue until the test ends. A test that asks for the shared worker has it as the survivor
+    (its sessions are sent to the victim by name)."""
     from reviewer.web.health import alive_workers
     from webapp.celery import app
 
+    if "celery_worker_process" in request.fixturenames:
+        yield
+        return
     queue, others = settings.CELERY_TASK_DEFAULT_QUEUE, sorted(alive_workers())
     if others:
         app.control.cancel_consumer(queue, destination=others, reply=True, timeout=5)
@@ -72,17 +75,13 @@ def next_token_at(session_id: int, after_seq: int, timeout: float = 120) -> floa
     return first.created_at.timestamp()
 
 
-@functools.cache
-def engine():
-    return load_engine(settings.MODEL_DIR)
-
-
 def uninterrupted(final: ReviewSession) -> list[int]:
     """The same generation with no fault: same input, seed and parameters, in one go."""
-    state = engine().start(
+    engine = load_real_engine()
+    state = engine.start(
         final.input_text, final.decoding, final.policy_specs, system=final.domain.system_prompt
     )
-    engine().run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)
 
 
@@ -109,10 +108,9 @@ def assert_every_event_stored_once(final: ReviewSession) -> None:
 
 
 def test_it_fails_over_to_the_other_worker_within_five_seconds(
-    alice, plain_domain, monkeypatch, record_property
+    alice, plain_domain, monkeypatch, record_property, celery_worker_process
 ):
     victim, victim_name = start_worker("failover-victim")
-    survivor, _ = start_worker("failover-survivor")
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
     try:
@@ -123,7 +121,6 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
         wait_for(status_is(sid, "generated", "failed"), timeout=120, what="the end")
     finally:
         stop_process(victim)
-        stop_process(survivor)
     record_property("failover_stall_s", round(stall, 2))
     print(f"\nfailover stall: {stall:.2f} s")
     assert_finished_as_if_nothing_happened(sid)
@@ -131,9 +128,10 @@ def test_it_fails_over_to_the_other_worker_within_five_seconds(
     assert stall < FAILOVER_LIMIT_S, f"the session stalled {stall:.1f} s"
 
 
-def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_domain, monkeypatch):
+def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(
+    alice, plain_domain, monkeypatch, celery_worker_process
+):
     victim, victim_name = start_worker("queue-victim")
-    survivor, _ = start_worker("queue-survivor")
     try:
         send = dispatch.segment
         monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
@@ -162,7 +160,6 @@ def test_it_serves_the_commands_left_in_a_dead_worker_s_own_queue(alice, plain_d
         )
     finally:
         stop_process(victim)
-        stop_process(survivor)
     assert session(sid).events.get(type="attention").payload["layer"] == 2
     assert " (checked)" in session(sid).text
 

@@ -6,24 +6,25 @@ from __future__ import annotations
 import signal
 
 import pytest
-from django.conf import settings
 
-from inference.loader import load_engine
+from inference.decode import RunRequest
 from inference.state import Checkpoint
 from reviewer import lifecycle
 from reviewer.models import Edit, ReviewSession
 from reviewer.worker import dispatch
-from tests.conftest import start_worker, stop_process, wait_for
+from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
 from tests.test_workflow import PROMPT, session, status_is, tokens_streamed
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 
-def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, monkeypatch):
+def test_it_finishes_a_session_after_its_worker_is_killed(
+    alice, plain_domain, monkeypatch, celery_worker_process
+):
+    """The run's shared worker is the one that takes over."""
     victim, victim_name = start_worker("victim")
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
-    successor = None
     try:
         sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=11, max_new_tokens=48)["id"]
         wait_for(tokens_streamed(sid, 3), what="three tokens")
@@ -45,7 +46,6 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
             for e in session(sid).events.filter(type="token")
         }
         monkeypatch.setattr(dispatch, "segment", send)
-        successor, _ = start_worker("successor")
         wait_for(
             status_is(sid, "generated", "failed"),
             timeout=120,
@@ -53,7 +53,6 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
         )
     finally:
         stop_process(victim)
-        stop_process(successor)
 
     final = session(sid)
     assert final.status == "generated", final.error
@@ -64,9 +63,9 @@ def test_it_finishes_a_session_after_its_worker_is_killed(alice, plain_domain, m
 
 def reference_run(final: ReviewSession, edited_ids: list[int]) -> list[int]:
     """The same generation without the kill: from the edited ids, uninterrupted."""
-    engine = load_engine(settings.MODEL_DIR)
+    engine = load_real_engine()
     state = engine.rebuild(
         Checkpoint(final.prompt_ids, edited_ids, final.decoding, final.policy_specs)
     )
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)

@@ -8,14 +8,13 @@ import importlib.util
 import signal
 
 import pytest
-from django.conf import settings
 
-from inference.loader import load_engine
+from inference.decode import RunRequest
 from inference.state import Checkpoint
 from reviewer import lifecycle
 from reviewer.models import Edit, PauseEvent, ReviewSession
 from reviewer.worker import dispatch
-from tests.conftest import start_worker, stop_process, wait_for
+from tests.conftest import load_real_engine, start_worker, stop_process, wait_for
 from tests.test_workflow import session, status_is, tokens_streamed
 
 pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
@@ -105,24 +104,24 @@ def positions(final: ReviewSession) -> list[int]:
     return list(tokens.values_list("payload__position", flat=True))
 
 
-def test_it_finishes_every_session_of_a_killed_worker_elsewhere(alice, plain_domain, monkeypatch):
+def test_it_finishes_every_session_of_a_killed_worker_elsewhere(
+    alice, plain_domain, monkeypatch, celery_worker_process
+):
+    """The run's shared worker is the one that takes over."""
     victim, victim_name = start_worker("victim-many")
     send = dispatch.segment
     monkeypatch.setattr(dispatch, "segment", lambda args, holder: send(args, victim_name))
-    successor = None
     try:
         ids = start_all(alice, max_new_tokens=40)[:3]
         wait_for(lambda: all(tokens_streamed(i, 3)() for i in ids), timeout=120, what="streams")
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
         monkeypatch.setattr(dispatch, "segment", send)
-        successor, _ = start_worker("successor-many")
         for i in ids:
             wait_for(status_is(i, "generated", "failed"), timeout=180, what=f"session {i}")
     finally:
         stop_process(victim)
-        stop_process(successor)
-    engine = load_engine(settings.MODEL_DIR)
+    engine = load_real_engine()
     for i in ids:
         final = session(i)
         assert final.status == "generated", final.error
@@ -131,5 +130,5 @@ def test_it_finishes_every_session_of_a_killed_worker_elsewhere(alice, plain_dom
 
 def uninterrupted(engine, final: ReviewSession) -> list[int]:
     state = engine.rebuild(Checkpoint(final.prompt_ids, [], final.decoding, final.policy_specs))
-    engine.run(state, max_new_tokens=final.max_new_tokens)
+    engine.run(state, RunRequest(max_new_tokens=final.max_new_tokens))
     return list(state.generated_ids)
