@@ -8,12 +8,14 @@ from django.core.management import call_command
 from reviewer.management.commands import generate_protocol
 
 
-def test_the_committed_protocol_module_is_current():
+def test_it_keeps_the_committed_protocol_module_current():
     call_command("generate_protocol", "--check")  # raises CommandError when stale
 
 
 def test_it_declares_every_event_kind_command_and_status():
-    from reviewer import command_table, events
+    from reviewer import events
+    from reviewer.models import statuses
+    from reviewer.web import command_table
     from reviewer.models import ReviewSession
 
     text = generate_protocol.render()
@@ -23,3 +25,5 @@ def test_it_declares_every_event_kind_command_and_status():
     for status, _ in ReviewSession.STATUSES:
         assert f'"{status.upper()}": "{status}"' in text
     assert '"ENDED": ["cancelled", "completed", "rejected"]' in text
+    for status, nexts in statuses.TRANSITIONS.items():
+        assert f"{status!r}: {list(nexts)!r}".replace("'", '"') in text
