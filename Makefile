@@ -22,7 +22,7 @@ run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 test: model services browser translations vllm test-js
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest $(PYTEST_ARGS)
 
-# The development loop, in under 3 minutes: the engine on the tiny model, the unit tests and
+# The development loop (about 5 minutes on 2 cores): the engine on the tiny model, the unit tests and
 # the Node tests; no browser, no real worker, no prepared model (tests/markers.py fails a test
 # that needs one of them and lacks its marker). A PYTEST_ARGS that selects no fast test says so
 # instead of failing with pytest's "no tests ran".
