@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from reviewer.models import AuditRecord, Domain, Edit, PauseEvent, ReviewSession, RoiSettings
 
@@ -95,11 +95,11 @@ def sessions_in(
     end: dt.datetime | None = None,
 ) -> QuerySet[ReviewSession]:
     """Sessions created in [start, end), of one domain and one reviewer when given."""
-    sessions = ReviewSession.objects.select_related("domain", "owner")
+    sessions = ReviewSession.objects.select_related("domain", "owner", "claimed_by")
     if domain is not None:
         sessions = sessions.filter(domain=domain)
     if reviewer is not None:
-        sessions = sessions.filter(owner=reviewer)
+        sessions = sessions.filter(Q(owner=reviewer) | Q(owner__isnull=True, claimed_by=reviewer))
     if start is not None:
         sessions = sessions.filter(created_at__gte=start)
     if end is not None:
@@ -127,7 +127,7 @@ def session_row(session: WithAnnotations[ReviewSession, RoiAudit]) -> SessionRow
     row = SessionRow(
         session=session.pk,
         domain=session.domain.name,
-        reviewer=session.owner.username,
+        reviewer=session.reviewer_name,
         created_at=session.created_at,
         status=session.status,
         task_type=session.task_type,

@@ -6,7 +6,8 @@ This package owns every kind: one ``TypedDict`` per kind declares its exact payl
 the builders below are the only places a payload is put together. The engine's own events keep
 their names on the wire (``token``, ``pause``, ``rollback``, ``flag``, ``finish``); the rest
 are the web side's: ``resumed``, ``edited``, ``truncated`` (a reviewer's rollback to a
-position, which the engine applies as an edit), ``attention``, ``muted``, ``status``, ``error``.
+position, which the engine applies as an edit), ``attention``, ``muted``, ``status``, ``error``,
+``claim`` (who holds a gateway session).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.db import connection, transaction
 
 from reviewer.events.kinds import (
     ATTENTION,
+    CLAIM,
     EDITED,
     ERROR,
     FINISH,
@@ -35,6 +37,7 @@ from reviewer.events.kinds import (
     TOKEN,
     TRUNCATED,
     Attention,
+    Claim,
     Edited,
     EditReport,
     Error,
@@ -196,6 +199,10 @@ def muted(policy: str, is_muted: bool, muted_policies: list[str]) -> Muted:
     return {"policy": policy, "muted": is_muted, "muted_policies": list(muted_policies)}
 
 
+def claim(claimed_by: str | None, expires_at: str | None, action: str) -> Claim:
+    return {"claimed_by": claimed_by, "expires_at": expires_at, "action": action}
+
+
 def status(value: str) -> Status:
     return {"status": value}
 
@@ -268,6 +275,8 @@ def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict[st
 __all__ = [
     "ATTENTION",
     "Attention",
+    "CLAIM",
+    "Claim",
     "EDITED",
     "ERROR",
     "EditReport",

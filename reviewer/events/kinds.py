@@ -130,6 +130,14 @@ class Status(TypedDict):
     status: str
 
 
+class Claim(TypedDict):
+    """Who holds a gateway session for review now (claimed, released, expired, reassigned)."""
+
+    claimed_by: str | None  # username; None when nobody holds it
+    expires_at: str | None  # ISO time the claim lapses without activity
+    action: str  # claim | release | expire | reassign | renew
+
+
 class _Message(TypedDict):
     message: str
 
@@ -139,7 +147,7 @@ class Error(_Message, total=False):
 
 
 TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"
-ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED = (
+ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED, CLAIM = (
     "rollback",
     "flag",
     "attention",
@@ -147,6 +155,7 @@ ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED = (
     "status",
     "error",
     "muted",
+    "claim",
 )
 
 KINDS: dict[str, type] = {
@@ -162,6 +171,7 @@ KINDS: dict[str, type] = {
     STATUS: Status,
     ERROR: Error,
     MUTED: Muted,
+    CLAIM: Claim,
 }
 
 

@@ -9,6 +9,7 @@ mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and 
 workers through ``reviewer.worker.dispatch``, by task name: nothing here imports the worker.
 """
 
+from reviewer.lifecycle.claims import claim, reassign, release
 from reviewer.lifecycle.reports import (
     StopReport,
     begin_segment,
@@ -74,6 +75,7 @@ __all__ = [
     "begin_segment",
     "cancel",
     "choose",
+    "claim",
     "edit",
     "fail",
     "generates",
@@ -98,7 +100,9 @@ __all__ = [
     "record_stop",
     "record_token",
     "redispatch",
+    "reassign",
     "reject",
+    "release",
     "resume",
     "rollback",
     "start_session",

@@ -84,7 +84,7 @@ def start_session(
 
 @idempotent("pause")
 def pause(user: User, session_id: Any) -> dict[str, Any]:
-    with command_on(user, session_id, {S.RUNNING}, "pause") as session:
+    with command_on(user, session_id, {S.RUNNING}, "pause", needs_claim=False) as session:
         audit.append("pause_requested", user.username, session)
         # Before the commit: a flag that cannot be set refuses the pause instead of losing it.
         set_flag(pause_flags.request_pause, session.pk)

@@ -8,6 +8,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
@@ -70,14 +71,21 @@ def command_on(
     allowed: AbstractSet[str],
     command: str,
     edits_applied: bool = False,
+    needs_claim: bool = True,
 ) -> Iterator[ReviewSession]:
     """The opening every reviewer command shares: one transaction, the session locked, its
-    state checked (and, where offsets matter, no edit still on its way to the worker)."""
+    state checked (and, where offsets matter, no edit still on its way to the worker). A
+    gateway session is driven by the reviewer holding its claim, whose command renews it."""
+    from reviewer.lifecycle import claims  # claims reads sessions through this module
+
     with transaction.atomic():
         session = locked(get_session_for(user, session_id).pk)
         require(session, allowed, command)
+        if needs_claim:
+            claims.require_claim(session, user, command)
         if edits_applied:
             require_applied_edits(session, command)
+        claims.renew(session, user)
         yield session
 
 
@@ -105,13 +113,26 @@ def set_status(session: ReviewSession, status: str) -> None:
     if current != status and not statuses.allows(current, status):
         raise Conflict(f"A session that is {current} cannot become {status}")
     session.status = status
-    session.save(update_fields=["status", "updated_at"])
+    session.waiting_since = waiting_since(session, current, status)
+    session.save(update_fields=["status", "waiting_since", "updated_at"])
     events.emit(session.pk, events.STATUS, events.status(status))
+
+
+def waiting_since(session: ReviewSession, current: str, status: str) -> datetime | None:
+    """Since when the session has waited for a reviewer: from the moment it paused or finished
+    generating, kept while it goes from paused to generated, cleared when it runs or ends."""
+    if status not in statuses.WAITING:
+        return None
+    if current in statuses.WAITING and session.waiting_since is not None:
+        return session.waiting_since
+    return timezone.now()
 
 
 def finish(session: ReviewSession, status: str) -> None:
     session.finished_at = timezone.now()
-    session.save(update_fields=["finished_at"])
+    # An ended session's claim lapses; claimed_by stays: the reviewer of record.
+    session.claim_expires_at = None
+    session.save(update_fields=["finished_at", "claim_expires_at"])
     set_status(session, status)
     session_id, holder = session.pk, session.worker
     transaction.on_commit(lambda: release_state(session_id, holder))

@@ -1,5 +1,6 @@
 """What Caesura keeps in Postgres, by noun; the session's statuses and transitions are ``statuses``."""
 
+from reviewer.models.application import Application
 from reviewer.models.audit import ApiToken, AuditRecord
 from reviewer.models.domain import (
     Domain,
@@ -22,6 +23,7 @@ from reviewer.models.session import (
 
 __all__ = [
     "ApiToken",
+    "Application",
     "AuditRecord",
     "CommandReceipt",
     "Domain",

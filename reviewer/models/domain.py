@@ -15,6 +15,9 @@ def in_page_language(name: str, name_zh: str) -> str:
     return name_zh if chinese and name_zh else name
 
 
+AFTER_REVIEW, DELAYED = "after_review", "delayed"
+
+
 class Domain(models.Model):
     """A field of review (clinical notes, contracts, ...) with its prompt and decoding defaults."""
 
@@ -46,6 +49,50 @@ class Domain(models.Model):
         validators=[MaxValueValidator(7 * 24 * 3600)],
         help_text="Resuming after a longer pause tells the model the current time (a note in"
         " its context, not in the text). 0: never.",
+    )
+
+    # Review on a floor: who reviews this domain, and what an application's call receives.
+    reviewers = models.ManyToManyField(
+        "auth.User",
+        blank=True,
+        related_name="review_domains",
+        help_text="Reviewers of this domain: its gateway generations appear in their queue",
+    )
+    delivery_mode = models.CharField(
+        max_length=12,
+        choices=[
+            (AFTER_REVIEW, "after review: nothing leaves before a reviewer approves"),
+            (DELAYED, "delayed: text streams a few sentences behind the model"),
+        ],
+        default=AFTER_REVIEW,
+        help_text="What an application calling the gateway receives",
+    )
+    delay_sentences = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MaxValueValidator(3)],
+        help_text="Delayed delivery: how many sentences the application stays behind (0-3)",
+    )
+    auto_approve_unpaused = models.BooleanField(
+        default=False,
+        help_text="A gateway generation no policy paused is approved by the system (audited)",
+    )
+    max_wait_s = models.PositiveIntegerField(
+        "longest wait of a call (seconds)",
+        default=600,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 3600)],
+        help_text="A gateway call that waits longer for review gets an error naming the"
+        " generation, which stays reachable at /v1/responses/{id}",
+    )
+    claim_minutes = models.PositiveSmallIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
+        help_text="A claim expires after this many minutes without the reviewer's activity",
+    )
+    review_sla_minutes = models.PositiveIntegerField(
+        "review SLA (minutes)",
+        default=15,
+        validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
+        help_text="A waiting item older than this stands out in the queue and in /metrics",
     )
 
     class Meta:

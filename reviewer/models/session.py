@@ -12,12 +12,22 @@ from reviewer.models.domain import Domain, GlossaryTerm
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from reviewer.models.application import Application
+
 DEFAULT_MAX_NEW_TOKENS = 200  # for a row whose decoding names none (the former column default)
 
 
 class SessionQuerySet(models.QuerySet["ReviewSession"]):
     def visible_to(self, user: User) -> SessionQuerySet:
-        return self if user.is_staff else self.filter(owner=user)
+        """Staff see every session; a reviewer their own and the ownerless (gateway) sessions
+        of their domains."""
+        if user.is_staff:
+            return self
+        floor = models.Q(owner__isnull=True, domain__reviewers=user)
+        return self.filter(models.Q(owner=user) | floor).distinct()
+
+    def of_application(self, application: Application) -> SessionQuerySet:
+        return self.filter(application=application)
 
     def running(self) -> SessionQuerySet:
         return self.filter(status=ReviewSession.RUNNING)
@@ -45,7 +55,41 @@ class ReviewSession(models.Model):
     STATUSES = list(statuses.LABELS.items())
     FINAL = statuses.FINAL
 
-    owner = models.ForeignKey("auth.User", on_delete=models.PROTECT, related_name="review_sessions")
+    # A reviewer-started session has an owner; a gateway generation has an application and
+    # no owner: it waits in its domain's queue until a reviewer claims it.
+    owner = models.ForeignKey(
+        "auth.User",
+        on_delete=models.PROTECT,
+        related_name="review_sessions",
+        null=True,
+        blank=True,
+    )
+    application = models.ForeignKey(
+        "reviewer.Application",
+        on_delete=models.PROTECT,
+        related_name="sessions",
+        null=True,
+        blank=True,
+    )
+    claimed_by = models.ForeignKey(
+        "auth.User",
+        on_delete=models.SET_NULL,
+        related_name="claimed_sessions",
+        null=True,
+        blank=True,
+    )
+    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    waiting_since = models.DateTimeField(
+        null=True, blank=True, help_text="When it began to wait for a reviewer (paused, generated)"
+    )
+    gateway = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The gateway request it came from: endpoint, messages, stop, logprobs, ...",
+    )
+    released_chars = models.PositiveIntegerField(
+        default=0, help_text="Delayed delivery: characters of text already sent (locked)"
+    )
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="sessions")
     input_text = models.TextField()
     model_name = models.CharField(max_length=200)
@@ -111,6 +155,16 @@ class ReviewSession(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
+
+    @property
+    def from_gateway(self) -> bool:
+        return self.application_id is not None
+
+    @property
+    def reviewer_name(self) -> str:
+        """Who reviews it: the owner, else the reviewer who claimed it ('' before a claim)."""
+        person = self.owner or self.claimed_by
+        return person.username if person is not None else ""
 
 
 class PauseEvent(models.Model):

@@ -57,6 +57,7 @@ def _leading_to(status: str) -> frozenset[str]:
 # resumed by a reviewer, which starts it afresh from its stored token ids).
 FINAL = frozenset({COMPLETED, REJECTED, CANCELLED, FAILED})
 LIVE = frozenset({RUNNING, PAUSED})  # a worker holds or runs the state
+WAITING = frozenset({PAUSED, GENERATED})  # waits for a reviewer (claimable on the floor)
 DECIDABLE = _leading_to(COMPLETED)  # approve / reject
 RESUMABLE = _leading_to(RUNNING) - {DRAFT}  # a draft starts, it does not resume
 CANCELLABLE = _leading_to(CANCELLED)
@@ -68,6 +69,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     for name, group in {
         "FINAL": FINAL,
         "LIVE": LIVE,
+        "WAITING": WAITING,
         "DECIDABLE": DECIDABLE,
         "RESUMABLE": RESUMABLE,
         "CANCELLABLE": CANCELLABLE,

@@ -103,7 +103,9 @@ def session_summary(session: ReviewSession) -> dict[str, Any]:
         "id": session.pk,
         "status": session.status,
         "domain": session.domain.name,
-        "owner": session.owner.username,
+        "owner": session.owner.username if session.owner else None,
+        "reviewer": session.reviewer_name or None,
+        "application": session.application.name if session.application else None,
         "created_at": session.created_at.isoformat(),
         "updated_at": session.updated_at.isoformat(),
     }

@@ -176,6 +176,7 @@ COMMENT = Text("comment", MAX_COMMENT_CHARS, blank=True, description="The review
 POLICY = Text(
     "policy", MAX_POLICY_NAME_CHARS, description="The name of one of the session's policies"
 )
+REVIEWER = Text("reviewer", 150, strip=True, description="The username of a reviewer of the domain")
 AFTER = Integer("after", description="Sequence number of the last event the client has")
 LIMIT = Integer("limit", 0, MAX_INT, "Most sessions to list (at most 1000 are sent)")
 

@@ -17,6 +17,7 @@ from reviewer.web.arguments import (
     LAYER,
     POLICY,
     POSITION,
+    REVIEWER,
     START,
     TOKEN_ID,
     InvalidInput,
@@ -85,6 +86,15 @@ COMMANDS: dict[str, Command] = {
         lifecycle.unmute,
         required=(POLICY,),
         summary="At a pause: let a muted policy fire again",
+    ),
+    "claim": Command(
+        lifecycle.claim, summary="Take a waiting gateway session from the domain's queue"
+    ),
+    "release": Command(lifecycle.release, summary="Give a claimed session back to the queue"),
+    "reassign": Command(
+        lifecycle.reassign,
+        required=(REVIEWER,),
+        summary="Staff: hand a gateway session to another reviewer of its domain",
     ),
 }
 

@@ -25,7 +25,18 @@ SESSION_SUMMARY = {
         "id": {"type": "integer"},
         "status": {"type": "string", "enum": list(statuses.STATUSES)},
         "domain": {"type": "string"},
-        "owner": {"type": "string"},
+        "owner": {
+            "type": ["string", "null"],
+            "description": "Who started it; null for a gateway generation",
+        },
+        "reviewer": {
+            "type": ["string", "null"],
+            "description": "The owner, or the reviewer who claimed it",
+        },
+        "application": {
+            "type": ["string", "null"],
+            "description": "The application that sent it through the gateway",
+        },
         "created_at": {"type": "string", "format": "date-time"},
         "updated_at": {"type": "string", "format": "date-time"},
     },

@@ -13,6 +13,7 @@ const deepFreeze = (value) => {
 // The event kinds: an event's `type`.
 export const EVENT = deepFreeze({
   "ATTENTION": "attention",
+  "CLAIM": "claim",
   "EDITED": "edited",
   "ERROR": "error",
   "FINISH": "finish",
@@ -29,6 +30,7 @@ export const EVENT = deepFreeze({
 // The fields each kind's payload carries.
 export const EVENT_FIELDS = deepFreeze({
   "attention": {"required": ["heads", "layer", "position"], "optional": []},
+  "claim": {"required": ["action", "claimed_by", "expires_at"], "optional": []},
   "edited": {"required": ["alternatives", "attention", "char_end", "char_start", "edit", "kind", "lookahead", "new_token_end", "text", "text_after", "text_before", "token_end", "token_ids", "token_start", "tokens"], "optional": []},
   "error": {"required": ["message"], "optional": ["edit"]},
   "finish": {"required": ["reason", "text"], "optional": []},
@@ -48,10 +50,13 @@ export const COMMAND = deepFreeze({
   "ATTENTION": "attention",
   "CANCEL": "cancel",
   "CHOOSE": "choose",
+  "CLAIM": "claim",
   "EDIT": "edit",
   "MUTE": "mute",
   "PAUSE": "pause",
+  "REASSIGN": "reassign",
   "REJECT": "reject",
+  "RELEASE": "release",
   "RESUME": "resume",
   "ROLLBACK": "rollback",
   "UNMUTE": "unmute",
@@ -63,10 +68,13 @@ export const COMMAND_ARGUMENTS = deepFreeze({
   "attention": {"required": ["layer"], "optional": []},
   "cancel": {"required": [], "optional": []},
   "choose": {"required": ["token_id"], "optional": []},
+  "claim": {"required": [], "optional": []},
   "edit": {"required": ["start", "end", "text"], "optional": ["glossary_term"]},
   "mute": {"required": ["policy"], "optional": []},
   "pause": {"required": [], "optional": []},
+  "reassign": {"required": ["reviewer"], "optional": []},
   "reject": {"required": ["comment"], "optional": []},
+  "release": {"required": [], "optional": []},
   "resume": {"required": [], "optional": []},
   "rollback": {"required": ["position"], "optional": []},
   "unmute": {"required": ["policy"], "optional": []},
@@ -88,6 +96,7 @@ export const STATUS = deepFreeze({
 export const STATUS_GROUP = deepFreeze({
   "FINAL": ["completed", "rejected", "cancelled", "failed"],
   "LIVE": ["running", "paused"],
+  "WAITING": ["paused", "generated"],
   "DECIDABLE": ["paused", "generated"],
   "RESUMABLE": ["paused", "failed"],
   "CANCELLABLE": ["draft", "running", "paused", "generated"],

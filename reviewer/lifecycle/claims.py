@@ -1,0 +1,176 @@
+"""Claims: a gateway session has no owner, so one reviewer of its domain claims it and holds it
+until they decide, release it, or the claim lapses without activity. Every claim, release,
+expiry and reassignment is audited and sent to the session's and the domain's watchers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from reviewer import events
+from reviewer.lifecycle import audit
+from reviewer.lifecycle.idempotency import idempotent
+from reviewer.lifecycle.transitions import Conflict, NotFound, S, get_session_for, locked
+from reviewer.models import ReviewSession, statuses
+from reviewer.web import arguments
+from reviewer.web.arguments import InvalidInput
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+# A reviewer claims what waits for them: a pause, or a generated text awaiting a decision.
+CLAIMABLE = statuses.WAITING
+
+
+def holder(session: ReviewSession, now: datetime | None = None) -> User | None:
+    """Who holds the session's claim now (None when nobody does or it has lapsed)."""
+    if session.claimed_by_id is None or session.claim_expires_at is None:
+        return None
+    if session.claim_expires_at <= (now or timezone.now()):
+        return None
+    return session.claimed_by
+
+
+def claim_info(session: ReviewSession) -> dict[str, Any]:
+    """The claim as the API and the page show it."""
+    held = holder(session)
+    expires = session.claim_expires_at.isoformat() if held and session.claim_expires_at else None
+    return {"claimed_by": held.username if held else None, "claim_expires_at": expires}
+
+
+@idempotent("claim")
+def claim(user: User, session_id: Any) -> dict[str, Any]:
+    """Take a waiting gateway session; exactly one of two reviewers claiming at once wins (the
+    row is locked), the other is told who has it."""
+    with transaction.atomic():
+        session = _locked_gateway_session(user, session_id, "claim")
+        if session.status not in CLAIMABLE:
+            raise Conflict(
+                f"Only a paused or generated session can be claimed, not a {session.status} one"
+            )
+        _expire_if_lapsed(session)
+        current = holder(session)
+        if current is not None and current != user:
+            raise Conflict(f"Session {session.pk} is claimed by {current.username}")
+        _hold(session, user, "claim" if current is None else "renew")
+    return _answer(session)
+
+
+@idempotent("release")
+def release(user: User, session_id: Any) -> dict[str, Any]:
+    """Give a claim back: the session waits in the domain's queue again."""
+    with transaction.atomic():
+        session = _locked_gateway_session(user, session_id, "release")
+        if holder(session) != user:
+            raise Conflict(f"You do not hold a claim on session {session.pk}")
+        _drop(session, user.username, "release")
+    return _answer(session)
+
+
+@idempotent("reassign")
+def reassign(user: User, session_id: Any, reviewer: Any) -> dict[str, Any]:
+    """Staff hand a gateway session to another reviewer of its domain."""
+    if not user.is_staff:
+        raise Conflict("Only staff can reassign a session")
+    name = arguments.REVIEWER(reviewer)
+    with transaction.atomic():
+        session = _locked_gateway_session(user, session_id, "reassign")
+        if session.is_final:
+            raise Conflict(f"Cannot reassign a session that is {session.status}")
+        target = session.domain.reviewers.filter(username=name, is_active=True).first()
+        if target is None:
+            raise InvalidInput(f"{name!r} is not a reviewer of {session.domain.name}")
+        previous = holder(session)
+        _hold(session, target, "reassign", actor=user.username, previous=previous)
+    return _answer(session)
+
+
+def renew(session: ReviewSession, user: User) -> None:
+    """A command of the claim's holder keeps the claim alive (the caller holds the row lock)."""
+    if session.owner_id is None and holder(session) == user:
+        session.claim_expires_at = _expiry(session)
+        session.save(update_fields=["claim_expires_at"])
+
+
+def require_claim(session: ReviewSession, user: User, command: str) -> None:
+    """A gateway session is driven only by the reviewer holding its claim."""
+    if session.owner_id is not None:
+        return
+    current = holder(session)
+    if current == user:
+        return
+    if current is None:
+        raise Conflict(f"Claim session {session.pk} before you {command} it")
+    raise Conflict(f"Session {session.pk} is claimed by {current.username}")
+
+
+def expire_lapsed() -> int:
+    """Audit and drop every claim that lapsed; returns how many. Called where claims are read
+    (the queue, a claim): a lapsed claim is never honoured in between either (``holder``)."""
+    lapsed = S.objects.filter(claimed_by__isnull=False, claim_expires_at__lte=timezone.now())
+    count = 0
+    for session_id in lapsed.values_list("pk", flat=True):
+        with transaction.atomic():
+            session = locked(session_id)
+            count += _expire_if_lapsed(session)
+    return count
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _locked_gateway_session(user: User, session_id: Any, command: str) -> ReviewSession:
+    session = locked(get_session_for(user, session_id).pk)
+    if session.owner_id is not None:
+        raise NotFound(f"Session {session.pk} has an owner: there is nothing to {command}")
+    return session
+
+
+def _expiry(session: ReviewSession) -> datetime:
+    return timezone.now() + timedelta(minutes=session.domain.claim_minutes)
+
+
+def _hold(
+    session: ReviewSession,
+    user: User,
+    action: str,
+    actor: str | None = None,
+    previous: User | None = None,
+) -> None:
+    session.claimed_by, session.claim_expires_at = user, _expiry(session)
+    session.save(update_fields=["claimed_by", "claim_expires_at", "updated_at"])
+    payload = {"reviewer": user.username, "expires_at": session.claim_expires_at.isoformat()}
+    if previous is not None:
+        payload["previous"] = previous.username
+    audit.append(action, actor or user.username, session, payload)
+    _tell(session, action)
+
+
+def _drop(session: ReviewSession, actor: str, action: str) -> None:
+    previous = session.claimed_by.username if session.claimed_by else None
+    session.claimed_by, session.claim_expires_at = None, None
+    session.save(update_fields=["claimed_by", "claim_expires_at", "updated_at"])
+    audit.append(action, actor, session, {"reviewer": previous})
+    _tell(session, action)
+
+
+def _expire_if_lapsed(session: ReviewSession) -> int:
+    if session.claimed_by_id is None or holder(session) is not None:
+        return 0
+    _drop(session, "system", "claim_expired")
+    return 1
+
+
+def _tell(session: ReviewSession, action: str) -> None:
+    info = claim_info(session)
+    events.emit(
+        session.pk, events.CLAIM, events.claim(info["claimed_by"], info["claim_expires_at"], action)
+    )
+
+
+def _answer(session: ReviewSession) -> dict[str, Any]:
+    return {"id": session.pk, "status": session.status, **claim_info(session)}

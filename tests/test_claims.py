@@ -1,0 +1,140 @@
+"""Review on a floor: a gateway session has no owner; every reviewer of its domain sees it, one
+claims it, and only the claim's holder drives it until they decide, release it or it lapses."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from reviewer import lifecycle
+from reviewer.lifecycle import claims
+from reviewer.models import AuditRecord, ReviewSession
+from tests.session_factory import clinical_notes, make_session, stub_worker
+
+pytestmark = pytest.mark.django_db
+S = ReviewSession
+
+
+@pytest.fixture
+def floor(alice, bob):
+    """Alice and Bob review clinical notes; the waiting session came from an application."""
+    clinical_notes().reviewers.add(alice, bob)
+    return make_session(None)
+
+
+@pytest.fixture
+def carol(django_user_model):
+    """Carol reviews another domain: she must never see the clinical floor."""
+    return django_user_model.objects.create_user("carol", password="carol-password-1")
+
+
+def actions(session) -> list[str]:
+    return list(AuditRecord.objects.filter(session=session).values_list("action", flat=True))
+
+
+def test_it_shows_an_ownerless_session_to_every_reviewer_of_its_domain_only(
+    floor, alice, bob, carol
+):
+    assert list(S.objects.visible_to(alice)) == [floor]
+    assert list(S.objects.visible_to(bob)) == [floor]
+    assert list(S.objects.visible_to(carol)) == []
+    with pytest.raises(lifecycle.NotFound):
+        lifecycle.claim(carol, floor.pk)
+
+
+def test_it_lets_one_reviewer_claim_and_tells_the_other_who_has_it(floor, alice, bob):
+    answer = lifecycle.claim(alice, floor.pk)
+    assert answer["claimed_by"] == "alice" and answer["claim_expires_at"]
+    with pytest.raises(lifecycle.Conflict, match="claimed by alice"):
+        lifecycle.claim(bob, floor.pk)
+    assert actions(floor) == ["claim"]
+    assert floor.events.filter(type="claim").count() == 1
+
+
+def test_it_refuses_commands_from_anyone_but_the_holder(floor, alice, bob, monkeypatch):
+    stub_worker(monkeypatch)
+    with pytest.raises(lifecycle.Conflict, match="Claim session"):
+        lifecycle.approve(alice, floor.pk)
+    lifecycle.claim(alice, floor.pk)
+    with pytest.raises(lifecycle.Conflict, match="claimed by alice"):
+        lifecycle.approve(bob, floor.pk)
+    floor.refresh_from_db()
+    assert floor.status == S.PAUSED
+    lifecycle.approve(alice, floor.pk)
+    floor.refresh_from_db()
+    assert floor.status == S.COMPLETED and floor.reviewer_name == "alice"
+    assert claims.holder(floor) is None  # an ended session's claim lapses
+
+
+def test_it_renews_the_claim_on_the_holders_activity(floor, alice, monkeypatch):
+    stub_worker(monkeypatch)
+    lifecycle.claim(alice, floor.pk)
+    S.objects.filter(pk=floor.pk).update(claim_expires_at=timezone.now() + timedelta(seconds=5))
+    lifecycle.edit(alice, floor.pk, start=0, end=3, text="A")
+    floor.refresh_from_db()
+    assert floor.claim_expires_at > timezone.now() + timedelta(minutes=9)
+
+
+def test_it_releases_and_expires_claims_with_an_audit_record(floor, alice, bob):
+    lifecycle.claim(alice, floor.pk)
+    with pytest.raises(lifecycle.Conflict):
+        lifecycle.release(bob, floor.pk)
+    lifecycle.release(alice, floor.pk)
+    lifecycle.claim(bob, floor.pk)
+    S.objects.filter(pk=floor.pk).update(claim_expires_at=timezone.now() - timedelta(seconds=1))
+    assert claims.expire_lapsed() == 1
+    lifecycle.claim(alice, floor.pk)
+    assert actions(floor) == ["claim", "release", "claim", "claim_expired", "claim"]
+
+
+def test_it_lets_only_staff_reassign_and_only_to_the_domains_reviewers(
+    floor, alice, bob, carol, admin_user
+):
+    lifecycle.claim(alice, floor.pk)
+    with pytest.raises(lifecycle.Conflict, match="Only staff"):
+        lifecycle.reassign(bob, floor.pk, reviewer="bob")
+    with pytest.raises(lifecycle.InvalidInput, match="not a reviewer"):
+        lifecycle.reassign(admin_user, floor.pk, reviewer="carol")
+    answer = lifecycle.reassign(admin_user, floor.pk, reviewer="bob")
+    assert answer["claimed_by"] == "bob"
+    record = AuditRecord.objects.filter(session=floor, action="reassign").get()
+    assert record.actor == "root" and record.payload["previous"] == "alice"
+
+
+def test_it_refuses_to_claim_an_owned_or_running_session(floor, alice):
+    own = make_session(alice)
+    with pytest.raises(lifecycle.NotFound, match="has an owner"):
+        lifecycle.claim(alice, own.pk)
+    S.objects.filter(pk=floor.pk).update(status=S.RUNNING)
+    with pytest.raises(lifecycle.Conflict, match="Only a paused or generated"):
+        lifecycle.claim(alice, floor.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_lets_exactly_one_of_two_simultaneous_claims_win(alice, bob):
+    clinical_notes().reviewers.add(alice, bob)
+    session = make_session(None)
+    barrier, results = threading.Barrier(2), {}
+
+    def try_claim(user):
+        barrier.wait()
+        try:
+            results[user.username] = lifecycle.claim(user, session.pk)["claimed_by"]
+        except lifecycle.Conflict as exc:
+            results[user.username] = str(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=try_claim, args=(u,)) for u in (alice, bob)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [name for name, result in results.items() if result == name]
+    assert len(winners) == 1
+    loser = ({"alice", "bob"} - set(winners)).pop()
+    assert f"claimed by {winners[0]}" in results[loser]
