@@ -9,7 +9,7 @@ mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and 
 workers through ``reviewer.worker.dispatch``, by task name: nothing here imports the worker.
 """
 
-from reviewer.lifecycle.claims import claim, reassign, release
+from reviewer.lifecycle.claims import claim, expire_lapsed, reassign, release
 from reviewer.lifecycle.reports import (
     StopReport,
     begin_segment,
@@ -76,6 +76,7 @@ __all__ = [
     "cancel",
     "choose",
     "claim",
+    "expire_lapsed",
     "edit",
     "fail",
     "generates",

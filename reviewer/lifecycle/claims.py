@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewer import events
+from reviewer.events import queue
 from reviewer.lifecycle import audit
 from reviewer.lifecycle.idempotency import idempotent
 from reviewer.lifecycle.transitions import Conflict, NotFound, S, get_session_for, locked
@@ -170,6 +171,7 @@ def _tell(session: ReviewSession, action: str) -> None:
     events.emit(
         session.pk, events.CLAIM, events.claim(info["claimed_by"], info["claim_expires_at"], action)
     )
+    queue.announce(session, action)
 
 
 def _answer(session: ReviewSession) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reviewer import events
+from reviewer.events import queue
 from reviewer.lifecycle import audit
 from reviewer.models import PauseEvent, ReviewSession, statuses
 from reviewer.web.arguments import CommandError
@@ -116,6 +117,7 @@ def set_status(session: ReviewSession, status: str) -> None:
     session.waiting_since = waiting_since(session, current, status)
     session.save(update_fields=["status", "waiting_since", "updated_at"])
     events.emit(session.pk, events.STATUS, events.status(status))
+    queue.announce(session, "status")
 
 
 def waiting_since(session: ReviewSession, current: str, status: str) -> datetime | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from django.urls import path
 
 from reviewer.web.consumers import SessionConsumer
+from reviewer.web.queue_consumer import QueueConsumer
 
 if TYPE_CHECKING:
     from channels.routing import URLRouter, _ExtendedURLPattern
@@ -14,4 +15,5 @@ if TYPE_CHECKING:
 websocket_urlpatterns: list[_ExtendedURLPattern | URLRouter] = [
     # Channels' URLRouter takes Django's path() with an ASGI app; Django's types do not.
     path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi()),  # type: ignore[arg-type, list-item]
+    path("ws/queue/", QueueConsumer.as_asgi()),  # type: ignore[arg-type, list-item]
 ]

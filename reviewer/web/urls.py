@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from reviewer.web import api, views
+from reviewer.web import api, queue, views
 from reviewer.web.command_table import COMMANDS
 
 api_commands = [
@@ -13,6 +13,7 @@ urlpatterns = [
     path("", views.session_list, name="session-list"),
     path("sessions/new", views.session_new, name="session-new"),
     path("sessions/next", views.next_case, name="session-next"),
+    path("queue/items/<int:session_id>", queue.queue_item, name="queue-item"),
     path("sessions/<int:session_id>/", views.session_page, name="session-page"),
     path("sessions/<int:session_id>/audit", views.session_audit, name="session-audit"),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),

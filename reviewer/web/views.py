@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.db.models import Case, Count, QuerySet, When
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -23,6 +24,7 @@ from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, statuses
+from reviewer.web import queue
 from reviewer.web.auth import AuthenticatedHttpRequest
 from reviewer.web.features import backend_features
 from reviewer.web.health import check_database, check_redis, check_worker
@@ -61,19 +63,32 @@ def review_queue(user: User) -> QuerySet[Any]:  # sessions annotated with `waiti
 
 @login_required
 def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The reviewer's queue across their domains (reviewer/web/queue.py), live over ws/queue/."""
+    queue.sweep_lapsed_claims()
     status = request.GET.get("status", "")
-    rows = review_queue(request.user).select_related("domain", "owner")
-    rows = rows.annotate(pause_count=Count("pauses"))
+    rows = queue.loaded(review_queue(request.user)).annotate(pause_count=Count("pauses"))
     if status in statuses.STATUSES:
         rows = rows.filter(status=status)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    user = request.user
+    waiting = queue.waiting_count(user)
     context = {
-        "sessions": page.object_list,
+        "rows": queue.rows_for(page.object_list, user),
         "page": page,
         "status": status,
         "statuses": status_labels(),
         "domains": Domain.objects.all(),
+        "waiting_count": waiting,
         "queue_done": request.GET.get("done") == "1",
+        "page_data": {
+            "user": user.get_username(),
+            "waitingCount": waiting,
+            "csrf": get_token(request),
+            "claimUrl": reverse("api-claim", args=[0]),
+            "itemUrl": reverse("queue-item", args=[0]),
+            "labels": queue.page_labels(),
+            "statusLabels": status_labels(),
+        },
     }
     return render(request, "reviewer/session_list.html", context)
 

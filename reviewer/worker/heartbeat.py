@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 SWEEP_S = 1  # seconds between two looks for sessions whose worker died
 RETAKE_QUIET_S = 5  # no sweep for this long after this worker had to take its lock again
+# Lapsed claims are dropped (audited, and the domain's queue pages told) at this pace even when
+# nobody reads a queue; a lapsed claim is never honoured meanwhile (claims.holder).
+CLAIM_SWEEP_S = 15
 
 
 def start(hostname: str) -> threading.Thread:
@@ -32,7 +35,7 @@ def start(hostname: str) -> threading.Thread:
     _guarded("heartbeat", lambda: announce(hostname))
 
     def beat() -> None:
-        quiet_until = 0.0
+        quiet_until, next_claim_sweep = 0.0, 0.0
         while True:
             time.sleep(SWEEP_S)
             if _guarded("liveness lock", lambda: liveness.hold(hostname)):
@@ -42,6 +45,9 @@ def start(hostname: str) -> threading.Thread:
             if time.monotonic() >= quiet_until:
                 _guarded("orphan sweep", recover_orphans)
             _guarded("heartbeat", lambda: announce(hostname))
+            if time.monotonic() >= next_claim_sweep:
+                _guarded("claim sweep", lifecycle.expire_lapsed)
+                next_claim_sweep = time.monotonic() + CLAIM_SWEEP_S
             close_old_connections()
 
     thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)

@@ -1,0 +1,72 @@
+"""The floor's live queue: whenever a gateway (ownerless) session changes status or claim, a
+small ``queue`` message goes to its domain's group, where every open queue page of that
+domain's reviewers listens (reviewer/web/queue_consumer.py). Unlike session events these are
+not stored or numbered: the page reads the item itself on each one, so a lost message costs
+only freshness, and a reconnecting page reloads the queue."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, TypedDict
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+if TYPE_CHECKING:
+    from reviewer.models import ReviewSession
+
+log = logging.getLogger(__name__)
+
+QUEUE = "queue"  # the message's type on the queue socket
+
+
+class QueueMessage(TypedDict):
+    """What changed, enough for a page to decide whether to read the item again."""
+
+    type: str  # always "queue"
+    session: int
+    domain: int
+    status: str
+    claimed_by: str | None
+    action: str  # "status", or the claim's audit action (claim, renew, release, ...)
+
+
+def group_name(domain_id: int) -> str:
+    """The channel-layer group of a domain's queue (the database name keeps two
+    installations sharing one Redis apart, as for session groups)."""
+    return f"queue-{settings.DATABASES['default']['NAME']}-{domain_id}"
+
+
+def announce(session: ReviewSession, action: str) -> None:
+    """Tell the domain's queue pages, once the surrounding transaction commits. Only
+    ownerless sessions are on the floor; a reviewer's own session is nobody else's news."""
+    if session.owner_id is not None:
+        return
+    from reviewer.lifecycle.claims import holder  # claims imports the event modules
+
+    current = holder(session)
+    message: QueueMessage = {
+        "type": QUEUE,
+        "session": session.pk,
+        "domain": session.domain_id,
+        "status": session.status,
+        "claimed_by": current.username if current is not None else None,
+        "action": action,
+    }
+    transaction.on_commit(lambda: send(message))
+
+
+def send(message: QueueMessage) -> None:
+    """Best effort, like session events: a page that missed one is stale until its next
+    message or reload, and nothing a reviewer or worker did fails because Redis is away."""
+    layer = get_channel_layer()
+    try:
+        if layer is None:
+            raise RuntimeError("no channel layer is configured")
+        async_to_sync(layer.group_send)(
+            group_name(message["domain"]), {"type": "queue.event", "event": dict(message)}
+        )
+    except Exception as exc:
+        log.warning("queue message not sent (%s: %s)", type(exc).__name__, exc)
