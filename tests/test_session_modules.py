@@ -1,6 +1,6 @@
 """The session page's modules as files: the template preloads exactly the modules the entry
 point imports (directly or not), no script is over 400 lines, and only the entry point writes
-to `window`."""
+to `window`. The queue page's entry point is held to the same preloading (and writes nothing)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from tests.conftest import REPO
 STATIC = REPO / "frontend" / "static" / "reviewer"
 TEMPLATE = REPO / "frontend" / "templates" / "reviewer" / "session_detail.html"
 ENTRY = "session-page.js"
+QUEUE_TEMPLATE = REPO / "frontend" / "templates" / "reviewer" / "session_list.html"
+QUEUE_ENTRY = "queue-page.js"
 IMPORT = re.compile(r'from "\./([\w-]+\.js)"')
 
 
@@ -24,13 +26,20 @@ def imported_from(entry: str) -> set[str]:
     return found
 
 
-def test_the_template_preloads_every_module_the_page_imports():
-    preloaded = set(
+def preloaded_by(template) -> set[str]:
+    return set(
         re.findall(
-            r"modulepreload\" href=\"{% static 'reviewer/([\w-]+\.js)' %}", TEMPLATE.read_text()
+            r"modulepreload\" href=\"{% static 'reviewer/([\w-]+\.js)' %}", template.read_text()
         )
     )
-    assert preloaded == imported_from(ENTRY) - {ENTRY}
+
+
+def test_the_template_preloads_every_module_the_page_imports():
+    assert preloaded_by(TEMPLATE) == imported_from(ENTRY) - {ENTRY}
+
+
+def test_the_queue_template_preloads_every_module_the_queue_page_imports():
+    assert preloaded_by(QUEUE_TEMPLATE) == imported_from(QUEUE_ENTRY) - {QUEUE_ENTRY}
 
 
 def test_no_script_is_over_400_lines():
