@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from reviewer.analytics import roi
+from reviewer.analytics.floor import FloorFigures, floor_figures
 from reviewer.models import Domain, ReviewSession
 
 DEFAULT_DAYS = 30
@@ -122,6 +123,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "missing": missing_for_roi(totals, settings),
         "chart_names": chart_names(),
         "query": request.GET.urlencode(),
+        "floor": floor_rows(floor_figures(filters.sessions(), filters.domains_in_scope())),
     }
     return render(request, "dashboard/roi.html", context)
 
@@ -186,6 +188,32 @@ def summary_rows(totals: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _shown(value: float | None, fmt: str) -> str:
     return "no data" if value is None else fmt.format(value)
+
+
+def floor_rows(figures: list[FloorFigures]) -> list[dict[str, Any]]:
+    """The review floor's figures as the dashboard shows them, one row per domain."""
+    return [
+        {
+            "domain": f.domain,
+            "generations": f.generations,
+            "claim": _pair(f.claim_p(50), f.claim_p(95)),
+            "decision": _pair(f.decision_p(50), f.decision_p(95)),
+            "past_sla": f.past_sla,
+            "approved_unpaused": _shown(f.approved_unpaused_share, "{:.0%}"),
+            "edits": _shown(f.edits_per_reviewed, "{:.2f}"),
+        }
+        for f in figures
+    ]
+
+
+def _pair(p50: float | None, p95: float | None) -> str:
+    if p50 is None or p95 is None:
+        return _("no data")
+    return f"{_seconds(p50)} / {_seconds(p95)}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
 
 
 def missing_for_roi(totals: dict[str, Any], settings: dict[str, dict[str, Any]]) -> list[str]:

@@ -132,11 +132,36 @@ class SessionGauges:
             )
 
 
+class FloorGauges:
+    """Per domain, the gateway generations waiting for a reviewer and those past the domain's
+    review SLA (reviewer/analytics/floor.py), counted in Postgres when scraped."""
+
+    def collect(self) -> Iterator[Metric]:
+        from reviewer.analytics.floor import waiting_now
+
+        waiting = GaugeMetricFamily(
+            "caesura_queue_waiting",
+            "Gateway generations waiting in a domain's queue (paused or generated)",
+            labels=["domain"],
+        )
+        past = GaugeMetricFamily(
+            "caesura_queue_past_sla",
+            "Waiting gateway generations older than the domain's review SLA",
+            labels=["domain"],
+        )
+        for found in waiting_now():
+            waiting.add_metric([found.domain], found.waiting)
+            past.add_metric([found.domain], found.past_sla)
+        yield waiting
+        yield past
+
+
 def registry() -> CollectorRegistry:
-    """Every process's counters and histograms, summed, plus the session gauges."""
+    """Every process's counters and histograms, summed, plus the session and floor gauges."""
     aggregate = CollectorRegistry()
     multiprocess.MultiProcessCollector(aggregate, path=str(METRICS_DIR))
     aggregate.register(SessionGauges())
+    aggregate.register(FloorGauges())
     return aggregate
 
 
