@@ -84,6 +84,19 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "decided": _("%(status)s: %(note)s"),
         "mute": _("Mute “%(policy)s” for this session"),
         "unmute": _("Unmute “%(policy)s”"),
+        **claim_labels(),
+    }
+
+
+def claim_labels() -> dict[str, str]:
+    """What the session page says of a gateway generation's claim."""
+    return {
+        "claimMine": _("Claimed by you until %(time)s; your activity here renews it."),
+        "claimHeld": _("Claimed by %(reviewer)s: only they can work on it now."),
+        "claimOpen": _("Unclaimed: it waits in the domain's queue. Claim it to work on it."),
+        "claimEnded": _("Reviewed by %(reviewer)s."),
+        "claim": _("Claim"),
+        "release": _("Release"),
     }
 
 
@@ -153,6 +166,9 @@ def command_labels() -> dict[str, str]:
         "reject": _("Reject"),
         "mute": _("Mute a policy"),
         "unmute": _("Unmute a policy"),
+        "claim": _("Claim"),
+        "release": _("Release"),
+        "reassign": _("Reassign"),
     }
 
 

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET
 
 from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
+from reviewer.lifecycle import claims
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, statuses
 from reviewer.web import queue
@@ -245,6 +246,10 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
             "redlineUrl": reverse("api-redline", args=[session.pk]),
             "features": sorted(backend_features()),
             "attentionMap": attention_map(session),
+            "onFloor": session.owner_id is None,
+            "claim": claims.claim_info(session),
+            "claimMinutes": session.domain.claim_minutes,
+            "claimedBy": session.claimed_by.username if session.claimed_by else None,
         },
     }
     return render(request, "reviewer/session_detail.html", context)

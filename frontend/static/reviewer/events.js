@@ -47,6 +47,8 @@ const handlers = {
     if (state.live) notify(L.finished);
   },
   [EVENT.FLAG]: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
+  // The rendered claim is current: a replayed one is old news.
+  [EVENT.CLAIM]: (event) => state.live && store.set({ claim: { claimed_by: event.claimed_by, expires_at: event.expires_at } }, "claim"),
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
   [EVENT.ERROR]: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
 };

@@ -1,6 +1,7 @@
 // The session page from the keyboard: every review step without the mouse. `?` lists the keys
 // (the #keys-help dialog); the modules that own each step do the work.
 import { back, focusWord as showWordAttention } from "./attention.js";
+import { toggleClaim } from "./claim.js";
 import { decide } from "./controls.js";
 import { closeEditor, replaceWord } from "./editor.js";
 import { hideMenu, openMenu } from "./menu.js";
@@ -75,6 +76,7 @@ const KEYS = {
   e: replaceFocused,
   w: () => (focusedWord() ? showWordAttention(+focusedWord().dataset.first) : back()),
   n: () => $("next-case") && !$("decided-panel").hidden && $("next-case").click(),
+  c: toggleClaim,
   ArrowRight: () => focusedWord() && moveWord(1),
   ArrowLeft: () => focusedWord() && moveWord(-1),
   Home: () => focusedWord() && focusWord(words()[0]),

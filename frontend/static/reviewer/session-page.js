@@ -11,6 +11,7 @@
 import { bindAttentionPlots, showHeadsOf } from "./attention-plots.js";
 import { bindAttention, focused, shares } from "./attention.js";
 import { bindChanges } from "./changes.js";
+import { bindClaim } from "./claim.js";
 import { dropped, failAll, flush, reply, restore } from "./commands.js";
 import { bindControls } from "./controls.js";
 import { bindEditor } from "./editor.js";
@@ -35,6 +36,7 @@ bindPausePanel();
 bindAttentionPlots();
 bindStream();
 bindKeys();
+bindClaim();
 
 setStatus(store.state.status);
 refreshTimeline();

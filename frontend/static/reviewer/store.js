@@ -5,7 +5,7 @@
 // `changed`) and draw on the topics they subscribe to:
 //   tokens (detail: "append" | "full"), drawn (the text was drawn), edited (an edit landed),
 //   pause, heads (another layer's heads at the pause), status, live (the replay is
-//   complete), muted, decision.
+//   complete), muted, decision, claim.
 import { STATUS } from "./protocol.js";
 import { Outbox } from "./outbox.js";
 import { data } from "./page.js";
@@ -31,6 +31,7 @@ function initialState() {
     selection: null, // {start, end, text} of a text selection being edited
     menuPosition: null,
     pausePositions: [], // where the session paused, for moving between pauses
+    claim: null, // {claimed_by, expires_at} of a generation from an application (claim.js)
   };
 }
 
