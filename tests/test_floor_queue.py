@@ -67,7 +67,7 @@ def test_it_shows_who_holds_a_claim_and_offers_release_to_the_holder_only(
     assert "Claimed by you" in item and f'data-release="{waiting.pk}"' in item
     bobs = queue_of(Client(), bob)
     item = row(bobs, waiting.pk)
-    assert "Claimed by alice" in item and 'data-claim="' not in item and 'data-release' not in item
+    assert "Claimed by alice" in item and 'data-claim="' not in item and "data-release" not in item
     assert "<title>Queue · Caesura</title>" in bobs  # held by alice: not waiting for bob
 
 

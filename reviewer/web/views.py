@@ -22,8 +22,8 @@ from django.views.decorators.http import require_GET
 
 from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
-from reviewer.lifecycle import claims
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
+from reviewer.lifecycle import claims
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, statuses
 from reviewer.web import queue
 from reviewer.web.auth import AuthenticatedHttpRequest

@@ -90,7 +90,9 @@ def test_a_pause_reaches_both_queues_live_and_one_claim_wins(browser, server_url
     for page in (alice, bob):
         page.wait_for_selector(f'{row}[data-claimable="1"] button[data-claim]')
         title_is(page, "(2) Queue · Caesura")
-    assert bob.evaluate("window.shown") == [f"A pause waits in Clinical notes: session {session.pk}"]
+    assert bob.evaluate("window.shown") == [
+        f"A pause waits in Clinical notes: session {session.pk}"
+    ]
     assert "A pause waits" in alice.inner_text("#queue-notice")
     assert alice.inner_text(f"#queue-row-{late.pk} .sla").endswith("past the 15 min SLA")
     assert alice.is_hidden(f"{row} .sla")
