@@ -131,3 +131,19 @@ def test_it_offers_staff_a_reassign_form_naming_the_domains_reviewers(client, fl
     assert f'data-reassign="{waiting.pk}"' in item
     assert '<option value="alice">' in item and '<option value="bob">' in item
     assert "carol" not in item
+
+
+@pytest.mark.model  # the session page maps the case text onto the model's tokens
+def test_it_puts_the_claim_on_a_gateway_sessions_page_only(client, floor, alice):
+    waiting = gateway_session()
+    lifecycle.claim(alice, waiting.pk)
+    client.force_login(alice)
+    page = client.get(f"/sessions/{waiting.pk}/")
+    data = page.context["page_data"]
+    assert data["onFloor"] and data["claim"]["claimed_by"] == "alice"
+    assert 'id="claim-bar"' in page.content.decode() and "Note drafter" in page.content.decode()
+    own = make_session(alice)
+    page = client.get(f"/sessions/{own.pk}/")
+    assert (
+        not page.context["page_data"]["onFloor"] and 'id="claim-bar"' not in page.content.decode()
+    )
