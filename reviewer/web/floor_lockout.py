@@ -46,7 +46,8 @@ def backoff(lockouts: int) -> timedelta:
     """How long the n-th lockout in the memory lasts: base, then doubling, capped."""
     base = base_cool_off()
     cap = max(base, timedelta(minutes=settings.CAESURA_LOGIN_LOCKOUT_MAX_MINUTES))
-    return min(base * 2 ** min(max(0, lockouts - 1), 32), cap)
+    factor: int = 2 ** min(max(0, lockouts - 1), 32)
+    return min(base * factor, cap)
 
 
 def account_cool_off(username: str | None) -> timedelta:
@@ -76,7 +77,7 @@ def lockout_scope(request: HttpRequest) -> str:
     return str(getattr(request, "caesura_lockout_scope", ACCOUNT))
 
 
-class FloorLockoutHandler(AxesDatabaseHandler):
+class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes ships no types
     """axes' database handler plus the address-wide lock past its own, much higher limit."""
 
     def is_locked(self, request: Any, credentials: dict[str, Any] | None = None) -> bool:
