@@ -27,10 +27,8 @@ trap stop INT TERM
 sleep 2
 echo
 echo "Caesura is running at http://$HOST:$PORT/  (health: http://$HOST:$PORT/healthz)"
-echo "Demo logins (user / password):"
-"$BIN/python" -c 'import json, sys
-for user, password in json.load(open(sys.argv[1])).items():
-    print(f"  {user:16} {password}")' "${CAESURA_DATA_DIR:-var}/demo_credentials.json"
+"$BIN/python" -m reviewer.demo.credentials "${CAESURA_DATA_DIR:-var}/demo_credentials.json" \
+    "http://$HOST:$PORT"
 echo "Press Ctrl-C to stop."
 
 # Either process ending on its own is a failure worth surfacing: stop the other one too.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -140,12 +139,25 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "session-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Login throttling (django-axes) on /login/ and /admin/login/: after CAESURA_LOGIN_FAILURE_LIMIT
-# failed logins, the account and the address they came from are locked out for the cool-off.
+# Login throttling (django-axes) on /login/ and /admin/login/, made for a floor whose reviewers
+# share one address: CAESURA_LOGIN_FAILURE_LIMIT failures lock the account (from anywhere) and the
+# (account, address) pair; each further lockout of the account within CAESURA_LOGIN_BACKOFF_HOURS
+# lasts twice as long, up to CAESURA_LOGIN_LOCKOUT_MAX_MINUTES; the address itself is locked only
+# after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures (reviewer/web/floor_lockout.py).
 AXES_FAILURE_LIMIT = env_int("CAESURA_LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("CAESURA_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+CAESURA_LOGIN_LOCKOUT_MINUTES = env_int("CAESURA_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+CAESURA_LOGIN_LOCKOUT_MAX_MINUTES = env_int(
+    "CAESURA_LOGIN_LOCKOUT_MAX_MINUTES", 240, minimum=CAESURA_LOGIN_LOCKOUT_MINUTES
+)
+CAESURA_LOGIN_BACKOFF_HOURS = env_int("CAESURA_LOGIN_BACKOFF_HOURS", 24, minimum=1)
+CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT = env_int(
+    "CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT", 100, minimum=AXES_FAILURE_LIMIT
+)
+AXES_COOLOFF_TIME = "reviewer.web.floor_lockout.cool_off"
+AXES_HANDLER = "reviewer.web.floor_lockout.FloorLockoutHandler"
+AXES_USE_ATTEMPT_EXPIRATION = True  # each account's attempts last as long as its own lockout
 AXES_LOCKOUT_PARAMETERS = env_lockout_parameters(
-    "CAESURA_LOGIN_LOCKOUT_BY", ["username", "ip_address"]
+    "CAESURA_LOGIN_LOCKOUT_BY", ["username", ["username", "ip_address"]]
 )
 AXES_RESET_ON_SUCCESS = True  # a reviewer who mistypes once and then logs in starts afresh
 AXES_LOCKOUT_CALLABLE = "reviewer.web.lockout.lockout_response"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -15,11 +16,15 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
+from reviewer.lifecycle import audit
 from reviewer.models import (
     Domain,
     Glossary,
     GlossaryTerm,
 )
+
+# What an application's call receives from the domain: a change is audited with before/after.
+DELIVERY = ["delivery_mode", "delay_sentences", "auto_approve_unpaused", "max_wait_s"]
 
 
 class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
@@ -35,6 +40,8 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
         "specialty",
         "max_pauses_per_100_tokens",
         "min_pause_distance",
+        "delivery_mode",
+        "reviewer_count",
     ]
     prepopulated_fields = {"slug": ["name"]}
     fieldsets = [
@@ -53,7 +60,54 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
                 ),
             },
         ),
+        (
+            _("Review floor and delivery"),
+            {
+                "fields": ["reviewers", *DELIVERY, "claim_minutes", "review_sla_minutes"],
+                "description": _(
+                    "An application's generations in this domain wait in its reviewers' queue;"
+                    " the delivery mode says what the application receives, and when."
+                    " Changes of delivery and of reviewers are audited."
+                ),
+            },
+        ),
     ]
+    filter_horizontal = ["reviewers"]
+
+    @admin.display(description=_("reviewers"))
+    def reviewer_count(self, obj: Domain) -> int:
+        return obj.reviewers.count()
+
+    def save_model(self, request: HttpRequest, obj: Domain, form: Any, change: bool) -> None:
+        stored = Domain.objects.filter(pk=obj.pk).first() if change else None
+        form.reviewers_before = (
+            sorted(stored.reviewers.values_list("username", flat=True)) if stored else []
+        )
+        super().save_model(request, obj, form, change)
+        if stored is not None and any(name in form.changed_data for name in DELIVERY):
+            audit.append(
+                "domain_delivery_changed",
+                request.user.get_username(),
+                payload={
+                    "domain": obj.slug,
+                    "before": {name: getattr(stored, name) for name in DELIVERY},
+                    "after": {name: getattr(obj, name) for name in DELIVERY},
+                },
+            )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        after = sorted(form.instance.reviewers.values_list("username", flat=True))
+        if after != form.reviewers_before:
+            audit.append(
+                "domain_reviewers_changed",
+                request.user.get_username(),
+                payload={
+                    "domain": form.instance.slug,
+                    "before": form.reviewers_before,
+                    "after": after,
+                },
+            )
 
 
 class GlossaryImportForm(forms.Form):

@@ -175,6 +175,13 @@ REVIEWERS = {
 }
 ADMIN_USERNAME = "admin"
 
+# What an application calling the gateway receives: the review-heavy domains nothing before a
+# reviewer approves; underwriting (lower risk) streams one sentence behind the model.
+DELIVERY: dict[str, dict[str, Any]] = {
+    "underwriting": {"delivery_mode": "delayed", "delay_sentences": 1},
+}
+APPLICATION_NAME = "Demo application"  # bound to every demo domain; its key is in var/
+
 # Case texts a reviewer of each demo domain would start from, with fixed seeds: the demo's
 # pause policies are tuned so that these pause at most 3 times per 200 generated tokens in
 # median (tests/test_demo_pause_rate.py measures them with the real model).

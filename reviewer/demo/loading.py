@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -10,15 +9,36 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from reviewer.demo.demo_data import ADMIN_USERNAME, DOMAINS, POLICIES, REVIEWERS
-from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy
+from reviewer.demo import credentials as credentials_file
+from reviewer.demo.credentials import DemoCredentials
+from reviewer.demo.demo_data import (
+    ADMIN_USERNAME,
+    APPLICATION_NAME,
+    DELIVERY,
+    DOMAINS,
+    POLICIES,
+    REVIEWERS,
+)
+from reviewer.lifecycle import application_keys
+from reviewer.models import Application, Domain, Glossary, GlossaryTerm, PausePolicy
+
+SEED_ACTOR = "system"  # how the audit chain names the demo loader
 
 
 @transaction.atomic
-def load_demo_data(credentials_file: Path) -> dict[str, str]:
+def load_demo_data(path: Path) -> DemoCredentials:
+    """Domains, their reviewers, the demo users and the demo application; the logins and the
+    application's key are kept in ``path`` (created on first run, kept afterwards)."""
     for spec in DOMAINS:
         load_domain(spec)
-    return ensure_demo_users(credentials_file)
+    kept = credentials_file.read(path)
+    logins = ensure_demo_users(kept["logins"])
+    for slug, username in REVIEWERS.items():
+        Domain.objects.get(slug=slug).reviewers.add(get_user_model().objects.get(username=username))
+    key = ensure_demo_application(kept["applications"].get(APPLICATION_NAME, ""))
+    result: DemoCredentials = {"logins": logins, "applications": {APPLICATION_NAME: key}}
+    credentials_file.write(path, result)
+    return result
 
 
 def load_domain(spec: dict[str, Any]) -> Domain:
@@ -29,6 +49,7 @@ def load_domain(spec: dict[str, Any]) -> Domain:
             "name_zh": spec.get("name_zh", ""),
             "specialty": spec["specialty"],
             "system_prompt": spec["system_prompt"],
+            **DELIVERY.get(spec["slug"], {"delivery_mode": "after_review"}),
         },
     )
     glossary, _ = Glossary.objects.get_or_create(domain=domain, name=spec["glossary"])
@@ -60,21 +81,27 @@ def load_policy(domain: Domain, order: int, spec: dict[str, Any]) -> PausePolicy
     return policy
 
 
-def ensure_demo_users(credentials_file: Path) -> dict[str, str]:
+def ensure_demo_users(kept: dict[str, str]) -> dict[str, str]:
     """Passwords are random per installation and kept in an untracked file, never in the repo."""
-    credentials = _read_credentials(credentials_file)
     usernames = [ADMIN_USERNAME, *REVIEWERS.values()]
     for username in usernames:
-        password = credentials.setdefault(username, secrets.token_urlsafe(9))
+        password = kept.setdefault(username, secrets.token_urlsafe(9))
         _ensure_user(username, password, is_admin=username == ADMIN_USERNAME)
-    credentials_file.parent.mkdir(parents=True, exist_ok=True)
-    credentials_file.write_text(json.dumps(credentials, indent=2))
-    credentials_file.chmod(0o600)
-    return {name: credentials[name] for name in usernames}
+    return {name: kept[name] for name in usernames}
 
 
-def _read_credentials(path: Path) -> dict[str, str]:
-    return json.loads(path.read_text()) if path.exists() else {}
+def ensure_demo_application(kept_key: str) -> str:
+    """The demo application, bound to every demo domain; its kept key while it still works,
+    otherwise a new one (created, or rotated where the application exists)."""
+    domains = Domain.objects.filter(slug__in=[spec["slug"] for spec in DOMAINS])
+    app = Application.objects.filter(name=APPLICATION_NAME).first()
+    if app is None:
+        app, key = application_keys.create(APPLICATION_NAME, domains, SEED_ACTOR)
+        return key
+    app.domains.add(*domains)
+    if kept_key and application_keys.application_for(kept_key) == app:
+        return kept_key
+    return application_keys.rotate(app, SEED_ACTOR)
 
 
 def _ensure_user(username: str, password: str, is_admin: bool) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -67,3 +68,23 @@ def application_for(key: str) -> Application | None:
     if not key.startswith(PREFIX):
         return None
     return Application.objects.active().filter(key_digest=digest(key)).first()
+
+
+def settings_of(app: Application) -> dict[str, Any]:
+    """What an admin may change about an application, as the audit chain records it."""
+    return {
+        "name": app.name,
+        "domains": sorted(domain.slug for domain in app.domains.all()),
+        "max_concurrent": app.max_concurrent,
+        "requests_per_minute": app.requests_per_minute,
+    }
+
+
+def record_change(app: Application, before: dict[str, Any], actor: str) -> None:
+    """Audits what changed since ``before`` (settings_of the stored application), if anything."""
+    after = settings_of(app)
+    changes = {key: [before[key], after[key]] for key in after if before.get(key) != after[key]}
+    if changes:
+        audit.append(
+            "application_changed", actor, payload={"application": app.name, "changes": changes}
+        )

@@ -74,12 +74,13 @@ def release(user: User, session_id: Any) -> dict[str, Any]:
 
 @idempotent("reassign")
 def reassign(user: User, session_id: Any, reviewer: Any) -> dict[str, Any]:
-    """Staff hand a gateway session to another reviewer of its domain."""
-    if not user.is_staff:
-        raise Conflict("Only staff can reassign a session")
+    """Staff hand a gateway session to another reviewer of its domain. A session the user may
+    not see is not found, as for every command, before they are told they are not staff."""
     name = arguments.REVIEWER(reviewer)
     with transaction.atomic():
         session = _locked_gateway_session(user, session_id, "reassign")
+        if not user.is_staff:
+            raise Conflict("Only staff can reassign a session")
         if session.is_final:
             raise Conflict(f"Cannot reassign a session that is {session.status}")
         target = session.domain.reviewers.filter(username=name, is_active=True).first()

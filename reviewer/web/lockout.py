@@ -4,18 +4,34 @@ record and log line of each lockout."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from reviewer.lifecycle import audit
+from reviewer.web.floor_lockout import (
+    ADDRESS,
+    account_cool_off,
+    account_lockouts,
+    backoff,
+    base_cool_off,
+    lockout_scope,
+)
 
 log = logging.getLogger(__name__)
 
 
-def lockout_minutes() -> int:
-    return max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+def minutes(cool_off: timedelta) -> int:
+    return max(1, round(cool_off.total_seconds() / 60))
+
+
+def lockout_minutes(request: HttpRequest) -> int:
+    """How long this lockout lasts: the account's (backed-off) cool-off, or the address's."""
+    if lockout_scope(request) == ADDRESS:
+        return minutes(base_cool_off())
+    return minutes(account_cool_off(str(request.POST.get("username", ""))))
 
 
 def lockout_response(request: HttpRequest, *args: object) -> HttpResponse:
@@ -24,7 +40,7 @@ def lockout_response(request: HttpRequest, *args: object) -> HttpResponse:
     next_url = request.POST.get("next") or request.GET.get("next", "")
     if not next_url and request.path_info.startswith("/admin/"):
         next_url = "/admin/"
-    context = {"locked_out": True, "minutes": lockout_minutes(), "next": next_url}
+    context = {"locked_out": True, "minutes": lockout_minutes(request), "next": next_url}
     return render(request, "registration/login.html", context, status=429)
 
 
@@ -36,26 +52,37 @@ def on_locked_out(
     **kwargs: object,
 ) -> None:
     """axes sends this on the failure that locks, and again on each attempt during the lockout:
-    every one is logged, the lockout itself is audited once."""
+    every one is logged, the lockout itself is audited once. The scope says what is locked: the
+    account (and the account from that address), or, past the much higher limit, the address."""
+    if request is None:
+        return
     name = (username or "")[:150]
-    path = request.path_info if request is not None else ""
-    failures = getattr(request, "axes_failures_since_start", None)
+    scope = lockout_scope(request)
+    if scope == ADDRESS:
+        failures = getattr(request, "caesura_address_failures", None)
+        limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
+    else:
+        failures = getattr(request, "axes_failures_since_start", None)
+        limit = settings.AXES_FAILURE_LIMIT
     log.warning(
-        "Login locked out: username=%r address=%s path=%s failures=%s",
+        "Login locked out: scope=%s username=%r address=%s path=%s failures=%s",
+        scope,
         name,
         ip_address,
-        path,
+        request.path_info,
         failures,
     )
-    if failures == settings.AXES_FAILURE_LIMIT:
+    if failures == limit:
+        starting = backoff(account_lockouts(name) + 1)  # this lockout is not yet in the chain
         audit.append(
             "login_locked_out",
             name or "anonymous",
             payload={
+                "scope": scope,
                 "username": name,
                 "ip_address": ip_address,
-                "path": path,
+                "path": request.path_info,
                 "failures": failures,
-                "minutes": lockout_minutes(),
+                "minutes": minutes(base_cool_off() if scope == ADDRESS else starting),
             },
         )

@@ -1,0 +1,129 @@
+"""Login throttling on a floor: what a lockout locks and for how long (django-axes hooks).
+
+A hospital's reviewers all come from one NAT address, so one person's wrong passwords must lock
+their account, not the floor. axes locks the account and the (account, address) pair
+(AXES_LOCKOUT_PARAMETERS); this module adds what axes lacks:
+
+- back-off: each lockout of an account within CAESURA_LOGIN_BACKOFF_HOURS doubles the next one,
+  up to CAESURA_LOGIN_LOCKOUT_MAX_MINUTES (``cool_off``, axes' AXES_COOLOFF_TIME);
+- an address-wide lock, only after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address
+  within the base cool-off, whatever the accounts (``FloorLockoutHandler``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt, AccessAttemptExpiration
+from axes.signals import user_locked_out
+from django.conf import settings
+from django.db.models import Sum
+from django.http import HttpRequest
+from django.utils import timezone
+
+from reviewer.models import AuditRecord
+
+ACCOUNT, ADDRESS = "account", "address"
+
+
+def base_cool_off() -> timedelta:
+    return timedelta(minutes=settings.CAESURA_LOGIN_LOCKOUT_MINUTES)
+
+
+def account_lockouts(username: str) -> int:
+    """The account's lockouts within the back-off memory, as the audit chain holds them."""
+    since = timezone.now() - timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
+    records = AuditRecord.objects.filter(
+        action="login_locked_out", payload__username=username, created_at__gte=since
+    )
+    return records.exclude(payload__scope=ADDRESS).count()
+
+
+def backoff(lockouts: int) -> timedelta:
+    """How long the n-th lockout in the memory lasts: base, then doubling, capped."""
+    base = base_cool_off()
+    cap = max(base, timedelta(minutes=settings.CAESURA_LOGIN_LOCKOUT_MAX_MINUTES))
+    factor: int = 2 ** min(max(0, lockouts - 1), 32)
+    return min(base * factor, cap)
+
+
+def account_cool_off(username: str | None) -> timedelta:
+    return backoff(account_lockouts(username[:150])) if username else base_cool_off()
+
+
+def cool_off(request: HttpRequest | None = None) -> timedelta:
+    """AXES_COOLOFF_TIME: how long the account named in the request stays locked."""
+    if request is None:
+        return base_cool_off()
+    return account_cool_off(get_client_username(request))
+
+
+def address_failures(request: HttpRequest) -> int:
+    """Failed logins from the request's address, for any account, within the base cool-off."""
+    since = request.axes_attempt_time - base_cool_off()  # type: ignore[attr-defined]
+    attempts = AccessAttempt.objects.filter(
+        ip_address=request.axes_ip_address,  # type: ignore[attr-defined]
+        attempt_time__gte=since,
+    )
+    total = attempts.aggregate(total=Sum("failures_since_start"))["total"]
+    return int(total or 0)
+
+
+def lockout_scope(request: HttpRequest) -> str:
+    """What locked this request: its account (or pair) unless the handler said the address."""
+    return str(getattr(request, "caesura_lockout_scope", ACCOUNT))
+
+
+class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes ships no types
+    """axes' database handler plus the address-wide lock past its own, much higher limit."""
+
+    def is_locked(self, request: Any, credentials: dict[str, Any] | None = None) -> bool:
+        if super().is_locked(request, credentials):
+            return True
+        return address_failures(request) >= settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
+
+    def user_login_failed(
+        self, sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
+    ) -> None:
+        if request is not None:
+            self.forget_ended_attempts(request, credentials)
+        super().user_login_failed(sender, credentials, request, **kwargs)
+        if request is None or self.is_whitelisted(request, credentials):
+            return
+        self.keep_attempts_for_the_lockout(request, credentials)
+        failures = address_failures(request)
+        limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
+        if failures < limit or (request.axes_locked_out and failures > limit):
+            return  # not locked by address, or locked by account and already told so
+        request.axes_locked_out = True
+        request.axes_credentials = credentials
+        request.caesura_lockout_scope = ADDRESS
+        request.caesura_address_failures = failures
+        user_locked_out.send(
+            "axes",
+            request=request,
+            username=get_client_username(request, credentials),
+            ip_address=request.axes_ip_address,
+        )
+
+    def forget_ended_attempts(self, request: Any, credentials: dict[str, Any]) -> None:
+        """An account's attempts older than its cool-off no longer count: drop them before axes
+        adds this failure to one of them, so the count starts afresh."""
+        username = get_client_username(request, credentials)
+        if username:
+            ended = request.axes_attempt_time - get_cool_off(request)
+            AccessAttempt.objects.filter(username=username, attempt_time__lt=ended).delete()
+
+    def keep_attempts_for_the_lockout(self, request: Any, credentials: dict[str, Any]) -> None:
+        """axes set each attempt's expiry before this failure's lockout was audited: a longer
+        (backed-off) lockout must keep all the account's attempts until it ends."""
+        username = get_client_username(request, credentials)
+        if not username:
+            return
+        until = request.axes_attempt_time + get_cool_off(request)
+        AccessAttemptExpiration.objects.filter(
+            access_attempt__username=username, expires_at__lt=until
+        ).update(expires_at=until)
