@@ -60,7 +60,7 @@ class RunRequest:
     max_new_tokens: int | None = None  # cap on the generation's TOTAL generated tokens
     pause_at: int | None = None  # pause when this many tokens exist
     live_attention: int | str | None = None  # "mean" or a layer: an attention row per token
-    stop: tuple[str, ...] = ()  # stop strings: the run ends once the text holds one
+    stop_strings: tuple[str, ...] = ()  # the run ends once the text holds one
 
     def limit(self, state: DecodeState) -> int:
         """Generated tokens at which the run stops (default: the state's max_new_tokens)."""
@@ -88,7 +88,7 @@ class Run:
     control: ControlHandle | None = None
     limit: int = 0  # total generated tokens at which the run stops
     pause_at: int | None = None
-    stop: tuple[str, ...] = ()  # stop strings (RunRequest.stop)
+    stop_strings: tuple[str, ...] = ()  # RunRequest.stop_strings
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
@@ -158,7 +158,7 @@ def hard_stop(
         return pause(run, "after_token", run.after)
     if state.generated_ids and state.generated_ids[-1] in eos_ids:
         return StopInfo("eos", position=position)
-    if run.stop and stop_string_at(state.text, run.stop) is not None:
+    if run.stop_strings and stop_string_at(state.text, run.stop_strings) is not None:
         return StopInfo("stop", position=position)
     if position >= run.limit:
         return StopInfo("max_tokens", position=position)

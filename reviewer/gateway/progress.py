@@ -100,10 +100,12 @@ class Follower:
 
     async def catch_up(self) -> None:
         """Read the stored events after the last one applied, and the row."""
+        # The row first: the events read after it hold at least what led to its state.
+        row = await sync_to_async(read_row)(self.session_id)
         new = await sync_to_async(read_events)(self.session_id, self.last_seq)
         for message in new:
             self._apply(message)
-        self.row = await sync_to_async(read_row)(self.session_id)
+        self.row = row
 
     async def wait(self, timeout: float) -> None:
         """Until something happened to the session (then it is applied), or ``timeout``."""
@@ -135,7 +137,7 @@ class Follower:
             return
         self._apply(event)
         if event.get("type") in (events.STATUS, events.FINISH, events.EDITED, events.TRUNCATED):
-            self.row = await sync_to_async(read_row)(self.session_id)
+            await self.catch_up()  # the row, and the events of the same transaction after it
 
     def _apply(self, message: dict[str, Any]) -> None:
         if message["type"] == events.FINISH:

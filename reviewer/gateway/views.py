@@ -40,6 +40,7 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
                 if request.method != method:
                     raise GatewayError(405, f"{request.path} answers {method} only")
                 application = await auth.application_of(request)
+                await sync_to_async(limits.count_request)(application)
                 return await view(request, application, *args, **kwargs)
             except GatewayError as exc:
                 return exc.response()
@@ -92,7 +93,6 @@ def domain_for(application: Application, model: str) -> Domain:
 
 
 def start(application: Application, call: schemas.Call) -> ReviewSession:
-    limits.count_request(application)
     domain = domain_for(application, call.model)
     prompt: Any = call.messages
     if prompt is None:

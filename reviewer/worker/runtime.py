@@ -161,7 +161,7 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
             control,
             max_new_tokens=session.max_new_tokens,
             live_attention=live_mode(),
-            stop=request.stop_strings(session),
+            stop_strings=request.stop_strings(session),
         ),
     )
     with _relays_lock:
