@@ -120,7 +120,7 @@ class ResponseEvents:
 
     async def stream(self, delivery: Delivery) -> AsyncIterator[bytes]:
         state = await built(answers.response, self.session_id)
-        opening = [
+        opening: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"response": state}),
             ("response.in_progress", {"response": state}),
             (
@@ -157,6 +157,7 @@ class ResponseEvents:
 
     async def _closing(self, end: End, sent: int) -> AsyncIterator[bytes]:
         state = await built(answers.response, self.session_id)
+        closing: list[tuple[str, dict[str, Any]]]
         if end.outcome == "completed":
             text = state["output"][0]["content"][0]["text"]
             closing = [

@@ -77,7 +77,11 @@ def start_generation(
             task_source=task_source,
             gateway={**request, prompt_key: list(prompt)},
         )
-        started = {"domain": domain.name, "input": input_text, "decoding": params.to_dict()}
+        started: dict[str, Any] = {
+            "domain": domain.name,
+            "input": input_text,
+            "decoding": params.to_dict(),
+        }
         started |= {"endpoint": request.get("endpoint"), "user": request.get("user")}
         audit.append("start", application.actor, session, started)
         transitions.set_status(session, S.RUNNING)
