@@ -29,7 +29,7 @@ from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import CIRCUIT_BREAKER_ROLLBACKS, DecodeState
-from inference.text import Tokenizer
+from inference.text import Tokenizer, stop_string_at
 
 # A backend that can apply a rollback: (the run, the decision, generated tokens before it).
 RollBack = Callable[["Run", Decision, int], None]
@@ -37,7 +37,7 @@ RollBack = Callable[["Run", Decision, int], None]
 
 @dataclass(frozen=True)
 class StopInfo:
-    reason: str  # "pause" | "eos" | "max_tokens" | "cancel"
+    reason: str  # "pause" | "eos" | "stop" | "max_tokens" | "cancel"
     decision: Decision | None = None  # the first decision behind a pause
     decisions: tuple[Decision, ...] = ()
     position: int = 0  # generated tokens when it stopped
@@ -60,6 +60,7 @@ class RunRequest:
     max_new_tokens: int | None = None  # cap on the generation's TOTAL generated tokens
     pause_at: int | None = None  # pause when this many tokens exist
     live_attention: int | str | None = None  # "mean" or a layer: an attention row per token
+    stop_strings: tuple[str, ...] = ()  # the run ends once the text holds one
 
     def limit(self, state: DecodeState) -> int:
         """Generated tokens at which the run stops (default: the state's max_new_tokens)."""
@@ -87,6 +88,7 @@ class Run:
     control: ControlHandle | None = None
     limit: int = 0  # total generated tokens at which the run stops
     pause_at: int | None = None
+    stop_strings: tuple[str, ...] = ()  # RunRequest.stop_strings
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
@@ -156,6 +158,8 @@ def hard_stop(
         return pause(run, "after_token", run.after)
     if state.generated_ids and state.generated_ids[-1] in eos_ids:
         return StopInfo("eos", position=position)
+    if run.stop_strings and stop_string_at(state.text, run.stop_strings) is not None:
+        return StopInfo("stop", position=position)
     if position >= run.limit:
         return StopInfo("max_tokens", position=position)
     return None

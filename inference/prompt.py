@@ -24,7 +24,15 @@ def encode_prompt(tokenizer: Tokenizer, prompt: Prompt, system: str | None = Non
         messages = [{"role": "system", "content": system}, *messages]
     if not getattr(tokenizer, "chat_template", None):
         return tokenizer.encode("\n".join(m["content"] for m in messages))
-    encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)
+    # A final assistant message is a prefill: the answer continues it (vLLM's
+    # continue_final_message) instead of starting a new turn after it.
+    prefill = bool(messages) and messages[-1]["role"] == "assistant"
+    encoded = tokenizer.apply_chat_template(
+        messages,
+        add_generation_prompt=not prefill,
+        continue_final_message=prefill,
+        return_dict=True,
+    )
     return list(encoded["input_ids"])
 
 

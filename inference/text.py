@@ -128,3 +128,11 @@ def eos_ids(tokenizer: Tokenizer, model: object) -> frozenset[int]:
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids.update(configured if isinstance(configured, list) else [configured])
     return frozenset(i for i in ids if i is not None)
+
+
+def stop_string_at(text: str, stops: Sequence[str]) -> int | None:
+    """Where the first of ``stops`` begins in ``text``; None when it holds none. The run
+    stops at the token that completes one; whoever keeps the text cuts it there (the stop
+    string is not part of the answer)."""
+    found = [i for s in stops if s and (i := text.find(s)) >= 0]
+    return min(found) if found else None

@@ -44,6 +44,7 @@ WEB_SIDE = [
     "reviewer.web.views",
     "reviewer.web.consumers",
     "reviewer.web.command_table",
+    "reviewer.gateway.views",
     "reviewer.worker.dispatch",
 ]
 WORKER_SIDE = {

@@ -21,13 +21,22 @@ from django.utils.deprecation import MiddlewareMixin
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+GATEWAY_PREFIX = "/v1/"  # the review gateway: OpenAI's error shape (reviewer/gateway/errors.py)
+
+
+def is_gateway(request: HttpRequest) -> bool:
+    return request.path_info.startswith(GATEWAY_PREFIX)
 
 
 def is_api(request: HttpRequest) -> bool:
-    return request.path_info.startswith(API_PREFIX)
+    return request.path_info.startswith(API_PREFIX) or is_gateway(request)
 
 
-def json_error(status: int, message: str) -> JsonResponse:
+def json_error(request: HttpRequest, status: int, message: str) -> JsonResponse:
+    if is_gateway(request):
+        from reviewer.gateway.errors import error_response
+
+        return error_response(status, message)
     return JsonResponse({"error": message}, status=status)
 
 
@@ -38,7 +47,7 @@ def body_limit() -> int:
 def too_large(request: HttpRequest) -> HttpResponse:
     limit = body_limit()
     if is_api(request):
-        return json_error(413, f"Request body too large: the limit is {limit} bytes")
+        return json_error(request, 413, f"Request body too large: the limit is {limit} bytes")
     return render(request, "413.html", {"limit": limit}, status=413)
 
 
@@ -61,7 +70,7 @@ class ApiErrorsMiddleware(MiddlewareMixin):
             request.get_host()
         except DisallowedHost as exc:
             logging.getLogger("django.security.DisallowedHost").warning("%s", exc)
-            return json_error(400, "Invalid Host header: not in ALLOWED_HOSTS")
+            return json_error(request, 400, "Invalid Host header: not in ALLOWED_HOSTS")
         if declared_length(request) > body_limit():
             log.warning("Refused a %s-byte body for %s", declared_length(request), request.path)
             return too_large(request)
@@ -73,14 +82,14 @@ class ApiErrorsMiddleware(MiddlewareMixin):
         if isinstance(exception, RequestDataTooBig):
             return too_large(request)  # a chunked body has no Content-Length to check first
         if isinstance(exception, Http404):
-            return json_error(404, "Not found")
+            return json_error(request, 404, "Not found")
         if isinstance(exception, PermissionDenied):
-            return json_error(403, "Permission denied")
+            return json_error(request, 403, "Permission denied")
         if isinstance(exception, (SuspiciousOperation, BadRequest)):
             log.warning("Bad request to %s: %s", request.path, exception)
-            return json_error(400, "Bad request")
+            return json_error(request, 400, "Bad request")
         log.exception("Internal error answering %s %s", request.method, request.path)
-        return json_error(500, "Internal server error")
+        return json_error(request, 500, "Internal server error")
 
 
 # --- handlers for what happens outside a view (urls.py names them) ---------------------------
@@ -91,31 +100,33 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         return too_large(request)
     if is_api(request):
         if isinstance(exception, DisallowedHost):
-            return json_error(400, "Invalid Host header: not in ALLOWED_HOSTS")
-        return json_error(400, "Bad request")
+            return json_error(request, 400, "Invalid Host header: not in ALLOWED_HOSTS")
+        return json_error(request, 400, "Bad request")
     return render(request, "400.html", status=400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if is_api(request):
-        return json_error(403, "Permission denied")
+        return json_error(request, 403, "Permission denied")
     return render(request, "403.html", status=403)
 
 
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if is_api(request):
-        return json_error(404, f"No API endpoint at {request.path}")
+        return json_error(request, 404, f"No API endpoint at {request.path}")
     return render(request, "404.html", status=404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if is_api(request):
-        return json_error(500, "Internal server error")
+        return json_error(request, 500, "Internal server error")
     # No request context: the page must render even when the database is what failed.
     return HttpResponse(render_to_string("500.html"), status=500)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if is_api(request):
-        return json_error(403, "CSRF check failed: send the X-CSRFToken header, or use a token")
+        return json_error(
+            request, 403, "CSRF check failed: send the X-CSRFToken header, or use a token"
+        )
     return render(request, "403.html", {"csrf_failed": True}, status=403)

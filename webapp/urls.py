@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-# Error answers: JSON under /api/, the app's own translated pages elsewhere.
+# Error answers: JSON under /api/, OpenAI's error shape under /v1/, the app's own translated
+# pages elsewhere.
 handler400 = "webapp.errors.bad_request"
 handler403 = "webapp.errors.permission_denied"
 handler404 = "webapp.errors.page_not_found"
@@ -13,6 +14,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("v1/", include("reviewer.gateway.urls")),
     path("", include("reviewer.web.dashboard_urls")),
     path("", include("reviewer.web.urls")),
 ]

@@ -114,6 +114,7 @@ class Engine(edits_mod.EditShortcuts):
             control=request.control,
             limit=request.limit(state),
             pause_at=request.pause_at,
+            stop_strings=request.stop_strings,
             live_layers=layers,
         )
         self.active[run.key] = run

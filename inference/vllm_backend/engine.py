@@ -156,6 +156,7 @@ class VllmEngine(edits_mod.EditShortcuts):
             control=request.control,
             limit=limit,
             pause_at=request.pause_at,
+            stop_strings=request.stop_strings,
         )
         room = self.max_model_len - state.position
         if room <= 0:

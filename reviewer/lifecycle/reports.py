@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from reviewer import events
 from reviewer.analytics import metrics
-from reviewer.lifecycle import audit
+from reviewer.lifecycle import audit, gateway
 from reviewer.lifecycle.record import StoredRecord
 from reviewer.lifecycle.transitions import (
     S,
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 class StopReport:
     """Where and why the engine stopped a segment, as the worker saw it."""
 
-    reason: str  # the engine's: "pause" | "eos" | "max_tokens" | "cancel"
+    reason: str  # the engine's: "pause" | "eos" | "stop" | "max_tokens" | "cancel"
     position: int  # generated tokens when it stopped
     pause: events.PauseReport | None = None  # what the page shows, when it paused
     requested_at: float | None = None  # when a reviewer asked for the pause it honoured
@@ -199,6 +199,7 @@ def record_generated(session: ReviewSession, reason: str) -> None:
         audit.append("generated", "engine", session, generated)
         set_status(session, S.GENERATED)
         events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
+        gateway.approve_unpaused(session)
 
 
 # --- edits and views at a pause ----------------------------------------------------------

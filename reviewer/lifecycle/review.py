@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from reviewer import events
 from reviewer.analytics import metrics
-from reviewer.lifecycle import audit, inputs, reports, task_types, transitions
+from reviewer.lifecycle import audit, gateway, inputs, reports, task_types, transitions
 from reviewer.lifecycle.idempotency import idempotent
 from reviewer.lifecycle.transitions import (
     QUEUE_UNREACHABLE,
@@ -141,6 +141,7 @@ def edit(
             raise InvalidInput(
                 f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
             )
+        gateway.require_undelivered(session, start, "edit")
         term = inputs.glossary_term(session, glossary_term)
         inputs.check_edit_fits(session, session.text[:start] + text + session.text[end:])
         record = _queue_edit(
@@ -167,6 +168,7 @@ def choose(user: User, session_id: Any, token_id: Any) -> dict[str, Any]:
                 f"Token {token_id} is not among the alternatives offered at this pause"
             )
         start = len(session.generated_ids)
+        gateway.require_undelivered(session, len(session.text), "choose an alternative for")
         record = _queue_edit(
             session, user, "choose", start=start, token_id=token_id, text_after=offered[token_id]
         )
@@ -202,9 +204,18 @@ def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
             raise InvalidInput(
                 f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
             )
+        if session.released_chars:
+            gateway.require_undelivered(session, _chars_before(session, position), "roll back")
         end = len(session.generated_ids)
         record = _queue_edit(session, user, "truncate", start=position, end=end)
     return {**summary(session), "edit": record.pk}
+
+
+def _chars_before(session: ReviewSession, position: int) -> int:
+    """Characters of the text that the generated tokens before ``position`` spell."""
+    from reviewer.web.tokenizer import tokenizer  # loads a tokenizer: lazily
+
+    return len(tokenizer().decode(session.generated_ids[:position], skip_special_tokens=True))
 
 
 @idempotent("mute")

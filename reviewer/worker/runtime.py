@@ -38,7 +38,7 @@ from reviewer import events, lifecycle
 from reviewer.analytics import metrics, pause_models
 from reviewer.lifecycle import record
 from reviewer.models import Edit, ReviewSession
-from reviewer.worker import liveness, vault
+from reviewer.worker import liveness, request, vault
 from reviewer.worker.pause_flags import RedisControl
 from reviewer.worker.relay import Relay
 from reviewer.worker.served_engine import ServedEngine
@@ -157,7 +157,11 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
     run = serving().submit(
         state,
         RunRequest(
-            relay, control, max_new_tokens=session.max_new_tokens, live_attention=live_mode()
+            relay,
+            control,
+            max_new_tokens=session.max_new_tokens,
+            live_attention=live_mode(),
+            stop_strings=request.stop_strings(session),
         ),
     )
     with _relays_lock:
@@ -215,6 +219,8 @@ def finish_segment(
     halted_at: float | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session."""
+    if stop.reason == "stop":
+        request.cut_stop_string(session, state, engine())
     save_record(session, state)
     outcome = lifecycle.record_stop(session, stop_report(state, stop, control, halted_at))
     if outcome == "pause":
@@ -283,7 +289,7 @@ def load_state(session: ReviewSession) -> DecodeState:
 
 def start_state(session: ReviewSession) -> DecodeState:
     state = engine().start(
-        session.input_text,
+        request.prompt_of(session),
         session.decoding,
         session.policy_specs,
         system=session.domain.system_prompt,

@@ -1,0 +1,156 @@
+"""What text may leave Caesura now, by the domain's delivery mode, and the course of one call's
+delivery from the first wait to the end.
+
+- ``after_review``: nothing before a reviewer (or, where the domain allows it, the system)
+  approved; then the approved text, whole.
+- ``delayed``: the text as it is generated, but the last ``delay_sentences`` sentences (the
+  one being written counts) held back; nothing more while the session is paused or waits
+  for its decision; the rest after approval. What is sent is locked first
+  (``released_chars``): a reviewer can no longer change it.
+
+Either way the text received equals the approved session's text, byte for byte. A stop
+string is never released: the text is held from where one begins, and by its length but
+one at the end (the engine may be about to complete it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+
+from inference.sentences import complete_sentences
+from inference.text import stop_string_at
+from reviewer.gateway.progress import Follower
+from reviewer.lifecycle import gateway
+from reviewer.lifecycle.record import Token
+from reviewer.models import statuses
+from reviewer.models.domain import DELAYED
+
+KEEP_ALIVE_S = 15.0  # an SSE comment this often while a call waits
+
+
+def releasable(
+    mode: str, delay_sentences: int, status: str, text: str, stops: Sequence[str], released: int
+) -> int:
+    """How many characters of ``text`` may have left by now (never fewer than ``released``)."""
+    if status == statuses.COMPLETED:
+        return len(text)
+    if mode != DELAYED or status != statuses.RUNNING:
+        return released
+    return max(released, delayed_boundary(text, delay_sentences, stops))
+
+
+def delayed_boundary(text: str, delay_sentences: int, stops: Sequence[str]) -> int:
+    ends = [s.end for s in complete_sentences(text)]
+    if text[ends[-1] if ends else 0 :].strip():
+        ends.append(len(text))  # the sentence being written
+    boundary = ends[-(delay_sentences + 1)] if len(ends) > delay_sentences else 0
+    if stops:
+        at = stop_string_at(text, stops)
+        boundary = min(boundary, at if at is not None else len(text))
+        boundary = min(boundary, max(0, len(text) - max(len(s) for s in stops) + 1))
+    return boundary
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Text released now, with the tokens it completes (for logprobs)."""
+
+    text: str
+    tokens: list[Token]
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    pass
+
+
+@dataclass(frozen=True)
+class End:
+    """How delivery ended: "completed", "rejected", "cancelled", "failed" or "timeout"."""
+
+    outcome: str
+    reason: str = ""
+
+
+Step = Piece | KeepAlive | End
+
+
+@dataclass
+class Delivery:
+    """One call's delivery of one session."""
+
+    follower: Follower
+    mode: str
+    delay_sentences: int
+    max_wait_s: float
+    stops: Sequence[str] = ()
+    sent: int = 0  # characters sent on this call
+    tokens_sent: int = 0
+    lock: bool = True  # this call sends the text out (a status read does not)
+    _sent_text: str = field(default="")
+
+    async def steps(self, start_at: int = 0) -> AsyncIterator[Step]:
+        """Pieces as they may leave, keep-alives while waiting, then the end. ``start_at``:
+        characters the client already has (a resumed stream)."""
+        self.sent = start_at
+        waited_since = last_beat = time.monotonic()
+        while True:
+            piece = await self._release()
+            if piece is not None:
+                waited_since = time.monotonic()
+                yield piece
+            end = self._ended()
+            if end is not None:
+                yield end
+                return
+            now = time.monotonic()
+            if now - waited_since > self.max_wait_s:
+                yield End("timeout", f"waited longer than {self.max_wait_s:g} s for review")
+                return
+            if now - last_beat >= KEEP_ALIVE_S:
+                last_beat = now
+                yield KeepAlive()
+            await self.follower.wait(max(0.05, min(KEEP_ALIVE_S - (now - last_beat), 5.0)))
+
+    async def _release(self) -> Piece | None:
+        row, text = self.follower.row, self.follower.text
+        if row is None:
+            return None
+        upto = releasable(
+            self.mode, self.delay_sentences, row.status, text, self.stops, row.released_chars
+        )
+        upto = min(upto, len(text))
+        if upto <= self.sent:
+            return None
+        if self.lock and row.status != statuses.COMPLETED:
+            await sync_to_async(gateway.release)(self.follower.session_id, upto)
+        piece = Piece(text[self.sent : upto], self._tokens_upto(upto))
+        self.sent = upto
+        return piece
+
+    def _tokens_upto(self, upto: int) -> list[Token]:
+        """The tokens that end within the first ``upto`` characters, not sent before."""
+        done, at = [], 0
+        for i, token in enumerate(self.follower.tokens):
+            at += len(token.text)
+            if at > upto:
+                break
+            if i >= self.tokens_sent:
+                done.append(token)
+        self.tokens_sent += len(done)
+        return done
+
+    def _ended(self) -> End | None:
+        row = self.follower.row
+        if row is None or not row.final:
+            return None
+        if row.status == statuses.COMPLETED:
+            return End("completed") if self.sent >= len(row.text) else None
+        if row.status == statuses.REJECTED:
+            return End("rejected", row.decision_comment or "rejected by its reviewer")
+        if row.status == statuses.CANCELLED:
+            return End("cancelled", "the generation was cancelled")
+        return End("failed", row.error or "the generation failed")

@@ -1,0 +1,275 @@
+"""The /v1/ request bodies, declared once: pydantic models that validate what an OpenAI client
+sends and refuse, with a clear message, what Caesura does not do (n other than 1, tools,
+images). Each endpoint's body becomes one ``Call``, the form the rest of the gateway reads.
+Fields OpenAI defines that change nothing here (``metadata``, ``store``, ...) are accepted
+and ignored, as OpenAI-compatible servers do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MODEL_PREFIX = "caesura:"
+MAX_STOPS = 4  # OpenAI's own limit
+MAX_STOP_CHARS = 200
+MAX_MESSAGES = 200
+
+Role = Literal["system", "developer", "user", "assistant"]
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ContentPart(Lenient):
+    type: str
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def only_text(self) -> ContentPart:
+        if self.type not in ("text", "input_text", "output_text") or self.text is None:
+            raise ValueError(
+                f'content parts of type "{self.type}" are not supported: Caesura reviews'
+                " text only (no images, audio or files)"
+            )
+        return self
+
+
+class Message(Lenient):
+    role: Role
+    content: str | list[ContentPart] = ""
+    tool_calls: list[Any] | None = None
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def known_role(cls, value: Any) -> Any:
+        if value in ("tool", "function"):
+            raise ValueError("tool and function messages are not supported: Caesura has no tools")
+        return value
+
+    @model_validator(mode="after")
+    def no_tool_calls(self) -> Message:
+        if self.tool_calls:
+            raise ValueError("tool calls are not supported: Caesura has no tools")
+        return self
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text or "" for part in self.content)
+
+    def as_chat(self) -> dict[str, str]:
+        # The chat template knows system, user and assistant; a developer message is a system one.
+        role = "system" if self.role == "developer" else self.role
+        return {"role": role, "content": self.text()}
+
+
+class StreamOptions(Lenient):
+    include_usage: bool = False
+
+
+class Sampling(Lenient):
+    """What every generating endpoint shares."""
+
+    model: str = Field(min_length=1, max_length=200)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+    user: str | None = Field(default=None, max_length=256)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int | None = None
+    tools: list[Any] | None = None
+    functions: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def nothing_unsupported(self) -> Sampling:
+        if self.n not in (None, 1):
+            raise ValueError(f"n={self.n} is not supported: each call makes one reviewed choice")
+        if self.tools or self.functions:
+            raise ValueError("tools and functions are not supported: Caesura has no tools")
+        return self
+
+
+Stop = str | list[str] | None
+
+
+def stop_list(stop: Stop) -> list[str]:
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if len(stops) > MAX_STOPS:
+        raise ValueError(f"at most {MAX_STOPS} stop strings")
+    if any(not s or len(s) > MAX_STOP_CHARS for s in stops):
+        raise ValueError(f"each stop string must have 1 to {MAX_STOP_CHARS} characters")
+    return stops
+
+
+class ChatRequest(Sampling):
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: Stop = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+
+    @model_validator(mode="after")
+    def checked(self) -> ChatRequest:
+        stop_list(self.stop)
+        if self.top_logprobs and not self.logprobs:
+            raise ValueError("top_logprobs needs logprobs: true")
+        if not any(m.role == "user" for m in self.messages):
+            raise ValueError("messages need at least one user message")
+        return self
+
+
+class CompletionRequest(Sampling):
+    prompt: str | list[str] = Field(min_length=1)
+    max_tokens: int | None = Field(default=16, ge=1)
+    stop: Stop = None
+    logprobs: int | None = Field(default=None, ge=0, le=20)
+    echo: bool = False
+    suffix: str | None = None
+    best_of: int | None = None
+
+    @model_validator(mode="after")
+    def checked(self) -> CompletionRequest:
+        stop_list(self.stop)
+        if isinstance(self.prompt, list) and len(self.prompt) != 1:
+            raise ValueError("prompt must be one string: each call makes one reviewed choice")
+        if self.echo or self.suffix or self.best_of not in (None, 1):
+            raise ValueError("echo, suffix and best_of are not supported")
+        return self
+
+    def text(self) -> str:
+        return self.prompt if isinstance(self.prompt, str) else self.prompt[0]
+
+
+class ResponseRequest(Sampling):
+    input: str | list[Message] = Field(min_length=1)
+    instructions: str | None = None
+    background: bool = False
+    max_output_tokens: int | None = Field(default=None, ge=1)
+
+    def messages(self) -> list[Message]:
+        if isinstance(self.input, str):
+            given = [Message(role="user", content=self.input)]
+        else:
+            given = list(self.input)
+        if self.instructions:
+            given = [Message(role="system", content=self.instructions), *given]
+        return given
+
+
+# --- the normalised call -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One generating call, whichever endpoint it came through."""
+
+    endpoint: str  # "chat.completion" | "text_completion" | "response"
+    model: str
+    messages: list[dict[str, str]] | None = None  # chat and responses
+    prompt: str | None = None  # completions: raw text, no chat template
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+    logprobs: bool = False
+    top_logprobs: int = 0
+    stream: bool = False
+    include_usage: bool = False
+    user: str | None = None
+    background: bool = False
+
+    @property
+    def domain_slug(self) -> str:
+        return self.model.removeprefix(MODEL_PREFIX)
+
+    def input_text(self) -> str:
+        """What a reviewer reads as the case: the last user message, or the prompt."""
+        if self.messages is None:
+            return self.prompt or ""
+        users = [m["content"] for m in self.messages if m["role"] == "user"]
+        return users[-1] if users else ""
+
+    def decoding(self) -> dict[str, Any]:
+        """The sampling parameters the call sets; the domain's defaults fill the rest."""
+        asked = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "max_new_tokens": self.max_tokens,
+        }
+        values = {k: v for k, v in asked.items() if v is not None}
+        if self.top_logprobs > 5:  # the engine reports 5 alternatives unless asked for more
+            values["top_alternatives"] = self.top_logprobs
+        return values
+
+    def record(self) -> dict[str, Any]:
+        """What the session keeps of the call (its ``gateway`` field)."""
+        return {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "stop": self.stop,
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs,
+            "user": self.user,
+            "background": self.background,
+        }
+
+
+def include_usage(body: Sampling) -> bool:
+    return bool(body.stream_options and body.stream_options.include_usage)
+
+
+def chat_call(body: ChatRequest) -> Call:
+    return Call(
+        endpoint="chat.completion",
+        model=body.model,
+        messages=[m.as_chat() for m in body.messages],
+        max_tokens=body.max_completion_tokens or body.max_tokens,
+        temperature=body.temperature,
+        top_p=body.top_p,
+        seed=body.seed,
+        stop=stop_list(body.stop),
+        logprobs=bool(body.logprobs),
+        top_logprobs=body.top_logprobs or 0,
+        stream=body.stream,
+        include_usage=include_usage(body),
+        user=body.user,
+    )
+
+
+def completion_call(body: CompletionRequest) -> Call:
+    return Call(
+        endpoint="text_completion",
+        model=body.model,
+        prompt=body.text(),
+        max_tokens=body.max_tokens,
+        temperature=body.temperature,
+        top_p=body.top_p,
+        seed=body.seed,
+        stop=stop_list(body.stop),
+        logprobs=body.logprobs is not None,
+        top_logprobs=body.logprobs or 0,
+        stream=body.stream,
+        include_usage=include_usage(body),
+        user=body.user,
+    )
+
+
+def response_call(body: ResponseRequest) -> Call:
+    return Call(
+        endpoint="response",
+        model=body.model,
+        messages=[m.as_chat() for m in body.messages()],
+        max_tokens=body.max_output_tokens,
+        temperature=body.temperature,
+        top_p=body.top_p,
+        stream=body.stream,
+        user=body.user,
+        background=body.background,
+    )

@@ -1,0 +1,255 @@
+"""The /v1/ endpoints: thin async views. Each admits the call (key, limits, body), asks
+reviewer.lifecycle.gateway to start or change a generation, and answers from its delivery.
+A client that disconnects loses nothing: the generation goes on without it, and its result
+stays at /v1/responses/{id}."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ValidationError
+
+from reviewer.gateway import answers, auth, limits, schemas, streams
+from reviewer.gateway.delivery import Delivery, End, Piece
+from reviewer.gateway.errors import GatewayError, error_body, from_validation
+from reviewer.gateway.progress import Follower
+from reviewer.lifecycle import gateway
+from reviewer.models import Application, Domain, ReviewSession
+from reviewer.web.arguments import CommandError
+from webapp.errors import body_limit
+
+log = logging.getLogger(__name__)
+
+Body = TypeVar("Body", bound=BaseModel)
+View = Callable[..., Any]  # an async view, as Django routes it
+
+
+def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase]]], View]:
+    """One method per endpoint; a refusal of any kind is answered in OpenAI's shape."""
+
+    def wrap(view: Callable[..., Awaitable[HttpResponseBase]]) -> View:
+        async def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            try:
+                if request.method != method:
+                    raise GatewayError(405, f"{request.path} answers {method} only")
+                application = await auth.application_of(request)
+                await sync_to_async(limits.count_request)(application)
+                return await view(request, application, *args, **kwargs)
+            except GatewayError as exc:
+                return exc.response()
+            except CommandError as exc:
+                retry = getattr(exc, "retry_after", None)
+                return GatewayError(exc.status, str(exc), retry_after=retry).response()
+
+        return csrf_exempt(run)
+
+    return wrap
+
+
+def parse(request: HttpRequest, schema: type[Body]) -> Body:
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise GatewayError(
+            413, f"Request body too large: the limit is {body_limit()} bytes"
+        ) from None
+    try:
+        data = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise GatewayError(400, "The request body is not valid JSON", code="invalid_json") from None
+    if not isinstance(data, dict):
+        raise GatewayError(400, "The request body must be a JSON object", code="invalid_json")
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation(exc) from None
+
+
+def domain_for(application: Application, model: str) -> Domain:
+    slug = model.removeprefix(schemas.MODEL_PREFIX)
+    domain = application.domains.filter(slug=slug).first()
+    if domain is not None:
+        return domain
+    if Domain.objects.filter(slug=slug).exists():
+        raise GatewayError(
+            403,
+            f"This application may not use the model {model!r}",
+            param="model",
+            code="model_not_allowed",
+        )
+    raise GatewayError(
+        404,
+        f"The model {model!r} does not exist; GET /v1/models lists yours",
+        param="model",
+        code="model_not_found",
+    )
+
+
+def start(application: Application, call: schemas.Call) -> ReviewSession:
+    domain = domain_for(application, call.model)
+    prompt: Any = call.messages
+    if prompt is None:
+        from reviewer.web.tokenizer import tokenizer  # loads a tokenizer: lazily
+
+        prompt = tokenizer().encode(call.prompt or "")
+    return gateway.start_generation(
+        application, domain, call.input_text(), prompt, call.decoding(), call.record()
+    )
+
+
+async def follow(session: ReviewSession, lock: bool = True) -> Delivery:
+    follower = Follower(session.pk)
+    await follower.open()
+    domain = session.domain
+    return Delivery(
+        follower,
+        mode=domain.delivery_mode,
+        delay_sentences=domain.delay_sentences,
+        max_wait_s=domain.max_wait_s,
+        stops=list(session.gateway.get("stop") or []),
+        lock=lock,
+    )
+
+
+def event_stream(body: AsyncIterator[bytes], delivery: Delivery) -> StreamingHttpResponse:
+    async def closing() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in body:
+                yield chunk
+        except Exception:  # the stream has begun: the client is told in it, never a traceback
+            log.exception("gateway stream of session %s failed", delivery.follower.session_id)
+            yield streams.sse(error_body(500, "Internal server error"))
+        finally:
+            await delivery.follower.close()
+
+    answer = StreamingHttpResponse(closing(), content_type="text/event-stream")
+    answer["Cache-Control"] = "no-cache"
+    answer["X-Accel-Buffering"] = "no"
+    return answer
+
+
+# --- the endpoints -------------------------------------------------------------------------
+
+
+@answering("GET")
+async def models(request: HttpRequest, application: Application) -> HttpResponseBase:
+    domains = await sync_to_async(gateway.domains_of)(application)
+    return JsonResponse({"object": "list", "data": [answers.model_entry(d) for d in domains]})
+
+
+@answering("POST")
+async def chat_completions(request: HttpRequest, application: Application) -> HttpResponseBase:
+    call = schemas.chat_call(parse(request, schemas.ChatRequest))
+    return await generate(application, call, chat=True)
+
+
+@answering("POST")
+async def completions(request: HttpRequest, application: Application) -> HttpResponseBase:
+    call = schemas.completion_call(parse(request, schemas.CompletionRequest))
+    return await generate(application, call, chat=False)
+
+
+async def generate(application: Application, call: schemas.Call, chat: bool) -> HttpResponseBase:
+    session = await sync_to_async(start)(application, call)
+    delivery = await follow(session)
+    top = call.top_logprobs if call.logprobs else None
+    if call.stream:
+        body = streams.completions(delivery, session.pk, chat, top, call.include_usage)
+        return event_stream(body, delivery)
+    try:
+        pieces, end = await collect(delivery)
+    finally:
+        await delivery.follower.close()
+    if end.outcome != "completed":
+        status, error = streams.end_error(end, session.pk)
+        return no_retry(JsonResponse(error, status=status))
+    text, tokens = "".join(p.text for p in pieces), [t for p in pieces for t in p.tokens]
+    reason = streams.finish_reason(delivery.follower.finish_reason)
+    if chat:
+        made = await streams.built(answers.chat_completion, session.pk, text, tokens, reason, top)
+    else:
+        logprobs = answers.completion_logprobs(tokens, top) if top is not None else None
+        made = await streams.built(answers.completion, session.pk, text, reason, logprobs)
+    return JsonResponse(made)
+
+
+async def collect(delivery: Delivery) -> tuple[list[Piece], End]:
+    pieces: list[Piece] = []
+    async for step in delivery.steps():
+        if isinstance(step, Piece):
+            pieces.append(step)
+        elif isinstance(step, End):
+            return pieces, step
+    return pieces, End("failed", "the delivery ended without an outcome")
+
+
+def no_retry(answer: JsonResponse) -> JsonResponse:
+    """The generation exists and goes on: a client's automatic retry would start another."""
+    answer["x-should-retry"] = "false"
+    return answer
+
+
+@answering("POST")
+async def create_response(request: HttpRequest, application: Application) -> HttpResponseBase:
+    call = schemas.response_call(parse(request, schemas.ResponseRequest))
+    session = await sync_to_async(start)(application, call)
+    if call.background and not call.stream:
+        return JsonResponse(await streams.built(answers.response, session.pk))
+    delivery = await follow(session)
+    if call.stream:
+        return event_stream(streams.ResponseEvents(session.pk, -1).stream(delivery), delivery)
+    try:
+        _, end = await collect(delivery)
+    finally:
+        await delivery.follower.close()
+    if end.outcome == "timeout":
+        status, error = streams.end_error(end, session.pk)
+        return no_retry(JsonResponse(error, status=status))
+    return JsonResponse(await streams.built(answers.response, session.pk))
+
+
+def own_session(application: Application, response_id: str) -> ReviewSession:
+    session_id = answers.session_id_from(response_id)
+    session = gateway.session_of(application, session_id if session_id is not None else response_id)
+    return streams.load(session.pk)
+
+
+@answering("GET")
+async def response(
+    request: HttpRequest, application: Application, response_id: str
+) -> HttpResponseBase:
+    session = await sync_to_async(own_session)(application, response_id)
+    if request.GET.get("stream", "").lower() not in ("true", "1"):
+        released = session.text[: session.released_chars]
+        made = await streams.built(answers.response, session.pk, None)
+        if made["status"] == "in_progress" and released:
+            made["output"] = [answers.message_item(session, released, "in_progress")]
+        return JsonResponse(made)
+    try:
+        after = int(request.GET.get("starting_after", "-1"))
+    except ValueError:
+        raise GatewayError(
+            400, "starting_after must be an integer", param="starting_after"
+        ) from None
+    delivery = await follow(session)
+    return event_stream(streams.ResponseEvents(session.pk, after).stream(delivery), delivery)
+
+
+@answering("POST")
+async def cancel_response(
+    request: HttpRequest, application: Application, response_id: str
+) -> HttpResponseBase:
+    session = await sync_to_async(own_session)(application, response_id)
+    await sync_to_async(gateway.cancel)(application, session.pk)
+    return JsonResponse(await streams.built(answers.response, session.pk))
+
+
+async def not_found(request: HttpRequest, rest: str = "") -> HttpResponseBase:
+    return GatewayError(404, f"No endpoint at {request.path}", code="unknown_url").response()

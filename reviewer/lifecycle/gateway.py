@@ -1,0 +1,167 @@
+"""What an application asks through the review gateway (/v1/): start a generation, cancel
+it; and what follows for its sessions: the text already delivered is locked against edits,
+and a generation no policy paused is approved by the system where its domain says so.
+
+An application is audited by its ``actor`` name; the system's own decisions as ``system``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from reviewer.analytics import metrics
+from reviewer.lifecycle import audit, inputs, task_types, transitions
+from reviewer.lifecycle.transitions import Conflict, NotFound, S, close_open_pause, finish
+from reviewer.models import Application, Domain, ReviewSession, statuses
+from reviewer.web.arguments import CommandError, InvalidInput
+from reviewer.worker import pause_flags
+
+SYSTEM_ACTOR = "system"
+
+
+class Throttled(CommandError):
+    """Over one of the application's limits: refused, nothing changed; retry after a while."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def domains_of(application: Application) -> list[Domain]:
+    return list(application.domains.order_by("slug"))
+
+
+def session_of(application: Application, session_id: Any) -> ReviewSession:
+    """One of the application's own generations; another's is not found, as an unknown one."""
+    try:
+        return S.objects.of_application(application).get(pk=int(session_id))
+    except (S.DoesNotExist, TypeError, ValueError):
+        raise NotFound(f"No response or completion with id {session_id!r}") from None
+
+
+def start_generation(
+    application: Application,
+    domain: Domain,
+    input_text: str,
+    prompt: Sequence[Mapping[str, str]] | Sequence[int],
+    decoding: Mapping[str, Any],
+    request: Mapping[str, Any],
+) -> ReviewSession:
+    """A new ownerless session in ``domain`` for ``application``: it waits in the domain's
+    queue whenever it pauses. ``prompt`` is the chat messages (or token ids) the worker
+    encodes; ``input_text`` is what reviewers read as the case; ``request`` is kept as the
+    session's ``gateway`` record (endpoint, stop strings, logprobs, ...)."""
+    task, task_source = inputs.task_type(input_text, None)
+    preset = task_types.preset_for(domain, task)
+    params = inputs.sampling_params(
+        domain, decoding.get("seed"), decoding.get("max_new_tokens"), _sampling(decoding), preset
+    )
+    _check_prompt_fits(domain, prompt, params.max_new_tokens)
+    with transaction.atomic():
+        _check_concurrency(application)
+        prompt_key = "prompt_ids" if prompt and isinstance(prompt[0], int) else "messages"
+        session = S.objects.create(
+            application=application,
+            domain=domain,
+            input_text=input_text,
+            model_name=settings.MODEL_DIR.name,
+            decoding=params.to_dict(),
+            policy_specs=[p.to_spec() for p in domain.policies.filter(enabled=True)],
+            pause_budget=domain.pause_budget(),
+            task_type=task,
+            task_source=task_source,
+            gateway={**request, prompt_key: list(prompt)},
+        )
+        started: dict[str, Any] = {
+            "domain": domain.name,
+            "input": input_text,
+            "decoding": params.to_dict(),
+        }
+        started |= {"endpoint": request.get("endpoint"), "user": request.get("user")}
+        audit.append("start", application.actor, session, started)
+        transitions.set_status(session, S.RUNNING)
+        transitions.dispatch_segment(session)
+    metrics.generation_started(task)
+    return session
+
+
+def _sampling(decoding: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in decoding.items() if k not in ("seed", "max_new_tokens")}
+
+
+def _check_prompt_fits(
+    domain: Domain, prompt: Sequence[Mapping[str, str]] | Sequence[int], max_new_tokens: int
+) -> None:
+    from inference.prompt import encode_prompt
+    from reviewer.web.tokenizer import context_length, tokenizer
+
+    system = domain.system_prompt or None
+    needed = len(encode_prompt(tokenizer(), prompt, system=system)) + max_new_tokens
+    if needed > context_length():
+        raise InvalidInput(
+            f"The prompt plus max_tokens is {needed} tokens; the model's context is"
+            f" {context_length()}"
+        )
+
+
+def _check_concurrency(application: Application) -> None:
+    """At most ``max_concurrent`` generations not yet ended; the application's row is locked
+    so two requests at once cannot both take the last place."""
+    Application.objects.select_for_update().get(pk=application.pk)
+    live = S.objects.of_application(application).exclude(status__in=S.FINAL).count()
+    if live >= application.max_concurrent:
+        raise Throttled(
+            f"{live} generations of this application have not ended; its limit is"
+            f" {application.max_concurrent} at once",
+            retry_after=5,
+        )
+
+
+def cancel(application: Application, session_id: Any) -> ReviewSession:
+    """The application no longer wants the generation: it stops where it is."""
+    with transaction.atomic():
+        session = transitions.locked(session_of(application, session_id).pk)
+        transitions.require(session, statuses.CANCELLABLE, "cancel")
+        audit.append("cancel", application.actor, session)
+        if session.status == S.RUNNING and transitions.live_holder(session.worker):
+            transitions.set_flag(pause_flags.request_cancel, session.pk)
+        else:
+            close_open_pause(session, outcome="cancelled")
+            finish(session, S.CANCELLED)
+    return session
+
+
+# --- what follows for a gateway session ------------------------------------------------
+
+
+def approve_unpaused(session: ReviewSession) -> bool:
+    """Called as a gateway generation finishes generating: approved by the system when its
+    domain allows it and no policy (nor reviewer) paused it; else it waits for a reviewer."""
+    if not session.from_gateway or not session.domain.auto_approve_unpaused:
+        return False
+    if session.pauses.exists():
+        return False
+    audit.append("approve", SYSTEM_ACTOR, session, {"comment": "", "text": session.text})
+    finish(session, S.COMPLETED)
+    return True
+
+
+def release(session_id: int, chars: int) -> None:
+    """Delayed delivery is about to send the text up to ``chars``: from now on it is locked.
+    Only ever moves forward."""
+    S.objects.filter(pk=session_id, released_chars__lt=chars).update(released_chars=chars)
+
+
+def require_undelivered(session: ReviewSession, start: int, command: str) -> None:
+    """An edit, choice or rollback may change only text the application has not received."""
+    if start < session.released_chars:
+        raise Conflict(
+            f"Cannot {command} the session there: its first {session.released_chars} characters"
+            f" were already delivered to the application (delayed delivery) and are locked;"
+            f" change only text after character {session.released_chars}"
+        )

@@ -1,0 +1,35 @@
+"""The request a session was started with, as the worker reads it: the prompt to encode (a
+gateway generation's chat messages or raw prompt ids, else the case text) and the stop
+strings that end its generation."""
+
+from __future__ import annotations
+
+from inference.prompt import Prompt
+from inference.state import DecodeState
+from inference.text import stop_string_at
+from reviewer.models import ReviewSession
+from reviewer.worker.served_engine import ServedEngine
+
+
+def stop_strings(session: ReviewSession) -> tuple[str, ...]:
+    """A gateway request's stop strings: the engine ends the run at the token that completes
+    one (inference/decode.py, with every other reason to stop)."""
+    return tuple(str(s) for s in session.gateway.get("stop") or ())
+
+
+def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:
+    """The stop string and whatever its last token brought after it are not part of the
+    answer. Cut here, before the record is saved, so that the session's text (what a
+    reviewer approves and the application receives) ends where the answer ends."""
+    at = stop_string_at(state.text, stop_strings(session))
+    if at is not None:
+        engine.replace_text(state, at, len(state.text), "")
+
+
+def prompt_of(session: ReviewSession) -> Prompt:
+    """A gateway generation's chat messages (or raw prompt ids); else the case text."""
+    if messages := session.gateway.get("messages"):
+        return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+    if prompt_ids := session.gateway.get("prompt_ids"):
+        return [int(i) for i in prompt_ids]
+    return session.input_text

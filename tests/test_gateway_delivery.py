@@ -1,0 +1,87 @@
+"""What text may leave by delivery mode, without a worker: after_review sends nothing before
+approval; delayed stays the configured sentences behind, holds at a pause, never releases a
+stop string, and never takes back what it released."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from reviewer.gateway import schemas
+from reviewer.gateway.delivery import releasable
+
+TEXT = "First sentence. Second one. Third is being wri"
+
+
+def test_it_releases_nothing_before_approval_after_review():
+    for status in ("running", "paused", "generated", "rejected"):
+        assert releasable("after_review", 0, status, TEXT, [], 0) == 0
+    assert releasable("after_review", 0, "completed", TEXT, [], 0) == len(TEXT)
+
+
+@pytest.mark.parametrize(
+    ("delay", "released"),
+    [(0, TEXT), (1, "First sentence. Second one."), (2, "First sentence."), (3, "")],
+)
+def test_it_stays_the_configured_sentences_behind_in_delayed_mode(delay, released):
+    assert TEXT[: releasable("delayed", delay, "running", TEXT, [], 0)] == released
+
+
+def test_it_counts_chinese_sentences():
+    text = "第一句。第二句！第三"
+    assert text[: releasable("delayed", 1, "running", text, [], 0)] == "第一句。第二句！"
+
+
+def test_it_holds_delivery_at_a_pause_and_never_goes_back():
+    assert releasable("delayed", 1, "paused", TEXT, [], 5) == 5
+    assert releasable("delayed", 3, "running", TEXT, [], 16) == 16
+
+
+def test_it_never_releases_a_stop_string_or_what_could_become_one():
+    assert TEXT[: releasable("delayed", 0, "running", TEXT, ["Second"], 0)] == "First sentence. "
+    assert releasable("delayed", 0, "running", "abc wr", ["write"], 0) == 2
+
+
+def test_it_refuses_what_caesura_does_not_do():
+    base = {"model": "caesura:plain", "messages": [{"role": "user", "content": "Hi"}]}
+    for extra, word in [
+        ({"n": 2}, "n=2"),
+        ({"tools": [{"type": "function"}]}, "tools"),
+        ({"top_logprobs": 21, "logprobs": True}, "20"),
+    ]:
+        with pytest.raises(ValidationError, match=word):
+            schemas.ChatRequest.model_validate({**base, **extra})
+    image = {"type": "image_url", "image_url": {"url": "http://x"}}
+    with pytest.raises(ValidationError, match="image_url"):
+        schemas.ChatRequest.model_validate(
+            {**base, "messages": [{"role": "user", "content": [image]}]}
+        )
+
+
+def test_it_reads_a_prefill_and_the_sampling_parameters():
+    body = schemas.ChatRequest.model_validate(
+        {
+            "model": "caesura:plain",
+            "messages": [
+                {"role": "developer", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+                {"role": "assistant", "content": "Hello"},
+            ],
+            "max_completion_tokens": 7,
+            "temperature": 0.5,
+            "seed": 3,
+            "stop": "\n",
+            "logprobs": True,
+            "top_logprobs": 8,
+        }
+    )
+    call = schemas.chat_call(body)
+    assert call.messages is not None and call.messages[0]["role"] == "system"
+    assert call.messages[-1] == {"role": "assistant", "content": "Hello"}
+    assert call.input_text() == "Hi" and call.stop == ["\n"] and call.domain_slug == "plain"
+    assert call.decoding() == {
+        "temperature": 0.5,
+        "seed": 3,
+        "max_new_tokens": 7,
+        "top_alternatives": 8,
+    }

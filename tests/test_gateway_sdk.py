@@ -1,0 +1,229 @@
+"""The review gateway driven by real clients: the openai SDK and LangChain's ChatOpenAI,
+unpatched, against a live server (daphne) and a real worker with the real model.
+
+Persona: "notes" is an application bound to the Plain domain; "other" is another one."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import openai
+import pytest
+
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+PROMPT = [{"role": "user", "content": "Write one sentence about blood pressure."}]
+
+
+@pytest.fixture
+def notes(plain_domain):
+    from reviewer.lifecycle import application_keys
+
+    plain_domain.auto_approve_unpaused = True
+    plain_domain.save()
+    app, key = application_keys.create("notes", [plain_domain], "root", max_concurrent=8)
+    return app, key
+
+
+@pytest.fixture
+def client(server_url, celery_worker_process, notes):
+    return openai.OpenAI(base_url=server_url + "/v1", api_key=notes[1], max_retries=0)
+
+
+def session_of(response_id: str):
+    from reviewer.models import ReviewSession
+
+    return ReviewSession.objects.get(pk=int(response_id.split("_")[-1].split("-")[-1]))
+
+
+def test_it_answers_a_chat_completion_with_the_approved_text_and_logprobs(client):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the SDK parses the answer without a warning
+        answer = client.chat.completions.create(
+            model="caesura:plain",
+            messages=PROMPT,
+            max_tokens=6,
+            temperature=0,
+            logprobs=True,
+            top_logprobs=3,
+        )
+    session = session_of(answer.id)
+    assert session.status == "completed" and session.application.name == "notes"
+    assert answer.choices[0].message.content == session.text
+    assert answer.usage.completion_tokens == len(session.generated_ids) <= 6
+    engine_said = session.events.get(type="finish").payload["reason"]
+    assert answer.choices[0].finish_reason == {"max_tokens": "length"}.get(engine_said, "stop")
+    assert answer.system_fingerprint.startswith("fp_")
+    content = answer.choices[0].logprobs.content
+    assert "".join(t.token for t in content) == session.text
+    assert all(t.logprob <= 0 and len(t.top_logprobs) == 3 for t in content)
+    extra = answer.model_extra["caesura"]
+    assert extra["session_id"] == session.pk and extra["review"]["status"] == "approved"
+
+
+def test_it_streams_a_chat_completion_and_continues_a_prefill(client):
+    messages = [*PROMPT, {"role": "assistant", "content": "High blood pressure"}]
+    stream = client.chat.completions.create(
+        model="caesura:plain",
+        messages=messages,
+        max_tokens=5,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    session = session_of(chunks[0].id)
+    assert text == session.text and text
+    assert session.gateway["messages"][-1]["role"] == "assistant"
+    assert chunks[-1].usage.completion_tokens == 5
+
+
+def test_it_ends_at_a_stop_string_without_it(client):
+    free = client.completions.create(
+        model="caesura:plain", prompt="The heart", max_tokens=8, temperature=0
+    )
+    stop = free.choices[0].text[3:6]
+    assert stop.strip()
+    answer = client.completions.create(
+        model="caesura:plain", prompt="The heart", max_tokens=8, temperature=0, stop=[stop]
+    )
+    assert answer.choices[0].text == free.choices[0].text[: free.choices[0].text.index(stop)]
+    assert answer.choices[0].finish_reason == "stop"
+    assert session_of(answer.id).text == answer.choices[0].text
+
+
+def test_it_runs_a_background_response_resumable_by_sequence_number(client):
+    created = client.responses.create(
+        model="caesura:plain", input="Name one vital sign.", max_output_tokens=5, background=True
+    )
+    assert created.status in ("queued", "in_progress")
+    whole = list(client.responses.retrieve(created.id, stream=True))
+    assert whole[-1].type == "response.completed"
+    numbers = [e.sequence_number for e in whole]
+    assert numbers == list(range(len(numbers)))
+    resumed = list(client.responses.retrieve(created.id, stream=True, starting_after=2))
+    assert [e.sequence_number for e in resumed] == numbers[3:]
+    done = client.responses.retrieve(created.id)
+    assert done.status == "completed" and done.output_text == session_of(created.id).text
+
+
+def test_it_cancels_a_response(client, plain_domain):
+    plain_domain.auto_approve_unpaused = False
+    plain_domain.save()
+    created = client.responses.create(
+        model="caesura:plain", input="Count to five.", max_output_tokens=4, background=True
+    )
+    wait_for(lambda: session_of(created.id).status == "generated", what="the end of generation")
+    assert client.responses.retrieve(created.id).model_extra["caesura"]["review"][
+        "waiting_for_reviewer"
+    ]
+    cancelled = client.responses.cancel(created.id)
+    assert cancelled.status == "cancelled" and session_of(created.id).status == "cancelled"
+
+
+def test_it_refuses_each_error_class_in_openais_shape(client, server_url, notes, plain_domain):
+    from reviewer.lifecycle import application_keys
+
+    with pytest.raises(openai.BadRequestError, match="n=2"):
+        client.chat.completions.create(model="caesura:plain", messages=PROMPT, n=2)
+    tool = {"type": "function", "function": {"name": "f", "parameters": {}}}
+    with pytest.raises(openai.BadRequestError, match="tools"):
+        client.chat.completions.create(model="caesura:plain", messages=PROMPT, tools=[tool])
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="caesura:nothing", messages=PROMPT)
+    other, other_key = application_keys.create("other", [plain_domain], "root")
+    theirs = openai.OpenAI(base_url=server_url + "/v1", api_key=other_key, max_retries=0)
+    created = theirs.responses.create(
+        model="caesura:plain", input="Hi", max_output_tokens=2, background=True
+    )
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(created.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.cancel(created.id)
+    new_key = application_keys.rotate(other, "root")
+    with pytest.raises(openai.AuthenticationError):
+        theirs.models.list()
+    application_keys.revoke(other, "root")
+    revoked = openai.OpenAI(base_url=server_url + "/v1", api_key=new_key, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        revoked.models.list()
+    app = notes[0]
+    app.requests_per_minute = 1
+    app.save()
+    with pytest.raises(openai.RateLimitError) as refused:
+        for _ in range(2):  # one more than a minute allows, whatever came before
+            client.models.list()
+    assert int(refused.value.response.headers["Retry-After"]) >= 1
+
+
+def test_it_sends_nothing_but_keep_alives_before_approval(server_url, client, notes, plain_domain):
+    """after_review: while the generation waits for its reviewer, the stream carries no text."""
+    import httpx
+
+    from reviewer.lifecycle import review
+
+    plain_domain.auto_approve_unpaused = False
+    plain_domain.save()
+    received: list[bytes] = []
+    body = {"model": "caesura:plain", "messages": PROMPT, "max_tokens": 4, "stream": True}
+    headers = {"Authorization": f"Bearer {notes[1]}"}
+
+    def read() -> None:
+        with httpx.stream(
+            "POST", server_url + "/v1/chat/completions", json=body, headers=headers, timeout=60
+        ) as answer:
+            for chunk in answer.iter_bytes():
+                received.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    from reviewer.models import ReviewSession
+
+    session = wait_for(
+        lambda: ReviewSession.objects.filter(status="generated", application=notes[0]).first(),
+        what="a generated session",
+    )
+    time.sleep(1)
+    before = b"".join(received).decode()
+    assert session.text and streamed_text(before) == ""
+    reviewer = plain_domain.reviewers.create(username="rita")
+    from reviewer.lifecycle import claims
+
+    claims.claim(reviewer, session.pk)
+    review.approve(reviewer, session.pk)
+    reader.join(30)
+    after = b"".join(received).decode()
+    assert after.endswith("data: [DONE]\n\n")
+    assert streamed_text(after) == ReviewSession.objects.get(pk=session.pk).text
+
+
+def streamed_text(sse: str) -> str:
+    import json
+
+    datas = [line[6:] for line in sse.splitlines() if line.startswith("data: ")]
+    chunks = [json.loads(d) for d in datas if d != "[DONE]"]
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+
+def test_it_works_with_langchain(server_url, celery_worker_process, notes):
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(
+        base_url=server_url + "/v1",
+        api_key=notes[1],
+        model="caesura:plain",
+        max_tokens=4,
+        temperature=0,
+        max_retries=0,
+    )
+    from reviewer.models import ReviewSession
+
+    said = llm.invoke("Say hello.")
+    assert said.content == ReviewSession.objects.latest("created_at").text
+    streamed = "".join(str(part.content) for part in llm.stream("Say hello."))
+    assert streamed == said.content
