@@ -138,3 +138,32 @@ def test_it_lets_exactly_one_of_two_simultaneous_claims_win(alice, bob):
     assert len(winners) == 1
     loser = ({"alice", "bob"} - set(winners)).pop()
     assert f"claimed by {winners[0]}" in results[loser]
+
+
+def test_it_tells_each_claim_record_in_the_timeline_in_both_languages(
+    floor, alice, bob, admin_user, settings
+):
+    from django.core.management import call_command
+    from django.utils import translation
+
+    from reviewer.analytics.timeline import timeline
+
+    call_command("compile_translations", verbosity=0)
+    settings.LOCALE_PATHS = list(settings.LOCALE_PATHS)  # Django reloads its catalogs
+    lifecycle.claim(alice, floor.pk)
+    lifecycle.release(alice, floor.pk)
+    lifecycle.claim(bob, floor.pk)
+    lifecycle.reassign(admin_user, floor.pk, reviewer="alice")
+    S.objects.filter(pk=floor.pk).update(claim_expires_at=timezone.now() - timedelta(seconds=1))
+    claims.expire_lapsed()
+    told = [(e["actor"], e["action"], e["detail"]) for e in timeline(floor)]
+    assert told == [
+        ("alice", "Claimed", ""),
+        ("alice", "Claim released", ""),
+        ("bob", "Claimed", ""),
+        ("root", "Claim reassigned", "to alice"),
+        ("system", "Claim expired", ""),
+    ]
+    with translation.override("zh-hans"):
+        told = [(e["action"], e["detail"]) for e in timeline(floor)]
+    assert told[0] == ("已认领", "") and told[3] == ("认领已转交", "转交给 alice")

@@ -40,6 +40,11 @@ AUDIT_ACTIONS = {
     "unmute": gettext_lazy("Policy unmuted"),
     "time_told": gettext_lazy("Told the model the time"),
     "time_not_told": gettext_lazy("Could not tell the model the time"),
+    "claim": gettext_lazy("Claimed"),
+    "renew": gettext_lazy("Claim renewed"),
+    "release": gettext_lazy("Claim released"),
+    "reassign": gettext_lazy("Claim reassigned"),
+    "claim_expired": gettext_lazy("Claim expired"),
 }
 # Details that quote what people or the model wrote: shown as they are, never translated.
 QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}
@@ -85,6 +90,8 @@ class Teller:
             return self.policy_line(payload.get("policy", ""), payload)
         if action == "start":
             return self.domain_name(payload.get("domain", ""))
+        if action == "reassign":
+            return _("to %(reviewer)s") % {"reviewer": payload.get("reviewer", "")}
         if action in ("mute", "unmute"):
             policy = str(payload.get("policy", ""))
             return self.names.get(policy, policy)

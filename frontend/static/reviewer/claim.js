@@ -34,8 +34,11 @@ function render() {
   button.dataset.action = mine() ? "release" : "claim";
 }
 
+// The page's data and a command's answer name the expiry claim_expires_at; events expires_at.
+const asClaim = (info) => ({ claimed_by: info.claimed_by, expires_at: info.claim_expires_at });
+
 function taken(result) {
-  store.set({ claim: { claimed_by: result.claimed_by, expires_at: result.claim_expires_at } }, "claim");
+  store.set({ claim: asClaim(result) }, "claim");
 }
 
 export function toggleClaim() {
@@ -57,7 +60,7 @@ function renewOnActivity() {
 
 export function bindClaim() {
   if (!data.onFloor || !$("claim-bar")) return;
-  store.set({ claim: data.claim });
+  store.set({ claim: asClaim(data.claim) });
   store.subscribe("claim", render);
   store.subscribe("status", render);
   $("claim-toggle").addEventListener("click", toggleClaim);
