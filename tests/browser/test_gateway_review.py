@@ -8,6 +8,7 @@ Screenshots: artifacts/screenshots/gateway-{queue,session}-{en-desktop,zh-phone}
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import openai
@@ -86,9 +87,8 @@ def resume_until_generated(page, session_id: int) -> None:
     for _ in range(4):
         pauses = ReviewSession.objects.get(pk=session_id).pauses.count()
         page.click("#toggle-run")
-        status = wait_for(
-            lambda: next_stop(session_id, pauses), timeout=90, what="the next pause or the end"
-        )
+        stopped = functools.partial(next_stop, session_id, pauses)
+        status = wait_for(stopped, timeout=90, what="the next pause or the end")
         if status == "generated":
             wait_for_status(page, "generated")
             return
@@ -181,9 +181,7 @@ def test_an_application_receives_exactly_what_its_reviewer_approved(
     edits = [e for e in audit if e["kind"].startswith("edit")]
     assert edits and all(e["actor"] == "alice" for e in edits)
     assert any(term.preferred in e["detail"] for e in edits)
-    redline = desk.request.get(
-        f"{server_url}/api/sessions/{session.pk}/redline?format=json"
-    ).json()
+    redline = desk.request.get(f"{server_url}/api/sessions/{session.pk}/redline?format=json").json()
     assert redline["text"] == content
     (change,) = redline["changes"]
     assert change["author"] == "alice" and change["inserted"] == term.preferred
