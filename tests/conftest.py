@@ -120,6 +120,23 @@ def sessions_stopped_before_flush(request):
         pause_flags.clear(pk)
 
 
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(request):
+    """Django's default hasher spends over half a second of CPU on each password, and most
+    tests create a user or log in: they hash with MD5, as Django's testing docs advise. A
+    ``slow`` or ``browser`` test keeps the real hasher, since a server or worker process it
+    starts checks passwords with its own settings."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("browser"):
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+    yield
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real worker process on the test database, stopped after the session."""
