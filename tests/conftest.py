@@ -19,6 +19,21 @@ REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.markers"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(commit_without_waiting_for_the_disk, weak=False)
+
+
+def commit_without_waiting_for_the_disk(sender, connection, **kwargs) -> None:
+    """The test database need not survive a crash: its commits, and the table truncations
+    after each transactional test, return before the disk has them (other connections see
+    them at once all the same). Worker and server processes keep Postgres's default."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+
+
 def worker_env(db_name: str) -> dict[str, str]:
     """Environment for a subprocess that must share the test database with the test process."""
     from django.conf import settings
