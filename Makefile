@@ -22,14 +22,16 @@ run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 test: model services browser translations vllm test-js
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest $(PYTEST_ARGS)
 
-# The development loop (about 5 minutes on 2 cores): the engine on the tiny model, the unit tests and
-# the Node tests; no browser, no real worker, no prepared model (tests/markers.py fails a test
-# that needs one of them and lacks its marker). A PYTEST_ARGS that selects no fast test says so
-# instead of failing with pytest's "no tests ran".
+# The development loop (under 2 minutes on 2 cores): the engine on the tiny model, the unit
+# tests and the Node tests; no browser, no real worker or other process, no prepared model
+# (tests/markers.py fails a test that needs one of them and lacks its marker). Like `make test`
+# it fails when PYTEST_ARGS selects no test (pytest's exit 5), saying why.
 FAST_TESTS := not slow and not browser and not model
 test-fast: services translations test-js
 	@$(PY) -m pytest -q -m "$(FAST_TESTS)" $(PYTEST_ARGS); status=$$?; \
-		if [ $$status -eq 5 ]; then echo "no fast test in this selection"; status=0; fi; \
+		if [ $$status -eq 5 ]; then \
+			echo "make test-fast: no fast test in this selection; slow, browser and model tests run under make test" >&2; \
+		fi; \
 		exit $$status
 
 # The session page's pure modules (fold, words, outbox) under Node's own test runner.

@@ -7,8 +7,9 @@ Per step, over one row of logits ``row`` [V] for the next token:
               -> after_token policies
 Every reason a generation stops is decided in ``boundary``; nothing is computed past a
 pause. The transformers engine calls these functions with the row its own forward gave, the
-vLLM backend with the row of its logits processor, and the policy replay (policies/replay.py)
-shares their routing (``PolicySet.route``). A backend adds only what is its own: running
+vLLM backend with the row of its logits processor. The policy half of both phases
+(evaluate, route through the budget, note a pause) is policies/phases.py's, which the
+policy replay over recorded tokens calls too. A backend adds only what is its own: running
 the token through its model, and applying a rollback where it can.
 """
 
@@ -24,7 +25,7 @@ import torch
 
 from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
-from inference.policies import Decision, manual_decision
+from inference.policies import Decision, manual_decision, phases
 from inference.sampler import sample
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
@@ -174,11 +175,11 @@ def before_token(
     run.signals, run.logprobs = summarize(row, state.params.top_alternatives, model.token_text)
     if state.skip_before_at == position:
         return None
-    before = state.evaluate_policies("before_token", run.signals, len(state.text))
-    pauses, rollback = route(run, before, position, rollbacks)
-    if pauses:
-        return pause(run, "before_token", pauses)
-    return rollback
+    routed = phases.before_token(state, run.signals, position, _roll_back_check(state, rollbacks))
+    _report(run, routed.flags, position)
+    if routed.pauses:
+        return pause(run, "before_token", routed.pauses)
+    return routed.rollback
 
 
 def requested_pause(run: Run, command: str | None, position: int) -> StopInfo | None:
@@ -197,7 +198,7 @@ def pause(run: Run, phase: str, decisions: list[Decision]) -> StopInfo:
     state = run.state
     position = len(state.generated_ids)
     run.after = []
-    state.policies.note_pause(position, policy=phase != "manual")
+    phases.note_pause(state, position, phase)
     if phase != "after_token":
         state.skip_before_at = position  # resuming must not re-fire before_token policies
     notice = PauseNotice(position, phase, decisions[0].reason, tuple(decisions), run.signals)
@@ -226,22 +227,24 @@ def draw(run: Run, row: torch.Tensor, model: TokenModel) -> Drawn:
 def after_token(run: Run, drawn: Drawn, rollbacks: bool) -> Decision | None:
     """The after_token policies on the newest token: pauses wait for the next boundary;
     returns a rollback for the caller to apply."""
-    decisions = run.state.evaluate_policies("after_token", drawn.signals, drawn.start)
-    run.after, rollback = route(run, decisions, drawn.position, rollbacks)
-    return rollback
-
-
-def route(
-    run: Run, decisions: list[Decision], position: int, rollbacks: bool
-) -> tuple[list[Decision], Decision | None]:
-    """Report flags; returns the decisions that pause and a rollback to apply (only when
-    the backend ``rollbacks``; else a rollback without a pause is a flag)."""
     state = run.state
-    may_roll_back = (lambda d: _may_roll_back(state, d)) if rollbacks else None
-    routed = state.policies.route(decisions, len(state.generated_ids), state.text, may_roll_back)
-    for decision in routed.flags:
+    generated = len(state.generated_ids)  # the newest token included
+    may_roll_back = _roll_back_check(state, rollbacks)
+    routed = phases.after_token(state, drawn.signals, generated, drawn.start, may_roll_back)
+    _report(run, routed.flags, drawn.position)
+    run.after = routed.pauses
+    return routed.rollback
+
+
+def _report(run: Run, flags: list[Decision], position: int) -> None:
+    for decision in flags:
         run.sink.on_flag(FlagEvent(position, decision))
-    return routed.pauses, routed.rollback
+
+
+def _roll_back_check(state: DecodeState, rollbacks: bool) -> phases.MayRollBack | None:
+    """Whether a rollback may be applied now; None when the backend cannot apply one (then a
+    rollback without a pause is reported as a flag)."""
+    return (lambda d: _may_roll_back(state, d)) if rollbacks else None
 
 
 def _may_roll_back(state: DecodeState, decision: Decision) -> bool:

@@ -16,8 +16,7 @@ from inference.config import SamplingParams
 from inference.text import Detokenizer
 
 if TYPE_CHECKING:
-    from inference.policies import Decision, PauseBudget, PolicySet
-    from inference.signals import Signals
+    from inference.policies import PauseBudget, PolicySet
     from inference.transformers_backend.runner import ModelRunner
 
 CIRCUIT_BREAKER_ROLLBACKS = 2  # after this many rollbacks: conservative decoding, no more rollbacks
@@ -170,24 +169,6 @@ class DecodeState:
     def summary(self) -> dict[str, Any]:
         """JSON-able description without tensors: the checkpoint record and the text."""
         return {**self.to_checkpoint().to_dict(), "text": self.text}
-
-    def evaluate_policies(
-        self, phase: str, signals: Signals, new_text_start: int
-    ) -> list[Decision]:
-        """What the session's policies decide at this step of ``phase``."""
-        from inference.policies import StepContext
-
-        ctx = StepContext(
-            phase=phase,
-            position=len(self.generated_ids) - (phase == "after_token"),
-            signals=signals,
-            text=self.text,
-            new_text_start=new_text_start,
-            top1_history=self.top1_history,
-            entropy_history=self.entropy_history,
-            similarity_history=self.similarity_history,
-        )
-        return self.policies.evaluate(ctx)
 
 
 @dataclass

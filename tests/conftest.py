@@ -19,6 +19,21 @@ REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.markers"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(commit_without_waiting_for_the_disk, weak=False)
+
+
+def commit_without_waiting_for_the_disk(sender, connection, **kwargs) -> None:
+    """The test database need not survive a crash: its commits, and the table truncations
+    after each transactional test, return before the disk has them (other connections see
+    them at once all the same). Worker and server processes keep Postgres's default."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+
+
 def worker_env(db_name: str) -> dict[str, str]:
     """Environment for a subprocess that must share the test database with the test process."""
     from django.conf import settings
@@ -118,6 +133,23 @@ def sessions_stopped_before_flush(request):
         time.sleep(0.3)
     for pk in live:  # ids may come again in the next test's sessions
         pause_flags.clear(pk)
+
+
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(request):
+    """Django's default hasher spends over half a second of CPU on each password, and most
+    tests create a user or log in: they hash with MD5, as Django's testing docs advise. A
+    ``slow`` or ``browser`` test keeps the real hasher, since a server or worker process it
+    starts checks passwords with its own settings."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("browser"):
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -65,6 +65,7 @@ def test_it_answers_a_3_mb_body_with_json_413_naming_the_limit(api_client, setti
     assert str(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) in message
 
 
+@pytest.mark.slow  # starts another Python process
 def test_it_takes_the_body_limit_from_the_environment():
     env = {**os.environ, "CAESURA_MAX_BODY_BYTES": "4096"}
     code = "import django; django.setup(); from django.conf import settings; print(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)"
@@ -181,6 +182,7 @@ def settings_in_a_fresh_process(**env: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # starts two more Python processes
 def test_it_keeps_debug_off_unless_the_environment_turns_it_on():
     assert settings_in_a_fresh_process()["DEBUG"] is False
     assert settings_in_a_fresh_process(DEBUG="1")["DEBUG"] is True

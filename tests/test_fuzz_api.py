@@ -299,6 +299,7 @@ def documented_types(request: Request) -> set[str]:
     return {kind for code, a in answers.items() if code < "300" for kind in a.get("content", {})}
 
 
+@pytest.mark.slow  # hundreds of generated requests
 @pytest.mark.django_db
 @FUZZ
 @given(call=requests(SPEC))
@@ -376,6 +377,7 @@ async def exchange(session_id: int, cookie: bytes, text: str) -> list[dict]:
         await communicator.disconnect()
 
 
+@pytest.mark.slow  # dozens of generated websocket conversations
 @pytest.mark.django_db(transaction=True)
 @SOCKET_FUZZ
 @given(text=socket_messages(), status=st.sampled_from([S.PAUSED, S.RUNNING, S.GENERATED]))

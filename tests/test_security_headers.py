@@ -121,17 +121,20 @@ def run_check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # starts another Python process
 def test_it_passes_check_deploy_under_the_compose_settings(tmp_path):
     result = run_check_deploy(compose_web_env(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
 
+@pytest.mark.slow  # starts another Python process
 def test_it_fails_check_deploy_with_debug_on(tmp_path):
     result = run_check_deploy({**compose_web_env(tmp_path), "DEBUG": "1"})
     assert result.returncode != 0 and "security.W018" in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # starts another Python process
 def test_it_turns_on_secure_cookies_and_hsts_behind_an_https_proxy(tmp_path):
     code = (
         "import json, django; django.setup(); from django.conf import settings as s; "

@@ -16,8 +16,10 @@ Firing rules shared by every kind:
 Modules: ``base`` (value types and the Policy base class), ``text`` (keyword, regex),
 ``signal_based`` (low confidence, high entropy, overconfidence, drift), ``sentence_count``,
 ``tool_call`` (with its JSON scanner), ``learned`` (a trained pause model), ``specs`` (the kinds and spec validation),
-``budget`` (the pause budget), ``policy_set``, ``dry_run`` (text policies over sample text)
-and ``replay`` (any policy over recorded generations). Import from this package; the names
+``budget`` (the pause budget), ``policy_set``, ``phases`` (one phase's policies over a
+generation, routed: the policy half of the decode boundary, shared by the engine and the
+replay), ``dry_run`` (text policies over sample text) and ``replay`` (any policy over
+recorded generations). Import from this package; the names
 below are its surface.
 """
 

@@ -1,11 +1,11 @@
 """A replay of policies over recorded generations: where they would have paused.
 
 A stored session holds, per generated token, its text and the distribution it was drawn
-from. Feeding those steps through a fresh PolicySet, phase by phase as the engine does,
-tells an admin where a policy would have stopped those sessions, without a model. Pausing
-and resuming never changes the tokens, so a pause count from a replay is the count a live
-run would have had; a rollback does change them, so a replay reports it and carries on
-over the recorded text.
+from. Feeding those tokens to a fresh PolicySet through the policy phases a live run goes
+through (phases.py) tells an admin where a policy would have stopped those sessions,
+without a model. Pausing and resuming never changes the tokens, so a pause count from a
+replay is the count a live run would have had; a rollback does change them, so a replay
+reports it and carries on over the recorded text.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inference.policies.base import Decision, StepContext
+from inference.policies import phases
+from inference.policies.base import Decision
 from inference.policies.budget import PauseBudget
-from inference.policies.policy_set import PolicySet
+from inference.policies.policy_set import PolicySet, Routed
 from inference.signals import Signals
 
 
@@ -44,6 +45,12 @@ class RecordedToken:
             chosen_prob=_number(signals.get("chosen_prob")),
             similarity=_number(payload.get("similarity")),
         )
+
+    def signals(self, drawn: bool) -> Signals:
+        """The distribution it was drawn from: before_token (``drawn`` False) without the
+        chosen token's probability, after_token with it."""
+        chosen = self.chosen_prob if drawn else None
+        return Signals(self.top1_prob, self.entropy, self.margin, (), chosen_prob=chosen)
 
 
 @dataclass(frozen=True)
@@ -90,15 +97,14 @@ def replay(
     PolicyConfigError on a bad spec."""
     skipped = set(unreplayable(specs, tokens))
     every = PolicySet.from_specs(specs, budget)
-    policies = PolicySet([p for p in every.policies if p.name not in skipped], every.budget)
-    history = _History()
+    record = _Record(PolicySet([p for p in every.policies if p.name not in skipped], every.budget))
     stops: list[ReplayStop] = []
     for position, token in enumerate(tokens):
-        before = policies.evaluate(history.step("before_token", position, token))
-        stops += _stops(policies, position, "before_token", history.text, before)
-        history.append(token)
-        after = policies.evaluate(history.step("after_token", position, token))
-        stops += _stops(policies, position + 1, "after_token", history.text, after)
+        routed = phases.before_token(record, token.signals(drawn=False), position)
+        stops += record.stops(routed, position, "before_token")
+        start = record.append(token)
+        routed = phases.after_token(record, token.signals(drawn=True), position + 1, start)
+        stops += record.stops(routed, position + 1, "after_token")
     return stops
 
 
@@ -106,55 +112,34 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-def _stops(
-    policies: PolicySet, position: int, phase: str, text: str, decisions: list[Decision]
-) -> list[ReplayStop]:
-    """As the engine routes one step's decisions (``PolicySet.route``, the backends'
-    routing without a rollback to follow): at most one pause (with any rollback beside it),
-    counted in the budget's ledger; every other decision a flag."""
-    routed = policies.route(decisions, position, text)
-    stops: list[ReplayStop] = []
-    if routed.pauses:
-        policies.note_pause(position, policy=True)
-        stops.append(ReplayStop(position, phase, len(text), tuple(routed.pauses)))
-    if routed.flags:
-        stops.append(ReplayStop(position, phase, len(text), tuple(routed.flags)))
-    return stops
+class _Record:
+    """A recorded generation as the policy phases read it (see phases.Generation), grown
+    one token at a time."""
 
-
-class _History:
-    """The text and signal histories a StepContext reads, grown one token at a time."""
-
-    def __init__(self) -> None:
+    def __init__(self, policies: PolicySet) -> None:
+        self.policies = policies
         self.text = ""
-        self.new_text_start = 0
-        self.top1: list[float] = []
-        self.entropy: list[float] = []
-        self.similarity: list[float | None] = []
+        self.top1_history: list[float] = []
+        self.entropy_history: list[float] = []
+        self.similarity_history: list[float | None] = []
 
-    def append(self, token: RecordedToken) -> None:
-        self.new_text_start = len(self.text)
+    def append(self, token: RecordedToken) -> int:
+        """Add the token; returns where its text starts."""
+        start = len(self.text)
         self.text += token.text
-        self.top1.append(token.top1_prob)
-        self.entropy.append(token.entropy)
-        self.similarity.append(token.similarity)
+        self.top1_history.append(token.top1_prob)
+        self.entropy_history.append(token.entropy)
+        self.similarity_history.append(token.similarity)
+        return start
 
-    def step(self, phase: str, position: int, token: RecordedToken) -> StepContext:
-        after = phase == "after_token"
-        signals = Signals(
-            top1_prob=token.top1_prob,
-            entropy=token.entropy,
-            margin=token.margin,
-            alternatives=(),
-            chosen_prob=token.chosen_prob if after else None,
-        )
-        return StepContext(
-            phase=phase,
-            position=position,
-            signals=signals,
-            text=self.text,
-            new_text_start=self.new_text_start if after else len(self.text),
-            top1_history=self.top1,
-            entropy_history=self.entropy,
-            similarity_history=self.similarity,
-        )
+    def stops(self, routed: Routed, position: int, phase: str) -> list[ReplayStop]:
+        """One step's routed decisions as the engine acts on them, without a rollback to
+        follow: the pause (with any rollback beside it) noted in the budget's ledger, the
+        rest reported as flags."""
+        stops: list[ReplayStop] = []
+        if routed.pauses:
+            phases.note_pause(self, position, phase)
+            stops.append(ReplayStop(position, phase, len(self.text), tuple(routed.pauses)))
+        if routed.flags:
+            stops.append(ReplayStop(position, phase, len(self.text), tuple(routed.flags)))
+        return stops

@@ -43,6 +43,7 @@ def test_it_restores_every_tensor_and_field_exactly(engine, paused):
         assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
 
 
+@pytest.mark.slow  # starts another Python process
 def test_it_is_restored_in_another_process(engine, paused, tmp_path):
     (tmp_path / "state.bin").write_bytes(engine.snapshot(paused))
     script = (
