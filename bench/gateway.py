@@ -39,9 +39,11 @@ runs from the engine's halt (the pause's ``halted_at``) to the message's arrival
 attention, look-ahead, before the status changes) and ``lookahead_ms`` the look-ahead's.
 
 Shape: {"1": {"gateway_tok_s": x, "loop_tok_s": x, "gateway_ttft_ms": {"p50", "p95"},
-"loop_ttft_ms": {...}, "loop_release_ms": {...}, "same_text": b}, "8": {...},
-"delay_sentences": n, "queue_visible_ms": {"p50", "p95"}, "ratios": {"1": {"tok_s",
-"added_ttft_p95_ms", "raw_added_ttft_p95_ms"}, "8": {...}}, "targets": {...}, "setup": {...}}.
+"loop_ttft_ms": {...}, "loop_release_ms": {...}, "release_at_token": x, "same_text": b,
+"gateway_breakdown": {...}, ...}, "8": {...}, "delay_sentences": n, "queue_visible_ms":
+{"p50", "p95", "halt_to_pause_stored_ms", "lookahead_ms"}, "ratios": {"1": {"tok_s",
+"added_ttft_p95_ms", "raw_added_ttft_p95_ms", "delivery_lag_p95_ms"}, "8": {...}},
+"targets": {...}, "setup": {...}}. Ratios and targets compare figures of one run.
 """
 
 from __future__ import annotations
@@ -119,22 +121,6 @@ def session_id(answer_id: str) -> int:
     return int(answer_id.split("_")[-1].split("-")[-1])
 
 
-def in_threads(fn, n: int) -> list:
-    barrier, results = threading.Barrier(n), [None] * n
-
-    def one(i: int) -> None:
-        results[i] = fn(i, barrier)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if any(r is None for r in results):
-        raise RuntimeError("a client failed; see the traceback above")
-    return results
-
-
 # ---- through the engine's own serving loop ------------------------------------------------
 def loop_call(loop, session, barrier: threading.Barrier) -> dict:
     """The worker's generation of ``session`` again: its stored prompt ids and parameters."""
@@ -161,8 +147,10 @@ def loop_call(loop, session, barrier: threading.Barrier) -> dict:
                          stop_strings=stops)  # fmt: skip
     loop.run(state, request)
     end = time.perf_counter()
-    return {"start": start, "first": times[0][0] if times else end, "end": end,
-            "release": release_time(times, stops) or end, "tokens": len(times), "text": state.text}  # fmt: skip
+    release = release_time(times, stops) or end
+    return {"start": start, "first": times[0][0] if times else end, "end": end, "release": release,
+            "release_token": sum(at <= release for at, _ in times), "tokens": len(times),
+            "text": state.text}  # fmt: skip
 
 
 def release_time(times: list[tuple[float, str]], stops: tuple[str, ...]) -> float | None:
@@ -243,9 +231,13 @@ def throughput(stack: gateway_stack.Stack, loop) -> dict:
     }
     for round_ in range(ROUNDS):
         for n in CONCURRENCY:
-            gw = in_threads(lambda i, b: gateway_call(stack.url, stack.apps[i][1], i, b), n)
+            gw = gateway_stack.in_threads(
+                lambda i, b: gateway_call(stack.url, stack.apps[i][1], i, b), n
+            )
             sessions = [ReviewSession.objects.get(pk=r["session"]) for r in gw]
-            lp = in_threads(lambda i, b, sessions=sessions: loop_call(loop, sessions[i], b), n)
+            lp = gateway_stack.in_threads(
+                lambda i, b, sessions=sessions: loop_call(loop, sessions[i], b), n
+            )
             figures = raw[str(n)]
             figures["gateway"] += gw
             figures["loop"] += lp
@@ -273,21 +265,14 @@ def summary(figures: dict) -> dict:
         "gateway_total_ms": ms(figures["gateway"], "end"),
         "loop_total_ms": ms(figures["loop"], "end"),
         "tokens_per_generation": statistics.mean(r["tokens"] for r in figures["gateway"]),
+        "release_at_token": statistics.mean(r["release_token"] for r in figures["loop"]),
+        "sample_text": figures["loop"][0]["text"],
         "same_text": all(figures["same"]),
         "gateway_breakdown": breakdown(figures["gateway"]),
     }
 
 
 # ---- the queue socket ---------------------------------------------------------------------
-def wait_until(predicate, what: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.01)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
 def queue_latency(stack: gateway_stack.Stack) -> dict:
     """Pause a running generation, hear it on the other reviewer's socket, resume; again."""
     import openai
@@ -319,7 +304,7 @@ def queue_latency(stack: gateway_stack.Stack) -> dict:
                     lifecycle.claim(pauser, sid)
                 lifecycle.resume(pauser, sid)
             seq = ReviewSession.objects.get(pk=sid).last_seq
-            wait_until(lambda: generating(seq + 3), "a generating session")  # noqa: B023
+            gateway_stack.wait_until(lambda: generating(seq + 3), "a generating session")  # noqa: B023
             time.sleep(rng.uniform(0.05, 0.3))
             seen = len(socket.messages)
             try:
@@ -382,9 +367,11 @@ def main() -> None:
         loop = ServingLoop(backend)
         try:
             log("stack ready; warming up")
-            warm = in_threads(lambda i, b: gateway_call(stack.url, stack.apps[0][1], 0, b), 1)
+            warm = gateway_stack.in_threads(
+                lambda i, b: gateway_call(stack.url, stack.apps[0][1], 0, b), 1
+            )
             warm_session = ReviewSession.objects.get(pk=warm[0]["session"])
-            in_threads(lambda i, b: loop_call(loop, warm_session, b), 1)
+            gateway_stack.in_threads(lambda i, b: loop_call(loop, warm_session, b), 1)
             report: dict = dict(throughput(stack, loop))
             report["delay_sentences"] = DELAY
             report["queue_visible_ms"] = queue_latency(stack)

@@ -184,6 +184,31 @@ class QueueSocket(threading.Thread):
         raise RuntimeError(f"the queue socket never heard that session {session} was {status}")
 
 
+def in_threads(fn, n: int) -> list:
+    barrier, results = threading.Barrier(n), [None] * n
+
+    def one(i: int) -> None:
+        results[i] = fn(i, barrier)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if any(r is None for r in results):
+        raise RuntimeError("a client failed; see the traceback above")
+    return results
+
+
+def wait_until(predicate, what: str, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.01)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
 def session_cookie(user: Any) -> str:
     from django.test import Client
 
