@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +39,8 @@ class Stack:
 @contextlib.contextmanager
 def running(clients: int, delay: int) -> Iterator[Stack]:
     """The stack, ready; torn down (the database dropped) however the block ends."""
+    # A TERM (a timeout, a test runner) unwinds like an error: the teardown below still runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tag = uuid.uuid4().hex[:8]
     db_name, admin_url = use_own_database(tag)
     admin_sql(admin_url, f'CREATE DATABASE "{db_name}"')
