@@ -11,7 +11,7 @@ CAESURA_BACKEND ?= transformers
 PYTEST_ARGS ?=
 AXE := node_modules/axe-core/axe.min.js
 
-.PHONY: run test test-fast test-js bench bench-serving lint lint-js format venv vllm model services db translations browser clean-venv
+.PHONY: run test test-fast test-js bench bench-serving bench-gateway lint lint-js format venv vllm model services db translations browser clean-venv
 
 run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 	@$(PY) manage.py bootstrap
@@ -43,6 +43,9 @@ bench: model
 
 bench-serving: model vllm
 	OMP_WAIT_POLICY=PASSIVE $(PY) bench/serving.py
+
+bench-gateway: model services
+	$(PY) bench/gateway.py
 
 lint: venv vllm lint-js
 	$(VENV)/bin/ruff check .
