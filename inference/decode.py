@@ -26,6 +26,7 @@ from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.policies import Decision, manual_decision
 from inference.sampler import sample
+from inference.sentences import SentenceTracker, delayed_boundary
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import CIRCUIT_BREAKER_ROLLBACKS, DecodeState
@@ -52,6 +53,18 @@ class StopInfo:
 
 
 @dataclass(frozen=True)
+class DeliveryFloor:
+    """Text an application may already have received, which no automatic rollback may
+    remove: ``released`` characters sent before this run and, under delayed delivery
+    (``delay_sentences``), whatever the run's text let it send since, by the same rule
+    (inference.sentences.delayed_boundary). A rollback that would cut into it is reported as
+    a flag instead; a reviewer's own edits are checked against the same text by the web side."""
+
+    released: int = 0
+    delay_sentences: int | None = None  # None: nothing more is sent while the run goes on
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """How one run of a state should go; every backend's ``run`` and ``submit`` take it."""
 
@@ -61,6 +74,7 @@ class RunRequest:
     pause_at: int | None = None  # pause when this many tokens exist
     live_attention: int | str | None = None  # "mean" or a layer: an attention row per token
     stop_strings: tuple[str, ...] = ()  # the run ends once the text holds one
+    floor: DeliveryFloor | None = None  # delivered text: automatic rollbacks stay above it
 
     def limit(self, state: DecodeState) -> int:
         """Generated tokens at which the run stops (default: the state's max_new_tokens)."""
@@ -89,6 +103,9 @@ class Run:
     limit: int = 0  # total generated tokens at which the run stops
     pause_at: int | None = None
     stop_strings: tuple[str, ...] = ()  # RunRequest.stop_strings
+    floor: DeliveryFloor | None = None  # RunRequest.floor
+    locked: int = 0  # characters the floor covers so far (only ever grows)
+    sentences: SentenceTracker = field(default_factory=SentenceTracker)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
@@ -227,6 +244,10 @@ def after_token(run: Run, drawn: Drawn, rollbacks: bool) -> Decision | None:
     """The after_token policies on the newest token: pauses wait for the next boundary;
     returns a rollback for the caller to apply."""
     decisions = run.state.evaluate_policies("after_token", drawn.signals, drawn.start)
+    if run.floor is not None:  # what may have been sent, before any rollback is weighed
+        if not run.sentences.text:  # the text the run started from counts too
+            lock(run, run.floor, run.state.text[: drawn.start])
+        lock(run, run.floor, run.state.text)
     run.after, rollback = route(run, decisions, drawn.position, rollbacks)
     return rollback
 
@@ -237,20 +258,34 @@ def route(
     """Report flags; returns the decisions that pause and a rollback to apply (only when
     the backend ``rollbacks``; else a rollback without a pause is a flag)."""
     state = run.state
-    may_roll_back = (lambda d: _may_roll_back(state, d)) if rollbacks else None
+    may_roll_back = (lambda d: _may_roll_back(run, d)) if rollbacks else None
     routed = state.policies.route(decisions, len(state.generated_ids), state.text, may_roll_back)
     for decision in routed.flags:
         run.sink.on_flag(FlagEvent(position, decision))
     return routed.pauses, routed.rollback
 
 
-def _may_roll_back(state: DecodeState, decision: Decision) -> bool:
-    """A rollback needs generated tokens to remove and a closed circuit breaker."""
-    return (
-        state.rollbacks < CIRCUIT_BREAKER_ROLLBACKS
-        and bool(state.generated_ids)
-        and decision.rollback_to is not None
-    )
+def _may_roll_back(run: Run, decision: Decision) -> bool:
+    """A rollback needs generated tokens to remove, a closed circuit breaker, and a point
+    that keeps every character the delivery floor covers."""
+    state, point = run.state, decision.rollback_to
+    if state.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS or not state.generated_ids or point is None:
+        return False
+    if run.floor is None:
+        return True
+    keep = max(0, min(point, len(state.generated_ids)))
+    return state.detok.token_span_chars(keep, keep)[0] >= lock(run, run.floor, state.text)
+
+
+def lock(run: Run, floor: DeliveryFloor, text: str) -> int:
+    """The characters the delivery floor covers, given that the run's text was ``text``:
+    those sent before the run, and what delayed delivery may have sent of any text the run
+    has had (the most it ever allowed)."""
+    run.locked = max(run.locked, floor.released)
+    if floor.delay_sentences is not None:
+        sentences = run.sentences.complete_sentences(text)
+        run.locked = max(run.locked, delayed_boundary(text, floor.delay_sentences, (), sentences))
+    return run.locked
 
 
 def _context(state: DecodeState, params: SamplingParams) -> torch.Tensor:
