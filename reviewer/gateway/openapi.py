@@ -5,7 +5,7 @@ SDK's types and are only named here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -15,6 +15,7 @@ from reviewer.gateway import schemas
 JSON = "application/json"
 SSE = "text/event-stream"
 REF = "#/components/schemas/{model}"
+VALIDATION: Literal["validation"] = "validation"  # the schema of what a request may hold
 
 # The generating endpoints: path, operation id, request model, what it does.
 GENERATING: tuple[tuple[str, str, type[BaseModel], str], ...] = (
@@ -81,7 +82,7 @@ RESPONSE_ID = {
 
 def request_schemas() -> dict[str, Any]:
     """Every request model and what it refers to, as components."""
-    models = [(model, "validation") for _, _, model, _ in GENERATING]
+    models = [(model, VALIDATION) for _, _, model, _ in GENERATING]
     _, top = models_json_schema(models, ref_template=REF)
     return dict(top.get("$defs", {}))
 
