@@ -27,6 +27,7 @@ from inference.config import SamplingParams
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.policies import Decision, manual_decision, phases
 from inference.sampler import sample
+from inference.sentences import SentenceTracker, delayed_boundary
 from inference.signals import Signals, summarize, with_chosen
 from inference.sink import FlagEvent, PauseNotice, Sink, TokenEvent
 from inference.state import CIRCUIT_BREAKER_ROLLBACKS, DecodeState
@@ -53,6 +54,18 @@ class StopInfo:
 
 
 @dataclass(frozen=True)
+class DeliveryFloor:
+    """Text an application may already have received, which no automatic rollback may
+    remove: ``released`` characters sent before this run and, under delayed delivery
+    (``delay_sentences``), whatever the run's text let it send since, by the same rule
+    (inference.sentences.delayed_boundary). A rollback that would cut into it is reported as
+    a flag instead; a reviewer's own edits are checked against the same text by the web side."""
+
+    released: int = 0
+    delay_sentences: int | None = None  # None: nothing more is sent while the run goes on
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """How one run of a state should go; every backend's ``run`` and ``submit`` take it."""
 
@@ -62,6 +75,7 @@ class RunRequest:
     pause_at: int | None = None  # pause when this many tokens exist
     live_attention: int | str | None = None  # "mean" or a layer: an attention row per token
     stop_strings: tuple[str, ...] = ()  # the run ends once the text holds one
+    floor: DeliveryFloor | None = None  # delivered text: automatic rollbacks stay above it
 
     def limit(self, state: DecodeState) -> int:
         """Generated tokens at which the run stops (default: the state's max_new_tokens)."""
@@ -90,6 +104,9 @@ class Run:
     limit: int = 0  # total generated tokens at which the run stops
     pause_at: int | None = None
     stop_strings: tuple[str, ...] = ()  # RunRequest.stop_strings
+    floor: DeliveryFloor | None = None  # RunRequest.floor
+    locked: int = 0  # characters the floor covers so far (only ever grows)
+    sentences: SentenceTracker = field(default_factory=SentenceTracker)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
     after: list[Decision] = field(default_factory=list)  # after_token pauses pending
     signals: Signals | None = None  # the next token's distribution, once computed
@@ -175,7 +192,7 @@ def before_token(
     run.signals, run.logprobs = summarize(row, state.params.top_alternatives, model.token_text)
     if state.skip_before_at == position:
         return None
-    routed = phases.before_token(state, run.signals, position, _roll_back_check(state, rollbacks))
+    routed = phases.before_token(state, run.signals, position, _roll_back_check(run, rollbacks))
     _report(run, routed.flags, position)
     if routed.pauses:
         return pause(run, "before_token", routed.pauses)
@@ -228,8 +245,12 @@ def after_token(run: Run, drawn: Drawn, rollbacks: bool) -> Decision | None:
     """The after_token policies on the newest token: pauses wait for the next boundary;
     returns a rollback for the caller to apply."""
     state = run.state
+    if run.floor is not None:  # what may have been sent, before any rollback is weighed
+        if not run.sentences.text:  # the text the run started from counts too
+            lock(run, run.floor, state.text[: drawn.start])
+        lock(run, run.floor, state.text)
     generated = len(state.generated_ids)  # the newest token included
-    may_roll_back = _roll_back_check(state, rollbacks)
+    may_roll_back = _roll_back_check(run, rollbacks)
     routed = phases.after_token(state, drawn.signals, generated, drawn.start, may_roll_back)
     _report(run, routed.flags, drawn.position)
     run.after = routed.pauses
@@ -241,19 +262,33 @@ def _report(run: Run, flags: list[Decision], position: int) -> None:
         run.sink.on_flag(FlagEvent(position, decision))
 
 
-def _roll_back_check(state: DecodeState, rollbacks: bool) -> phases.MayRollBack | None:
+def _roll_back_check(run: Run, rollbacks: bool) -> phases.MayRollBack | None:
     """Whether a rollback may be applied now; None when the backend cannot apply one (then a
     rollback without a pause is reported as a flag)."""
-    return (lambda d: _may_roll_back(state, d)) if rollbacks else None
+    return (lambda d: _may_roll_back(run, d)) if rollbacks else None
 
 
-def _may_roll_back(state: DecodeState, decision: Decision) -> bool:
-    """A rollback needs generated tokens to remove and a closed circuit breaker."""
-    return (
-        state.rollbacks < CIRCUIT_BREAKER_ROLLBACKS
-        and bool(state.generated_ids)
-        and decision.rollback_to is not None
-    )
+def _may_roll_back(run: Run, decision: Decision) -> bool:
+    """A rollback needs generated tokens to remove, a closed circuit breaker, and a point
+    that keeps every character the delivery floor covers."""
+    state, point = run.state, decision.rollback_to
+    if state.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS or not state.generated_ids or point is None:
+        return False
+    if run.floor is None:
+        return True
+    keep = max(0, min(point, len(state.generated_ids)))
+    return state.detok.token_span_chars(keep, keep)[0] >= lock(run, run.floor, state.text)
+
+
+def lock(run: Run, floor: DeliveryFloor, text: str) -> int:
+    """The characters the delivery floor covers, given that the run's text was ``text``:
+    those sent before the run, and what delayed delivery may have sent of any text the run
+    has had (the most it ever allowed)."""
+    run.locked = max(run.locked, floor.released)
+    if floor.delay_sentences is not None:
+        sentences = run.sentences.complete_sentences(text)
+        run.locked = max(run.locked, delayed_boundary(text, floor.delay_sentences, (), sentences))
+    return run.locked
 
 
 def _context(state: DecodeState, params: SamplingParams) -> torch.Tensor:

@@ -19,9 +19,12 @@ the text holds that sentence as complete exactly when `len(text) > confirmed_at`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import regex
+
+from inference.text import stop_string_at
 
 CHINESE_TERMINATORS = "。！？"
 CLOSERS = "\"')]}»”’」』）"
@@ -62,6 +65,28 @@ class SentenceTracker:
         self.sentences = self.sentences + complete_sentences(text, resume)
         self.text = text
         return self.sentences
+
+
+def delayed_boundary(
+    text: str,
+    delay_sentences: int,
+    stops: Sequence[str] = (),
+    sentences: Sequence[Sentence] | None = None,
+) -> int:
+    """How much of ``text`` delayed delivery may send: all but the last ``delay_sentences``
+    sentences (the one being written counts), and never a stop string or what could still
+    become one. ``sentences``: complete_sentences(text), when the caller keeps them already.
+    The gateway releases by it; the engine keeps an automatic rollback above it."""
+    found = complete_sentences(text) if sentences is None else sentences
+    ends = [s.end for s in found]
+    if text[ends[-1] if ends else 0 :].strip():
+        ends.append(len(text))  # the sentence being written
+    boundary = ends[-(delay_sentences + 1)] if len(ends) > delay_sentences else 0
+    if stops:
+        at = stop_string_at(text, stops)
+        boundary = min(boundary, at if at is not None else len(text))
+        boundary = min(boundary, max(0, len(text) - max(len(s) for s in stops) + 1))
+    return boundary
 
 
 def complete_sentences(text: str, start: int = 0) -> list[Sentence]:

@@ -214,6 +214,16 @@ def admin_user(django_user_model):
 
 
 @pytest.fixture
+def compiled_catalogs(settings):
+    """The translation catalogs compiled (the .mo files are build output, absent from a fresh
+    checkout), and Django made to read them again."""
+    from django.core.management import call_command
+
+    call_command("compile_translations", verbosity=0)
+    settings.LOCALE_PATHS = list(settings.LOCALE_PATHS)  # a changed setting resets the cache
+
+
+@pytest.fixture
 def plain_domain():
     """A domain without policies: only the reviewer pauses."""
     from reviewer.models import Domain, Glossary, GlossaryTerm

@@ -11,6 +11,8 @@ from django.test import Client, override_settings
 from django.urls import URLPattern
 
 from inference.config import SamplingParams
+from reviewer.gateway import schemas as gateway_schemas
+from reviewer.gateway import urls as gateway_urls
 from reviewer.web import openapi, urls
 from reviewer.web.command_table import COMMANDS
 
@@ -29,6 +31,26 @@ def api_routes() -> dict[str, set[str]]:
         path = "/" + re.sub(r"<\w+:(\w+)>", r"{\1}", route)
         routes[path] = {method.lower() for method in pattern.callback.methods}
     return routes
+
+
+def gateway_routes() -> dict[str, set[str]]:
+    """Every /v1/ URL the gateway routes, with the method its view takes."""
+    routes = {}
+    for pattern in gateway_urls.urlpatterns:
+        route = str(pattern.pattern)
+        if route.startswith("^"):  # the catch-all that answers OpenAI-shaped 404s
+            continue
+        path = "/v1/" + re.sub(r"<\w+:(\w+)>", r"{\1}", route)
+        routes[path] = {method.lower() for method in pattern.callback.methods}
+    return routes
+
+
+def described(prefix: str) -> dict[str, set[str]]:
+    return {
+        path: {m for m in item if m in ("get", "post", "put", "patch", "delete")}
+        for path, item in openapi.description()["paths"].items()
+        if path.startswith(prefix)
+    }
 
 
 def refs(value) -> list[str]:
@@ -57,11 +79,54 @@ def test_it_refuses_to_take_anything_at_the_schema_url():
 def test_it_describes_every_api_url_with_its_methods():
     routes = api_routes()
     assert "/api/sessions/{session_id}/edit" in routes  # the route walk found the commands
-    described = {
-        path: {m for m in item if m in ("get", "post", "put", "patch", "delete")}
-        for path, item in openapi.description()["paths"].items()
+    assert described("/api/") == routes
+
+
+def test_it_describes_every_gateway_url_with_its_methods():
+    routes = gateway_routes()
+    assert routes["/v1/responses/{response_id}/cancel"] == {"post"}
+    assert described("/v1/") == routes
+    assert set(described("")) == set(described("/api/")) | set(routes)
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [
+        ("/v1/chat/completions", gateway_schemas.ChatRequest),
+        ("/v1/completions", gateway_schemas.CompletionRequest),
+        ("/v1/responses", gateway_schemas.ResponseRequest),
+    ],
+)
+def test_it_describes_each_gateway_body_from_the_model_that_checks_it(path, model):
+    spec = openapi.description()
+    body = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    schema = spec["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    own = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, nested in own.pop("$defs", {}).items():
+        assert spec["components"]["schemas"][name] == nested
+    assert schema == own
+    assert set(schema["required"]) == {n for n, f in model.model_fields.items() if f.is_required()}
+    errors = spec["paths"][path]["post"]["responses"]
+    assert {"400", "401", "403", "404", "413", "429"} <= set(errors)
+    assert errors["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/OpenAIError"
     }
-    assert described == routes
+
+
+def test_it_describes_the_gateways_limits_as_it_enforces_them():
+    chat = openapi.description()["components"]["schemas"]["ChatRequest"]["properties"]
+    top = next(s for s in chat["top_logprobs"]["anyOf"] if s["type"] == "integer")
+    assert (top["minimum"], top["maximum"]) == (0, 20)
+    assert chat["messages"]["maxItems"] == gateway_schemas.MAX_MESSAGES
+
+
+def test_it_keeps_the_api_and_gateway_schema_names_apart():
+    from reviewer.gateway import openapi as gateway_openapi
+
+    spec = openapi.description()
+    own = {"SessionSummary", "Session", "Decoding", "CommandResult", "Error"}
+    assert not own & set(gateway_openapi.components())
+    assert set(spec["components"]["schemas"]) == own | set(gateway_openapi.components())
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -106,6 +171,7 @@ def test_it_resolves_every_reference_and_names_each_operation_once():
     operations = [
         op for item in spec["paths"].values() for m, op in item.items() if m in ("get", "post")
     ]
+    assert any(op.get("tags") == ["gateway"] for op in operations)
     ids = [op["operationId"] for op in operations]
     assert len(ids) == len(set(ids))
     assert all(op["responses"] for op in operations)

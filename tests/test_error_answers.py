@@ -121,6 +121,7 @@ def test_it_shows_its_own_404_page_without_the_url_list(api_client):
     assert_no_internals(response.content)
 
 
+@pytest.mark.usefixtures("compiled_catalogs")
 def test_it_shows_error_pages_in_the_readers_language(api_client):
     response = api_client.get("/no/such/page", HTTP_ACCEPT_LANGUAGE="zh-CN")
     assert "找不到页面" in response.content.decode()

@@ -115,6 +115,7 @@ class Engine(edits_mod.EditShortcuts):
             limit=request.limit(state),
             pause_at=request.pause_at,
             stop_strings=request.stop_strings,
+            floor=request.floor,
             live_layers=layers,
         )
         self.active[run.key] = run

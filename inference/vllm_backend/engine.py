@@ -157,6 +157,7 @@ class VllmEngine(edits_mod.EditShortcuts):
             limit=limit,
             pause_at=request.pause_at,
             stop_strings=request.stop_strings,
+            floor=request.floor,
         )
         room = self.max_model_len - state.position
         if room <= 0:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 
-from inference.sentences import complete_sentences
-from inference.text import stop_string_at
+from inference.sentences import delayed_boundary
 from reviewer.gateway.progress import Follower
 from reviewer.lifecycle import gateway
 from reviewer.lifecycle.record import Token
@@ -40,18 +39,6 @@ def releasable(
     if mode != DELAYED or status != statuses.RUNNING:
         return released
     return max(released, delayed_boundary(text, delay_sentences, stops))
-
-
-def delayed_boundary(text: str, delay_sentences: int, stops: Sequence[str]) -> int:
-    ends = [s.end for s in complete_sentences(text)]
-    if text[ends[-1] if ends else 0 :].strip():
-        ends.append(len(text))  # the sentence being written
-    boundary = ends[-(delay_sentences + 1)] if len(ends) > delay_sentences else 0
-    if stops:
-        at = stop_string_at(text, stops)
-        boundary = min(boundary, at if at is not None else len(text))
-        boundary = min(boundary, max(0, len(text) - max(len(s) for s in stops) + 1))
-    return boundary
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,35 @@ MAX_MESSAGES = 200
 Role = Literal["system", "developer", "user", "assistant"]
 
 
+def storable(text: str) -> bool:
+    """Postgres stores neither the NUL character nor a lone UTF-16 surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def unstorable(value: Any) -> str | None:
+    """Where in a JSON value a string (or key) is not storable: its dotted path ("" for the
+    top level), or None. Iterative: a body nested as deeply as the parser allows is fine."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, str) and not storable(item):
+            return where
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not storable(str(key)):
+                    return where
+                pending.append((f"{where}.{key}" if where else str(key), inner))
+        elif isinstance(item, list):
+            pending.extend((f"{where}.{i}" if where else str(i), v) for i, v in enumerate(item))
+    return None
+
+
 class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

@@ -5,7 +5,6 @@ stays at /v1/responses/{id}."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from reviewer.gateway.errors import GatewayError, error_body, from_validation
 from reviewer.gateway.progress import Follower
 from reviewer.lifecycle import gateway
 from reviewer.models import Application, Domain, ReviewSession
+from reviewer.web import arguments
 from reviewer.web.arguments import CommandError
 from webapp.errors import body_limit
 
@@ -38,7 +38,9 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
         async def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             try:
                 if request.method != method:
-                    raise GatewayError(405, f"{request.path} answers {method} only")
+                    refused = GatewayError(405, f"{request.path} answers {method} only").response()
+                    refused["Allow"] = method
+                    return refused
                 application = await auth.application_of(request)
                 await sync_to_async(limits.count_request)(application)
                 return await view(request, application, *args, **kwargs)
@@ -48,6 +50,7 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
                 retry = getattr(exc, "retry_after", None)
                 return GatewayError(exc.status, str(exc), retry_after=retry).response()
 
+        run.methods = (method,)  # type: ignore[attr-defined]  # for the API description's test
         return csrf_exempt(run)
 
     return wrap
@@ -61,11 +64,19 @@ def parse(request: HttpRequest, schema: type[Body]) -> Body:
             413, f"Request body too large: the limit is {body_limit()} bytes"
         ) from None
     try:
-        data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise GatewayError(400, "The request body is not valid JSON", code="invalid_json") from None
+        data = arguments.loads(raw or b"null")
+    except CommandError as exc:
+        raise GatewayError(400, str(exc), code="invalid_json") from None
     if not isinstance(data, dict):
         raise GatewayError(400, "The request body must be a JSON object", code="invalid_json")
+    if (where := schemas.unstorable(data)) is not None:
+        raise GatewayError(
+            400,
+            f"Invalid request: {where or 'a key'} holds the NUL character or a lone surrogate,"
+            " which cannot be stored",
+            param=where or None,
+            code="invalid_value",
+        )
     try:
         return schema.model_validate(data)
     except ValidationError as exc:

@@ -1,8 +1,10 @@
-"""The OpenAPI 3 description of the JSON API, served at /api/schema for client authors.
+"""The OpenAPI 3.1 description of the JSON API and the gateway (/v1/), served at /api/schema
+for client authors.
 
 Request bodies and parameters come from the argument readers (reviewer/web/arguments.py) and
-the commands table (reviewer/web/command_table.py), so the limits described are the ones enforced;
-a test checks that every API URL and every command is described.
+the commands table (reviewer/web/command_table.py), the gateway's from its pydantic models
+(reviewer/gateway/openapi.py), so the limits described are the ones enforced; a test checks
+that every API and gateway URL and every command is described.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from dataclasses import fields
 from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
+from reviewer.gateway import openapi as gateway
 from reviewer.models import statuses
 from reviewer.web import arguments
 from reviewer.web.command_table import COMMANDS, Reader
 
-OPENAPI_VERSION = "3.0.3"
+OPENAPI_VERSION = "3.1.0"
 JSON = "application/json"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -75,7 +78,7 @@ SESSION = {
                 "last_seq": {"type": "integer"},
                 "error": {"type": "string"},
                 "decision_comment": {"type": "string"},
-                "finished_at": {"type": "string", "format": "date-time", "nullable": True},
+                "finished_at": {"type": ["string", "null"], "format": "date-time"},
                 "pauses": {"type": "array", "items": {"type": "object"}},
                 "edits": {"type": "array", "items": {"type": "object"}},
             },
@@ -331,6 +334,14 @@ def description() -> dict[str, Any]:
                 "responses": {"200": answer("OpenAPI 3 description")},
             },
         },
+        **gateway.paths(),
+    }
+    schemas = {
+        "SessionSummary": SESSION_SUMMARY,
+        "Session": SESSION,
+        "Decoding": decoding_schema(),
+        "CommandResult": COMMAND_RESULT,
+        "Error": ERROR,
     }
     return {
         "openapi": OPENAPI_VERSION,
@@ -342,7 +353,9 @@ def description() -> dict[str, Any]:
                 " NaN, Infinity and numbers beyond a float are refused. The session's"
                 " websocket (/ws/sessions/{id}/) takes the same commands as"
                 ' {"command": name, "command_id": ..., ...arguments}, plus'
-                ' {"command": "sync", "after": seq}.'
+                ' {"command": "sync", "after": seq}. The OpenAI-compatible gateway'
+                " (/v1/, tag gateway) answers errors in OpenAI's shape and takes an"
+                " application's key as a Bearer token."
             ),
         },
         "security": [{"token": []}, {"cookie": []}],
@@ -361,13 +374,8 @@ def description() -> dict[str, Any]:
                     "name": "sessionid",
                     "description": "A logged-in browser; unsafe methods need X-CSRFToken",
                 },
+                "application": gateway.SECURITY_SCHEME,
             },
-            "schemas": {
-                "SessionSummary": SESSION_SUMMARY,
-                "Session": SESSION,
-                "Decoding": decoding_schema(),
-                "CommandResult": COMMAND_RESULT,
-                "Error": ERROR,
-            },
+            "schemas": {**schemas, **gateway.components()},
         },
     }

@@ -1,13 +1,15 @@
 """The request a session was started with, as the worker reads it: the prompt to encode (a
-gateway generation's chat messages or raw prompt ids, else the case text) and the stop
-strings that end its generation."""
+gateway generation's chat messages or raw prompt ids, else the case text), the stop strings
+that end its generation, and the delivered text no automatic rollback may remove."""
 
 from __future__ import annotations
 
+from inference.decode import DeliveryFloor
 from inference.prompt import Prompt
 from inference.state import DecodeState
 from inference.text import stop_string_at
 from reviewer.models import ReviewSession
+from reviewer.models.domain import DELAYED
 from reviewer.worker.served_engine import ServedEngine
 
 
@@ -15,6 +17,15 @@ def stop_strings(session: ReviewSession) -> tuple[str, ...]:
     """A gateway request's stop strings: the engine ends the run at the token that completes
     one (inference/decode.py, with every other reason to stop)."""
     return tuple(str(s) for s in session.gateway.get("stop") or ())
+
+
+def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
+    """A gateway generation under delayed delivery: what was sent, and the rule by which more
+    is sent while it runs (reviewer/gateway/delivery.py). Nothing leaves before approval
+    otherwise, so no floor is needed there."""
+    if not session.from_gateway or session.domain.delivery_mode != DELAYED:
+        return None
+    return DeliveryFloor(session.released_chars, session.domain.delay_sentences)
 
 
 def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:

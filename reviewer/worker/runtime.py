@@ -162,6 +162,7 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
             max_new_tokens=session.max_new_tokens,
             live_attention=live_mode(),
             stop_strings=request.stop_strings(session),
+            floor=request.delivery_floor(session),
         ),
     )
     with _relays_lock:

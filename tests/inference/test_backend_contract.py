@@ -12,8 +12,16 @@ import pytest
 
 from inference.backend import Backend, UnsupportedFeature
 from inference.control import ControlHandle
-from inference.decode import RunRequest
-from inference.sink import CollectingSink, FinishEvent, FlagEvent, PauseNotice, Sink, TokenEvent
+from inference.decode import DeliveryFloor, RunRequest
+from inference.sink import (
+    CollectingSink,
+    FinishEvent,
+    FlagEvent,
+    PauseNotice,
+    RollbackEvent,
+    Sink,
+    TokenEvent,
+)
 from inference.state import Checkpoint
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -282,3 +290,23 @@ def test_a_vllm_rebuild_keeps_the_notes_and_continues_as_the_transformers_engine
     real_engine.run(state, RunRequest(max_new_tokens=10))
     vllm_engine.run(moved, RunRequest(max_new_tokens=10))
     assert moved.generated_ids == state.generated_ids
+
+
+def test_no_automatic_rollback_takes_back_delivered_text(backend):
+    """A drift that would roll back to the first token, with one character already delivered
+    (RunRequest.floor): no backend cuts it; the drift arrives as a flag."""
+    drift = {
+        "name": "drift",
+        "kind": "drift",
+        "action": "rollback",
+        "params": {"window": 3, "entropy_threshold": 0.001, "similarity_threshold": 1.0},
+    }
+    try:
+        state = backend.start(PROMPT, SEEDED | {"max_new_tokens": 8}, [drift], system=SYSTEM)
+    except UnsupportedFeature as exc:
+        pytest.skip(f"{backend.backend} does not run the drift policy: {exc}")
+    sink = CollectingSink()
+    backend.run(state, RunRequest(sink, floor=DeliveryFloor(released=1)))
+    assert not sink.of(RollbackEvent) and state.rollbacks == 0
+    assert "drift" in [f.decision.kind for f in sink.of(FlagEvent)]
+    assert [t.token_id for t in sink.of(TokenEvent)] == state.generated_ids

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inference.decode import RunRequest
+from inference.decode import DeliveryFloor, RunRequest
 from inference.sink import CollectingSink, FlagEvent, RollbackEvent, TokenEvent
 from inference.state import Checkpoint
 
@@ -62,3 +62,30 @@ def test_a_paused_rollback_state_survives_a_snapshot(engine):
     engine.run(state)
     engine.run(restored)
     assert restored.generated_ids == state.generated_ids
+
+
+def rollbacks_under(engine, floor: DeliveryFloor) -> tuple[CollectingSink, object]:
+    state = engine.start(PROMPT, PARAMS, [DRIFT])
+    sink = CollectingSink()
+    engine.run(state, RunRequest(sink, floor=floor))
+    return sink, state
+
+
+def test_it_never_rolls_back_into_text_already_delivered(engine):
+    """Drift fires at the third token and would cut back to the first: one character was
+    delivered before the run, so the rollback is reported as a flag and nothing is cut."""
+    sink, state = rollbacks_under(engine, DeliveryFloor(released=1))
+    assert sink.of(RollbackEvent) == [] and state.rollbacks == 0
+    assert [f.decision.kind for f in sink.of(FlagEvent)][:1] == ["drift"]
+    tokens = sink.of(TokenEvent)
+    assert [t.token_id for t in tokens] == state.generated_ids  # nothing taken back
+
+
+def test_it_keeps_what_delayed_delivery_may_have_sent_meanwhile(engine):
+    """No sentence delay: every character is sendable as soon as it exists, so no automatic
+    rollback may happen; three sentences behind, the tiny model's text sends nothing and
+    the rollbacks go on as without a floor."""
+    sink, state = rollbacks_under(engine, DeliveryFloor(delay_sentences=0))
+    assert sink.of(RollbackEvent) == [] and state.text.strip()
+    sink, state = rollbacks_under(engine, DeliveryFloor(delay_sentences=3))
+    assert len(sink.of(RollbackEvent)) == 2

@@ -1,0 +1,96 @@
+"""The gateway over a live generation, with the openai SDK against a live server (daphne) and
+a real worker: delayed delivery stays a sentence behind the model and ends with the approved
+text byte for byte; a client that disconnects mid-stream loses nothing.
+
+Persona: "desk" is an application bound to the Plain domain, set up here as a low-risk
+underwriting-like domain: delayed delivery one sentence behind, approved automatically when
+no policy paused."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+ASK = [{"role": "user", "content": "Write four short sentences about saving money."}]
+
+
+@pytest.fixture
+def desk(plain_domain):
+    from reviewer.lifecycle import application_keys
+    from reviewer.models.domain import DELAYED
+
+    plain_domain.delivery_mode, plain_domain.delay_sentences = DELAYED, 1
+    plain_domain.auto_approve_unpaused = True
+    plain_domain.save()
+    return application_keys.create("desk", [plain_domain], "root", max_concurrent=4)[1]
+
+
+@pytest.fixture
+def client(server_url, celery_worker_process, desk):
+    return openai.OpenAI(base_url=server_url + "/v1", api_key=desk, max_retries=0)
+
+
+def session_of(completion_id: str):
+    from reviewer.models import ReviewSession
+
+    return ReviewSession.objects.get(pk=int(completion_id.rsplit("-", 1)[-1]))
+
+
+def text_so_far(session_id: int) -> tuple[str, str]:
+    """The session's status, and its text as the stored events have it now."""
+    from reviewer.gateway.progress import read_events, read_row
+    from reviewer.lifecycle.record import Token, apply, text_of
+
+    row = read_row(session_id)
+    tokens: list[Token] = []
+    for event in read_events(session_id, 0):
+        apply(tokens, str(event["type"]), event)
+    return row.status, text_of(tokens)
+
+
+def test_it_streams_a_sentence_behind_the_model_then_the_approved_text(client):
+    stream = client.chat.completions.create(
+        model="caesura:plain", messages=ASK, max_tokens=48, temperature=0, stream=True
+    )
+    received, lags, session_id = "", [], None
+    for chunk in stream:
+        session_id = session_id or int(chunk.id.rsplit("-", 1)[-1])
+        piece = chunk.choices[0].delta.content if chunk.choices else None
+        if not piece:
+            continue
+        received += piece
+        status, generated = text_so_far(session_id)
+        if status == "running":  # before the end: at least one sentence still held back
+            assert generated.startswith(received), (received, generated)
+            assert generated[len(received) :].strip(), (received, generated)
+            lags.append(len(generated) - len(received))
+    assert session_id is not None
+    session = session_of(f"chatcmpl-{session_id}")
+    assert session.status == "completed" and lags, "nothing arrived while it generated"
+    assert received == session.text  # byte for byte
+    assert session.released_chars <= len(session.text)
+
+
+def test_it_loses_nothing_when_the_client_disconnects_mid_stream(client, server_url, desk):
+    body = {"model": "caesura:plain", "messages": ASK, "max_tokens": 32, "stream": True}
+    headers = {"Authorization": f"Bearer {desk}"}
+    with httpx.stream(
+        "POST", server_url + "/v1/chat/completions", json=body, headers=headers, timeout=60
+    ) as answer:
+        first = next(line for line in answer.iter_lines() if line.startswith("data: "))
+    completion_id = json.loads(first[len("data: ") :])["id"]  # the connection is closed now
+    session = session_of(completion_id)
+    assert session.status == "running"
+    wait_for(lambda: session_of(completion_id).status == "completed", what="the generation")
+    done = session_of(completion_id)
+    picked_up = client.responses.retrieve(f"resp_{done.pk}")
+    assert picked_up.status == "completed" and picked_up.output_text == done.text
+    assert done.events.filter(type="finish").exists()  # it ran to its end, not cancelled
+    assert not done.audit.filter(action="cancel").exists()

@@ -1,0 +1,154 @@
+"""What the gateway refuses, and how, without a worker: a domain the application is not bound
+to (403), a body too large (413), an unknown /v1/ URL (404) or a method an endpoint does not
+take (405), each in OpenAI's error shape and changing nothing; and, on the reviewer's side,
+an edit or rollback into text already delivered (409, saying why).
+
+Personas: the "drafter" application is bound to clinical notes, not to contracts; alice reviews
+clinical notes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from reviewer.lifecycle import application_keys, claims
+from reviewer.models import Edit
+from reviewer.models import ReviewSession as S
+from reviewer.web import tokenizer as web_tokenizer
+from reviewer.web.auth import issue_token
+from tests.db_snapshot import snapshot
+from tests.floor_factory import contracts
+from tests.session_factory import TEXT, clinical_notes, make_session, stub_worker
+
+pytestmark = pytest.mark.django_db
+
+CHAT = {"model": "caesura:clinical-notes", "messages": [{"role": "user", "content": "Hi"}]}
+PIECES = {11: "The", 12: " patient", 13: " has", 14: " a", 15: " fever."}  # TEXT, by token
+
+
+class PieceTokenizer:
+    """The session factory's five tokens, without the model's tokenizer."""
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return "".join(PIECES[i] for i in ids)
+
+
+@pytest.fixture
+def drafter(monkeypatch):
+    stub_worker(monkeypatch)
+    contracts()
+    app, key = application_keys.create("drafter", [clinical_notes()], "root")
+    return app, Client(headers={"Authorization": f"Bearer {key}"})
+
+
+def openai_error(response, status: int) -> dict:
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/json"
+    body = json.loads(response.content)
+    assert list(body) == ["error"] and set(body["error"]) == {"message", "type", "param", "code"}
+    return body["error"]
+
+
+def post(client: Client, path: str, body: dict | str):
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post(path, data, content_type="application/json")
+
+
+def test_it_refuses_a_domain_the_application_is_not_bound_to_with_403(drafter):
+    before = snapshot()
+    error = openai_error(
+        post(drafter[1], "/v1/chat/completions", CHAT | {"model": "caesura:contracts"}), 403
+    )
+    assert error["code"] == "model_not_allowed" and error["param"] == "model"
+    assert "caesura:contracts" in error["message"] and error["type"] == "permission_error"
+    unknown = openai_error(
+        post(drafter[1], "/v1/completions", {"model": "caesura:x", "prompt": "a"}), 404
+    )
+    assert unknown["code"] == "model_not_found" and "GET /v1/models" in unknown["message"]
+    assert snapshot() == before
+
+
+def test_it_refuses_a_body_too_large_with_413(drafter):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    huge = json.dumps(CHAT | {"user": "x" * (limit + 1)})
+    before = snapshot()
+    for path in ("/v1/chat/completions", "/v1/responses"):
+        error = openai_error(post(drafter[1], path, huge), 413)
+        assert str(limit) in error["message"] and error["type"] == "invalid_request_error"
+    assert snapshot() == before and not S.objects.exists()
+
+
+def test_it_answers_unknown_urls_and_wrong_methods_in_openais_shape(drafter):
+    client = drafter[1]
+    for path in ("/v1/embeddings", "/v1/", "/v1/responses/resp_1/extra"):
+        assert openai_error(client.get(path), 404)["code"] == "unknown_url"
+        assert openai_error(Client().post(path), 404)["type"] == "not_found_error"
+    for method, path in [
+        ("get", "/v1/chat/completions"),
+        ("delete", "/v1/models"),
+        ("put", "/v1/responses"),
+        ("get", "/v1/responses/resp_1/cancel"),
+    ]:
+        response = getattr(client, method)(path)
+        assert "only" in openai_error(response, 405)["message"]
+        assert response["Allow"] in ("GET", "POST")
+
+
+@pytest.fixture
+def delivered(alice, monkeypatch):
+    """A paused gateway session whose first two words ("The patient") were delivered; alice
+    holds its claim."""
+    monkeypatch.setattr(web_tokenizer, "tokenizer", PieceTokenizer)
+    clinical_notes().reviewers.add(alice)
+    app, _ = application_keys.create("drafter", [clinical_notes()], "root")
+    session = make_session(None, application=app, released_chars=len("The patient"))
+    claims.claim(alice, session.pk)
+    return session
+
+
+@pytest.mark.parametrize(
+    ("command", "body"),
+    [
+        ("edit", {"start": 4, "end": 11, "text": "client"}),
+        ("edit", {"start": 10, "end": 15, "text": "ent is"}),
+        ("rollback", {"position": 1}),
+    ],
+)
+def test_it_refuses_a_change_to_delivered_text_with_409_saying_why(
+    delivered, alice, monkeypatch, command, body
+):
+    stub_worker(monkeypatch)
+    client = Client(headers={"Authorization": f"Token {issue_token(alice)}"})
+    before = snapshot()
+    response = post(client, f"/api/sessions/{delivered.pk}/{command}", body)
+    assert response.status_code == 409
+    message = response.json()["error"]
+    assert "already delivered to the application" in message and "locked" in message
+    assert f"after character {len('The patient')}" in message
+    assert snapshot() == before
+
+
+def test_it_takes_a_choice_for_the_next_token_when_all_before_it_was_delivered(
+    delivered, alice, monkeypatch
+):
+    """The alternatives at a pause are for the token that comes next: choosing one changes
+    nothing delivered."""
+    stub_worker(monkeypatch)
+    S.objects.filter(pk=delivered.pk).update(released_chars=len(TEXT))
+    client = Client(headers={"Authorization": f"Token {issue_token(alice)}"})
+    response = post(client, f"/api/sessions/{delivered.pk}/choose", {"token_id": 42})
+    assert response.status_code == 202, response.content
+    assert Edit.objects.get(session=delivered).start == len(delivered.generated_ids)
+
+
+def test_it_still_takes_a_change_after_the_delivered_text(delivered, alice, monkeypatch):
+    stub_worker(monkeypatch)
+    client = Client(headers={"Authorization": f"Token {issue_token(alice)}"})
+    edit = post(
+        client, f"/api/sessions/{delivered.pk}/edit", {"start": 12, "end": 15, "text": "had"}
+    )
+    assert edit.status_code == 202, edit.content
+    assert Edit.objects.get(session=delivered).text_after == "had"
