@@ -85,8 +85,12 @@ db: services translations
 	$(PY) manage.py migrate --no-input -v0
 	$(PY) manage.py seed_demo --quiet-logins
 
-# Translation catalogs are compiled in pure Python: no gettext tools needed.
-translations: venv
+# Translation catalogs are compiled in pure Python: no gettext tools needed. Make compares the
+# files' times itself: the command would start Django (seconds) only to find them up to date.
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard frontend/locale/*/LC_MESSAGES/*.po))
+translations: $(CATALOGS)
+
+$(CATALOGS): %.mo: %.po | venv
 	$(PY) manage.py compile_translations
 
 # Browser tests drive Debian's chromium; install it where missing (needs root), with a CJK
