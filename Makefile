@@ -22,10 +22,10 @@ run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 test: model services browser translations vllm test-js
 	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest $(PYTEST_ARGS)
 
-# The development loop (under 2 minutes on 2 cores): the engine on the tiny model, the unit
-# tests and the Node tests; no browser, no real worker or other process, no prepared model
-# (tests/markers.py fails a test that needs one of them and lacks its marker). Like `make test`
-# it fails when PYTEST_ARGS selects no test (pytest's exit 5), saying why.
+# The development loop (about 2 minutes of CPU, see docs/operations.md): the engine on the tiny
+# model, the unit tests and the Node tests; no browser, no real worker or other process, no
+# prepared model (tests/markers.py fails a test that needs one of them and lacks its marker).
+# Like `make test` it fails when PYTEST_ARGS selects no test (pytest's exit 5), saying why.
 FAST_TESTS := not slow and not browser and not model
 test-fast: services translations test-js
 	@$(PY) -m pytest -q -m "$(FAST_TESTS)" $(PYTEST_ARGS); status=$$?; \
@@ -88,8 +88,12 @@ db: services translations
 	$(PY) manage.py migrate --no-input -v0
 	$(PY) manage.py seed_demo --quiet-logins
 
-# Translation catalogs are compiled in pure Python: no gettext tools needed.
-translations: venv
+# Translation catalogs are compiled in pure Python: no gettext tools needed. Make compares the
+# files' times itself: the command would start Django (seconds) only to find them up to date.
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard frontend/locale/*/LC_MESSAGES/*.po))
+translations: $(CATALOGS)
+
+$(CATALOGS): %.mo: %.po | venv
 	$(PY) manage.py compile_translations
 
 # Browser tests drive Debian's chromium; install it where missing (needs root), with a CJK
