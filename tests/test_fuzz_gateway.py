@@ -281,6 +281,7 @@ def check_answer(response, content: bytes, call: Request) -> None:
         assert int(response["Retry-After"]) >= 1, where
 
 
+@pytest.mark.slow  # hundreds of generated requests
 @pytest.mark.django_db
 @FUZZ
 @given(call=requests())
@@ -321,6 +322,7 @@ def background_bodies(draw) -> str:
     return encode(body)
 
 
+@pytest.mark.slow  # generated requests that start generations
 @pytest.mark.django_db
 @settings(FUZZ, max_examples=60)
 @given(body=background_bodies())
