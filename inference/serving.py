@@ -106,11 +106,15 @@ class ServingLoop:
 
     def _pace(self) -> None:
         """Wait (a little) for sinks that fell behind: generating far ahead of what the
-        reviewer sees would make a pause land later than the text they paused at."""
+        reviewer sees would make a pause land later than the text they paused at. A pause
+        or cancel asked for is never kept waiting: the step that honours it goes at once."""
         deadline = time.monotonic() + PACE_WAIT_S
-        while time.monotonic() < deadline and any(
-            run.sink.backlog() > MAX_BACKLOG for run in list(self.engine.active.values())
-        ):
+        while time.monotonic() < deadline:
+            runs = list(self.engine.active.values())
+            if any(run.asked for run in runs):
+                return
+            if not any(run.sink.backlog() > MAX_BACKLOG for run in runs):
+                return
             time.sleep(0.002)
 
     def _take_calls(self) -> None:

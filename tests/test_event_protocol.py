@@ -92,7 +92,15 @@ def test_every_event_the_worker_reports_matches_its_declared_type(alice):
     lifecycle.record_rollback(session, events.rollback(rollback))
     stop = StopInfo("pause", decision=MANUAL, decisions=(MANUAL,), position=2)
     report = events.pause_report(stop, SIGNALS, ATTENTION, "The patient", [0.9, 0.8], [0.1, 0.2])
-    lifecycle.record_pause(session, report, requested_at=None)
+    paused = lifecycle.record_pause(session, report, requested_at=None)
+    of = events.detail_of(paused.pk, None, 2)
+    lookahead = events.lookahead(
+        of, [{"token_id": 16, "ids": [16], "text": " x", "ends": False}], 9.5
+    )
+    lifecycle.record_pause_detail(session.pk, events.LOOKAHEAD, lookahead)
+    attention = events.pause_attention(of, ATTENTION)
+    lifecycle.record_pause_detail(session.pk, events.PAUSE_ATTENTION, attention)
+    lifecycle.record_pause_detail(session.pk, events.SNAPSHOT, events.snapshot(of, 4096, 3.0))
     lifecycle.mute(alice, session.pk, "terms")
     lifecycle.unmute(alice, session.pk, "terms")
     for kind in ("replace", "truncate"):

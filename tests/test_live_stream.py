@@ -64,6 +64,7 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
             await receive_until(communicator, "token", seen)
         await communicator.send_json_to({"command": "pause", "command_id": "p-1"})
         paused = await receive_until(communicator, "pause", seen)
+        attention = await receive_until(communicator, "pause_attention", seen)
     finally:
         await communicator.disconnect()
 
@@ -74,9 +75,10 @@ async def test_it_streams_tokens_in_order_and_pauses_on_a_websocket_command(
     tokens = [m for m in events if m["type"] == "token"]
     assert [t["position"] for t in tokens] == list(range(len(tokens)))
     assert all({"token_id", "text", "probability", "entropy"} <= set(t) for t in tokens)
-    assert (
-        paused["trigger"] == "manual" and paused["alternatives"] and paused["attention"]["layers"]
-    )
+    assert paused["trigger"] == "manual" and paused["alternatives"]
+    # The attention is read from the frozen state after the pause is sent, and names it.
+    assert attention["pause_id"] == paused["pause_id"] and attention["attention"]["layers"]
+    assert attention["seq"] > paused["seq"] and attention["position"] == paused["position"]
     acks = [m for m in seen if m.get("type") == "ack"]
     assert acks and acks[0]["command_id"] == "p-1"
     session = await sync_to_async(ReviewSession.objects.get)(pk=started["id"])

@@ -1,9 +1,9 @@
-from reviewer.worker import runtime
-from reviewer.worker.runtime import StateCache
+from reviewer.worker import runtime, state_cache
+from reviewer.worker.state_cache import StateCache
 
 
 def test_it_spills_the_least_recently_used_state_over_budget(monkeypatch):
-    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(state_cache, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=250)
     cache.put(1, {"bytes": 100})
     cache.put(2, {"bytes": 100})
@@ -14,7 +14,7 @@ def test_it_spills_the_least_recently_used_state_over_budget(monkeypatch):
 
 
 def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
-    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(state_cache, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=10)
     cache.put(1, {"bytes": 100})
     assert 1 in cache
@@ -25,7 +25,7 @@ def test_it_keeps_a_single_state_even_above_budget(monkeypatch):
 def test_it_reports_what_it_holds_as_worker_gauges(monkeypatch):
     from reviewer.analytics import metrics
 
-    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(state_cache, "state_bytes", lambda state: state["bytes"])
     cache = StateCache(budget_bytes=1000)
     cache.put(1, {"bytes": 100})
     cache.put(2, {"bytes": 300})
@@ -39,7 +39,7 @@ def test_it_reports_what_it_holds_as_worker_gauges(monkeypatch):
 def test_the_release_task_frees_a_finished_sessions_state(monkeypatch):
     from reviewer.worker import tasks
 
-    monkeypatch.setattr(runtime, "state_bytes", lambda state: state["bytes"])
+    monkeypatch.setattr(state_cache, "state_bytes", lambda state: state["bytes"])
     monkeypatch.setattr(runtime, "states", StateCache(budget_bytes=1000))
     runtime.states.put(7, {"bytes": 100})
     tasks.release_state(7)

@@ -39,6 +39,8 @@ def test_it_pauses_edits_and_resumes_a_session_on_the_vllm_backend(
         wait_for(lambda: session(sid).events.filter(type="token").count() >= 3, timeout=120)
         lifecycle.pause(alice, sid)
         wait_for(lambda: session(sid).status == "paused", timeout=60, what="the pause")
+        snapshot = session(sid).events.filter(type="snapshot")  # the last of the details
+        wait_for(snapshot.exists, timeout=60, what="the pause's details")
         paused = session(sid)
         pause = paused.pauses.get()
         assert pause.position == len(paused.generated_ids)  # exact: nothing past it

@@ -31,6 +31,11 @@ def status_is(session_id: int, *statuses: str):
     return lambda: session(session_id).status in statuses
 
 
+def details_read(session_id: int):
+    kinds = {"lookahead", "pause_attention", "snapshot"}
+    return lambda: kinds <= set(session(session_id).events.values_list("type", flat=True))
+
+
 def tokens_streamed(session_id: int, n: int):
     return lambda: session(session_id).events.filter(type="token").count() >= n
 
@@ -43,6 +48,8 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     wait_for(tokens_streamed(sid, 4), what="four tokens")
     lifecycle.pause(alice, sid)
     wait_for(status_is(sid, "paused"), what="the manual pause")
+    # The pause is sent at the halt; its look-ahead, attention and snapshot follow.
+    wait_for(details_read(sid), what="the pause's details")
 
     paused = session(sid)
     pause = paused.pauses.get()

@@ -7,7 +7,8 @@ the builders below are the only places a payload is put together. The engine's o
 their names on the wire (``token``, ``pause``, ``rollback``, ``flag``, ``finish``); the rest
 are the web side's: ``resumed``, ``edited``, ``truncated`` (a reviewer's rollback to a
 position, which the engine applies as an edit), ``attention``, ``muted``, ``status``, ``error``,
-``claim`` (who holds a gateway session).
+``claim`` (who holds a gateway session), and a pause's details that follow it once read
+from the frozen state: ``lookahead``, ``pause_attention``, ``snapshot``.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ from reviewer.events.kinds import (
     FINISH,
     FLAG,
     KINDS,
+    LOOKAHEAD,
     MUTED,
     PAUSE,
+    PAUSE_ATTENTION,
     RESUMED,
     ROLLBACK,
+    SNAPSHOT,
     STATUS,
     TOKEN,
     TRUNCATED,
@@ -43,11 +47,14 @@ from reviewer.events.kinds import (
     Error,
     Finish,
     Flag,
+    Lookahead,
     Muted,
     Pause,
+    PauseAttention,
     PauseReport,
     Resumed,
     Rollback,
+    Snapshot,
     Status,
     Token,
     Truncated,
@@ -117,8 +124,29 @@ def pause_report(
             "probability": round_list(top1_history),
             "entropy": round_list(entropy_history),
         },
-        "lookahead": lookahead or {"branches": [], "ms": 0},
+        "lookahead": lookahead or LOOKAHEAD_PENDING,
     }
+
+
+# Sent in the pause (or edit) event while the look-ahead is still being computed.
+LOOKAHEAD_PENDING: dict[str, Any] = {"branches": [], "ms": 0, "pending": True}
+
+
+def detail_of(pause_id: int, edit: int | None, position: int) -> dict[str, Any]:
+    """The open pause a detail belongs to (see ``kinds._PauseDetail``)."""
+    return {"pause_id": pause_id, "edit": edit, "position": position}
+
+
+def lookahead(of: Mapping[str, Any], branches: list[dict[str, Any]], ms: float) -> Lookahead:
+    return cast(Lookahead, {**of, "branches": branches, "ms": ms})
+
+
+def pause_attention(of: Mapping[str, Any], attention: dict[str, Any]) -> PauseAttention:
+    return cast(PauseAttention, {**of, "attention": _rounded_attention(attention)})
+
+
+def snapshot(of: Mapping[str, Any], size: int, ms: float) -> Snapshot:
+    return cast(Snapshot, {**of, "bytes": size, "ms": ms})
 
 
 def _rounded_attention(attention: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +189,7 @@ def edit_report(
         **result.to_dict(),
         "alternatives": [alt.to_dict() for alt in alternatives],
         "tokens": tokens,
-        "lookahead": lookahead or {"branches": [], "ms": 0},
+        "lookahead": lookahead or LOOKAHEAD_PENDING,
         "attention": _rounded_attention(attention or {}),
     }
     return cast(EditReport, report)
@@ -287,16 +315,23 @@ __all__ = [
     "Finish",
     "Flag",
     "KINDS",
+    "LOOKAHEAD",
+    "LOOKAHEAD_PENDING",
+    "Lookahead",
     "MUTED",
     "Muted",
     "PAUSE",
     "Pause",
+    "PAUSE_ATTENTION",
+    "PauseAttention",
     "PauseReport",
     "RESUMED",
     "ROLLBACK",
     "Resumed",
     "Rollback",
+    "SNAPSHOT",
     "STATUS",
+    "Snapshot",
     "Status",
     "TOKEN",
     "TRUNCATED",

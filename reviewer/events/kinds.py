@@ -111,6 +111,36 @@ class Attention(TypedDict):
     position: int
 
 
+class _PauseDetail(TypedDict):
+    """Which open pause a detail belongs to: the pause, and the edit after which it was read
+    (None: the pause as it stopped). The page drops a detail of a pause it has moved past."""
+
+    pause_id: int
+    edit: int | None
+    position: int  # the next token's index: where the detail looks from
+
+
+class Lookahead(_PauseDetail):
+    """What the model would write after each top alternative, computed after the pause was
+    reported (the page shows the alternatives at once, their previews when this arrives)."""
+
+    branches: list[dict[str, Any]]
+    ms: float
+
+
+class PauseAttention(_PauseDetail):
+    """The attention at the pause (per layer, and per head of one layer), read after it."""
+
+    attention: dict[str, Any]
+
+
+class Snapshot(_PauseDetail):
+    """The frozen state is in the vault: any worker can take the session from here."""
+
+    bytes: int
+    ms: float
+
+
 class Finish(TypedDict):
     """Generation ended by itself (eos or the token limit)."""
 
@@ -147,6 +177,7 @@ class Error(_Message, total=False):
 
 
 TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"
+LOOKAHEAD, PAUSE_ATTENTION, SNAPSHOT = "lookahead", "pause_attention", "snapshot"
 ROLLBACK, FLAG, ATTENTION, FINISH, STATUS, ERROR, MUTED, CLAIM = (
     "rollback",
     "flag",
@@ -172,6 +203,9 @@ KINDS: dict[str, type] = {
     ERROR: Error,
     MUTED: Muted,
     CLAIM: Claim,
+    LOOKAHEAD: Lookahead,
+    PAUSE_ATTENTION: PauseAttention,
+    SNAPSHOT: Snapshot,
 }
 
 

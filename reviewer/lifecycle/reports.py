@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -249,6 +249,18 @@ def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -
         edit_record.save(update_fields=["error"])
         audit.append("edit_refused", "engine", session, {"edit": edit_record.pk, "error": error})
         events.emit(session.pk, events.ERROR, events.error(error, edit_record.pk))
+
+
+def record_pause_detail(session_id: int, kind: str, detail: Mapping[str, Any]) -> None:
+    """A detail of the open pause, read from the frozen state after the pause was reported
+    (``events.LOOKAHEAD``, ``PAUSE_ATTENTION``, ``SNAPSHOT``). The pause keeps its attention too:
+    the session's API shows it and a layer's view is checked against it."""
+    assert kind in (events.LOOKAHEAD, events.PAUSE_ATTENTION, events.SNAPSHOT), kind
+    with transaction.atomic():
+        if kind == events.PAUSE_ATTENTION:
+            pause = PauseEvent.objects.filter(pk=detail["pause_id"], session_id=session_id)
+            pause.update(attention=detail["attention"])
+        events.emit(session_id, kind, detail)
 
 
 def record_attention(session: ReviewSession, view: events.Attention) -> None:

@@ -2,9 +2,11 @@
 
 The serving loop reads a session's flag once per step; it must never wait on Redis (a stall
 would stop every session of the worker at once). One thread per process reads every
-registered flag in one round trip a few dozen times a second and hands the answers to the
-sessions' control handles; the loop reads those from memory. A stall or an outage holds
-up this thread only: a flag set meanwhile is read once Redis answers again.
+registered flag in one round trip and hands the answers to the sessions' control handles;
+the loop reads those from memory. It reads as soon as a request is published on the wake
+channel (so a pause lands at the next step, not a poll later), and at least every
+INTERVAL_S in case a message was missed. A stall or an outage holds up this thread only: a
+flag set meanwhile is read once Redis answers again.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ from reviewer.web.health import redis_client
 
 if TYPE_CHECKING:
     import redis
+    from redis.client import PubSub
 
     from reviewer.worker.pause_flags import RedisControl
 
 log = logging.getLogger(__name__)
 
-INTERVAL_S = 0.02  # a pause asked for lands within about this much of the next step
+INTERVAL_S = 0.02  # the longest a request waits to be read when its wake message is lost
+
+
+def wake_channel() -> str:
+    """Where a request is announced; the database name keeps installations apart."""
+    return f"caesura:{settings.DATABASES['default']['NAME']}:control-wake"
 
 
 class FlagWatcher:
@@ -34,7 +42,6 @@ class FlagWatcher:
         self._controls: dict[str, RedisControl] = {}  # by key
         self._deletes: list[str] = []  # keys whose request was honoured, to delete
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         # When the rounds that failed since Redis last answered began; None while it answers.
         # (A round held up by a busy CPU is not an outage: only a failed one counts.)
         self.failing_since: float | None = None
@@ -53,23 +60,42 @@ class FlagWatcher:
                 del self._controls[control.key]
 
     def delete(self, key: str) -> None:
-        """Delete a flag the engine honoured, from this thread (never the loop's)."""
+        """Delete a flag the engine honoured, from this thread (never the loop's), in the
+        next round."""
         with self._lock:
             self._deletes.append(key)
-        self._wake.set()
 
     def _run(self) -> None:
-        client, url = None, None
+        client: redis.Redis | None = None
+        url, listener = None, None
         while True:
-            self._wake.wait(INTERVAL_S)
-            self._wake.clear()
             if url != settings.REDIS_URL:  # settings a test changed: its own Redis
-                client, url = redis_client(), settings.REDIS_URL
+                _close(listener)
+                client, url, listener = redis_client(), settings.REDIS_URL, None
+            client = cast("redis.Redis", client)  # set on the first pass: url starts None
+            listener = self._wait(client, listener)
             try:
-                self._round(cast("redis.Redis", client))  # set on the first pass: url starts None
+                self._round(client)
             except Exception as exc:  # an outage: the controls judge it against their grace
                 log.debug("control flags not read: %s", exc)
                 time.sleep(INTERVAL_S)
+
+    def _wait(self, client: redis.Redis, listener: PubSub | None) -> PubSub | None:
+        """Until a request is announced, or INTERVAL_S. A listener that fails is dropped (the
+        next wait subscribes again); the rounds go on at their interval meanwhile."""
+        try:
+            if listener is None:
+                listener = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+                listener.subscribe(wake_channel())
+            if listener.get_message(timeout=INTERVAL_S) is not None:
+                while listener.get_message(timeout=0) is not None:
+                    pass  # one round reads every request announced so far
+            return listener
+        except Exception as exc:
+            log.debug("wake channel not read: %s", exc)
+            _close(listener)
+            time.sleep(INTERVAL_S)
+            return None
 
     def _round(self, client: redis.Redis) -> None:
         started = time.monotonic()
@@ -89,6 +115,14 @@ class FlagWatcher:
         self.failing_since = None
         for control, raw in zip(controls, values, strict=True):
             control.update(raw)
+
+
+def _close(listener: PubSub | None) -> None:
+    try:
+        if listener is not None:
+            listener.close()
+    except Exception:  # its connection is gone already
+        pass
 
 
 _watcher: tuple[int, FlagWatcher] | None = None

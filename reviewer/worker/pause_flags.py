@@ -38,12 +38,20 @@ REQUEST_WAIT_S = 5
 def request_pause(session_id: int) -> None:
     payload = json.dumps({"command": PAUSE, "requested_at": time.time()})
     # NX: a cancel already waiting must not be overwritten by a pause.
-    _write(lambda client: client.set(control_key(session_id), payload, nx=True, ex=3600))
+    _write(lambda client: _announce(client, session_id, payload, nx=True))
 
 
 def request_cancel(session_id: int) -> None:
     payload = json.dumps({"command": CANCEL, "requested_at": time.time()})
-    _write(lambda client: client.set(control_key(session_id), payload, ex=3600))
+    _write(lambda client: _announce(client, session_id, payload))
+
+
+def _announce(client: redis.Redis, session_id: int, payload: str, nx: bool = False) -> None:
+    """Store the request, and wake the workers' flag watchers to read it now: one round trip."""
+    pipe = client.pipeline(transaction=False)
+    pipe.set(control_key(session_id), payload, nx=nx, ex=3600)
+    pipe.publish(flag_watcher.wake_channel(), session_id)
+    pipe.execute()
 
 
 def clear(session_id: int) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection
 
 from inference.decode import StopInfo
-from inference.sink import FlagEvent, RollbackEvent, Sink, TokenEvent
+from inference.sink import FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import metrics
@@ -48,7 +48,7 @@ class Relay(Sink):
         session: ReviewSession,
         state: DecodeState,
         capture: Callable[[DecodeState], StoredRecord],
-        finish: Callable[[StopInfo, float | None], Any],
+        finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
     ) -> None:
         self.session, self.state = session, state
         self.capture, self.finish = capture, finish
@@ -56,6 +56,7 @@ class Relay(Sink):
         self.step_timer = metrics.StepTimer()
         self.failed: BaseException | None = None  # set by the relay's thread
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
+        self.notice: PauseNotice | None = None  # what the engine said of its pause, if it paused
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._done: Callable[[], Any] = lambda: None
         self._queued = self._written = 0  # tokens; each counter has one writing thread
@@ -76,6 +77,9 @@ class Relay(Sink):
     def on_flag(self, event: FlagEvent) -> None:
         self._go_on()
         self._queue.put(("flag", event))
+
+    def on_pause(self, event: PauseNotice) -> None:
+        self.notice = event  # read by the relay's thread after the stop, queued after this
 
     def on_rollback(self, event: RollbackEvent) -> None:
         self._go_on()
@@ -146,7 +150,7 @@ class Relay(Sink):
     def _report_end(self, kind: str, payload: Any) -> None:
         try:
             if kind == "stop":
-                self.finish(payload, self.halted_at)
+                self.finish(payload, self.halted_at, self.notice)
             elif not isinstance(payload, lifecycle.SegmentSuperseded):
                 self._record_failure(payload)
         except lifecycle.SegmentSuperseded:

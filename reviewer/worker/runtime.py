@@ -17,10 +17,6 @@ import logging
 import os
 import signal
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -31,22 +27,25 @@ from inference.decode import RunRequest, StopInfo
 from inference.edits import EditError, EditResult
 from inference.loader import load_backend
 from inference.serving import Served, ServingLoop
-from inference.signals import Alternative
+from inference.signals import Signals
+from inference.sink import PauseNotice
 from inference.snapshot import SnapshotError
 from inference.state import DecodeState
 from reviewer import events, lifecycle
-from reviewer.analytics import metrics, pause_models
+from reviewer.analytics import pause_models
 from reviewer.lifecycle import record
+from reviewer.lifecycle.transitions import latest_open_pause
 from reviewer.models import Edit, ReviewSession
-from reviewer.worker import liveness, request, vault
+from reviewer.worker import details, liveness, request, vault
 from reviewer.worker.pause_flags import RedisControl
 from reviewer.worker.relay import Relay
 from reviewer.worker.served_engine import ServedEngine
+from reviewer.worker.state_cache import StateCache
 from reviewer.worker.vault import VaultError
 
 log = logging.getLogger(__name__)
 
-LOOKAHEAD_BRANCHES, LOOKAHEAD_STEPS = 3, 5  # the top alternatives previewed, tokens each
+LOOKAHEAD_BRANCHES = 3  # the top alternatives previewed (reviewer/worker/details.py)
 
 
 @functools.cache
@@ -71,56 +70,6 @@ def engine() -> ServedEngine:
     return Served(serving())
 
 
-# --- paused states in memory ---------------------------------------------------------------
-
-
-class StateCache:
-    """Paused states by session, within a memory budget; the least recently used go first."""
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget = budget_bytes
-        self._states: OrderedDict[int, DecodeState] = OrderedDict()
-        self._lock = threading.Lock()  # the task's thread and the relays' threads share it
-
-    def get(self, session_id: int) -> DecodeState | None:
-        with self._lock:
-            state = self._states.get(session_id)
-            if state is not None:
-                self._states.move_to_end(session_id)
-            return state
-
-    def put(self, session_id: int, state: DecodeState) -> None:
-        with self._lock:
-            self._states[session_id] = state
-            self._states.move_to_end(session_id)
-            while len(self._states) > 1 and self.used() > self.budget:
-                evicted, _ = self._states.popitem(last=False)  # in the vault since its pause
-                log.info("state of session %s spilled to the vault (memory budget)", evicted)
-            self._report()
-
-    def drop(self, session_id: int) -> None:
-        with self._lock:
-            if self._states.pop(session_id, None) is not None:
-                self._report()
-
-    def _report(self) -> None:
-        metrics.WORKER_STATES.set(len(self._states))
-        metrics.WORKER_STATE_BYTES.set(self.used())
-
-    def used(self) -> int:
-        return sum(state_bytes(state) for state in self._states.values())
-
-    def __contains__(self, session_id: int) -> bool:
-        return session_id in self._states
-
-
-def state_bytes(state: DecodeState) -> int:
-    from inference.transformers_backend.runner import ModelRunner
-
-    # vLLM keeps a paused session's KV in its own prefix cache, not in the state.
-    return ModelRunner.cache_bytes(state.cache) if state.cache is not None else 0
-
-
 states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 
 
@@ -131,15 +80,16 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     """Prepare the session's segment and hand it to the serving loop; "generating" once it
     runs there (its relay reports the stop), or what ended it before."""
     wait_for_previous_segment(session_id)
+    describer.supersede(session_id)  # what was read of the last pause is stale from here
     session = lifecycle.begin_segment(session_id, segment, liveness.identity(hostname))
     if session is None:
         return "stale"
     pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
     state = load_state(session)
     state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
-    apply_pending_edits(session, state)
+    edited = apply_pending_edits(session, state)
     if not lifecycle.generates(session):  # edits applied at a pause: it stays paused
-        keep_paused(session, state)
+        keep_paused(session, state, edited)
         return "edited"
     tell_pending_note(session, state)
     start_generating(session, state)
@@ -152,7 +102,9 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
         session,
         state,
         record.stored_record,
-        lambda stop, halted_at: finish_segment(session, state, stop, control, halted_at),
+        lambda stop, halted_at, notice: finish_segment(
+            session, state, stop, control, halted_at, notice
+        ),
     )
     run = serving().submit(
         state,
@@ -218,12 +170,15 @@ def finish_segment(
     stop: StopInfo,
     control: RedisControl,
     halted_at: float | None = None,
+    notice: PauseNotice | None = None,
 ) -> str:
-    """Report what the engine did; services decide what it means for the session."""
+    """Report what the engine did; services decide what it means for the session. A pause is
+    reported at once; its details follow (keep_paused)."""
     if stop.reason == "stop":
         request.cut_stop_string(session, state, engine())
     save_record(session, state)
-    outcome = lifecycle.record_stop(session, stop_report(state, stop, control, halted_at))
+    report = stop_report(state, stop, control, halted_at, notice)
+    outcome = lifecycle.record_stop(session, report)
     if outcome == "pause":
         keep_paused(session, state)
     else:
@@ -232,24 +187,47 @@ def finish_segment(
 
 
 def stop_report(
-    state: DecodeState, stop: StopInfo, control: RedisControl, halted_at: float | None
+    state: DecodeState,
+    stop: StopInfo,
+    control: RedisControl,
+    halted_at: float | None,
+    notice: PauseNotice | None = None,
 ) -> lifecycle.StopReport:
     return lifecycle.StopReport(
         halted_at=halted_at,
         reason=stop.reason,
         position=stop.position,
-        pause=pause_report(state, stop) if stop.reason == "pause" else None,
+        pause=pause_report(state, stop, notice) if stop.reason == "pause" else None,
         requested_at=_manual_request_time(stop, control),
         cancel_waiting=stop.reason != "cancel" and control.waiting() == CANCEL,
     )
 
 
-def keep_paused(session: ReviewSession, state: DecodeState) -> None:
-    vault.configured().put(session.pk, engine().snapshot(state))
+def keep_paused(session: ReviewSession, state: DecodeState, edit: int | None = None) -> None:
+    """Keep the paused state in memory, where a resume or an edit finds it at once; its
+    look-ahead, attention and vault snapshot are read after (reviewer/worker/details.py)."""
     states.put(session.pk, state)
+    pause = latest_open_pause(session)
+    if pause is None:  # approved or cancelled meanwhile
+        states.drop(session.pk)
+        return
+    of = events.detail_of(pause.pk, edit, len(state.generated_ids))
+    candidates = [alt["token_id"] for alt in (pause.alternatives or [])[:LOOKAHEAD_BRANCHES]]
+    describer.describe(session, state, of, candidates)
+
+
+def keep_in_vault(session: ReviewSession, snapshot: bytes) -> bool:
+    """The paused state's snapshot, for any worker to take over from; False when the session
+    ended meanwhile (then nothing is kept)."""
+    vault.configured().put(session.pk, snapshot)
     if lifecycle.has_ended(session):  # approved or cancelled while the snapshot was written
         vault.configured().discard(session.pk)
         states.drop(session.pk)
+        return False
+    return True
+
+
+describer = details.Describer(serving, keep_in_vault)
 
 
 def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:
@@ -317,27 +295,29 @@ def rebuild_state(session: ReviewSession, ids: list[int]) -> DecodeState:
 # --- edits ---------------------------------------------------------------------------------
 
 
-def apply_pending_edits(session: ReviewSession, state: DecodeState) -> None:
+def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | None:
+    """Apply the edits waiting, in order; the id of the last one applied. Each is reported
+    with the new next token's alternatives; its look-ahead and attention follow (details)."""
+    applied = None
     for pending in lifecycle.pending_edits(session):
         try:
             result = apply_edit(state, pending)
         except (EditError, ValueError) as exc:
             lifecycle.record_edit_refused(session, pending, str(exc))
             continue
-        alternatives = engine().signals(state).alternatives
         report = events.edit_report(
             result,
-            alternatives,
+            engine().signals(state).alternatives,
             state.detok.pieces(result.token_start),
             state.top1_history,
             state.entropy_history,
             state.similarity_history,
-            lookahead=look_ahead(state, alternatives),
-            attention=engine().attention(state).to_dict(),
         )
         with transaction.atomic():  # readers see the new ids and the edit together
             save_record(session, state)
             lifecycle.record_edit_applied(session, pending, report)
+        applied = pending.pk
+    return applied
 
 
 def apply_edit(state: DecodeState, edit: Edit) -> EditResult:
@@ -370,28 +350,23 @@ def save_record(session: ReviewSession, state: DecodeState) -> None:
     lifecycle.store_record(session, record.stored_record(state))
 
 
-def pause_report(state: DecodeState, stop: StopInfo) -> events.PauseReport:
-    signals = engine().signals(state)
+def pause_report(
+    state: DecodeState, stop: StopInfo, notice: PauseNotice | None = None
+) -> events.PauseReport:
+    """What the page shows at once. The engine's notice carries the next token's
+    distribution, except after a token that a pause followed (its logits come from a step
+    still to run: the engine settles it)."""
     return events.pause_report(
         stop,
-        signals,
-        engine().attention(state).to_dict(),
+        next_signals(state, notice),
+        {},  # the attention follows (details)
         state.text,
         state.top1_history,
         state.entropy_history,
-        lookahead=look_ahead(state, signals.alternatives),
     )
 
 
-def look_ahead(state: DecodeState, alternatives: Sequence[Alternative]) -> dict[str, Any]:
-    """What the model would write after each of the top alternatives: computed once per
-    pause (and after an edit) from a fork of the frozen state, which stays untouched."""
-    started = time.perf_counter()
-    ids = [alt.token_id for alt in alternatives[:LOOKAHEAD_BRANCHES]]
-    try:
-        branches = engine().look_ahead(state, ids, LOOKAHEAD_STEPS)
-    except (RuntimeError, ValueError) as exc:  # a preview is never worth losing the pause
-        log.warning("look-ahead failed (%s); the pause shows no previews", exc)
-        branches = []
-    elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
-    return {"branches": [b.to_dict() for b in branches], "ms": elapsed_ms}
+def next_signals(state: DecodeState, notice: PauseNotice | None) -> Signals:
+    if notice is not None and notice.signals is not None and notice.phase != "after_token":
+        return notice.signals
+    return engine().signals(state)

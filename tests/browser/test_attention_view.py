@@ -56,9 +56,8 @@ def expected_case_fraction(session: ReviewSession) -> float:
 
 
 def latest_attention(session: ReviewSession) -> dict:
-    """The attention at the pause as it stands: the pause's, or the latest edit's."""
-    kinds = ("pause", "edited", "truncated")
-    event = SessionEvent.objects.filter(session=session, type__in=kinds).latest("seq")
+    """The attention at the pause as it stands: read after the pause, or after the latest edit."""
+    event = SessionEvent.objects.filter(session=session, type="pause_attention").latest("seq")
     return event.payload["attention"]
 
 

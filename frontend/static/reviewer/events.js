@@ -3,7 +3,7 @@
 // what happened before it was rendered, only the tokens, heatmaps and open pause are rebuilt.
 import { EVENT, STATUS } from "./protocol.js";
 import { showStopReason } from "./controls.js";
-import { foldEdit, foldPause, foldRollback, foldToken } from "./fold.js";
+import { foldEdit, foldPause, foldPauseDetail, foldRollback, foldToken } from "./fold.js";
 import { notify } from "./notice.js";
 import { L } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
@@ -38,6 +38,9 @@ const handlers = {
     pause.attention.layer = event.layer;
     if (state.live) store.changed("heads");
   },
+  [EVENT.LOOKAHEAD]: pauseDetail,
+  [EVENT.PAUSE_ATTENTION]: pauseDetail,
+  [EVENT.SNAPSHOT]: pauseDetail,
   [EVENT.STATUS]: (event) => {
     if (state.live) setStatus(event.status);
     else if (event.status !== STATUS.PAUSED) state.pause = null; // an old pause, since closed
@@ -52,6 +55,11 @@ const handlers = {
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
   [EVENT.ERROR]: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
 };
+
+// The pause was shown at once; what was read of it after fills the panel as it arrives.
+function pauseDetail(event) {
+  if (foldPauseDetail(state, event)) store.changed("pause");
+}
 
 function applyEdit(event) {
   state.drawn = true;

@@ -114,8 +114,24 @@ function updatePause(view, event, keep, pieces) {
     };
   }
   pause.position = event.token_ids.length;
+  pause.edit = event.edit; // the details read after this edit name it
+  pause.snapshot = null;
   pause.edited = true;
   pause.attentionStale = !(event.attention && event.attention.layers);
+}
+
+// A detail of the open pause read after it was sent (look-ahead, attention, snapshot): kept
+// when it belongs to the pause as it stands (the same pause, after the same edit). True when kept.
+export function foldPauseDetail(view, event) {
+  const pause = view.pause;
+  if (!pause || pause.pause_id !== event.pause_id || (pause.edit ?? null) !== event.edit) return false;
+  if (event.type === EVENT.LOOKAHEAD) pause.lookahead = { branches: event.branches, ms: event.ms };
+  if (event.type === EVENT.PAUSE_ATTENTION) {
+    pause.attention = event.attention;
+    pause.attentionStale = !(event.attention && event.attention.layers);
+  }
+  if (event.type === EVENT.SNAPSHOT) pause.snapshot = { bytes: event.bytes, ms: event.ms };
+  return true;
 }
 
 const FOLDS = {

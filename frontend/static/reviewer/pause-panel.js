@@ -19,11 +19,24 @@ function renderPause() {
   renderReason(pause);
   renderMute(pause);
   renderAlternatives(pause.alternatives || []);
+  renderDetailsState(pause);
   // The history covers the tokens written; the pause is about the next one: its point last.
   const next = nextSignals(pause);
   renderSpark("probability", [...((pause.history && pause.history.probability) || []), next.top1], 1);
   renderSpark("entropy", [...((pause.history && pause.history.entropy) || []), next.entropy], null);
 }
+
+// The look-ahead and the vault snapshot are read after the pause is shown.
+function renderDetailsState(pause) {
+  const pending = Boolean(pause.lookahead && pause.lookahead.pending) && (pause.alternatives || []).length > 0;
+  $("previews-pending").hidden = !pending;
+  $("alternatives").setAttribute("aria-busy", String(pending));
+  const saved = $("pause-saved");
+  saved.hidden = !pause.snapshot;
+  if (pause.snapshot) saved.textContent = fill(L.stateSaved, { size: megabytes(pause.snapshot.bytes) });
+}
+
+const megabytes = (bytes) => `${(bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0)} MB`;
 
 function nextSignals(pause) {
   const signals = (pause.evidence && pause.evidence.signals) || {};
