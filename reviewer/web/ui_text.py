@@ -98,6 +98,7 @@ def claim_labels() -> dict[str, str]:
         "claimEnded": _("Reviewed by %(reviewer)s."),
         "claim": _("Claim"),
         "release": _("Release"),
+        "claimFirst": _("Claim this generation to resume it or decide on it."),
     }
 
 

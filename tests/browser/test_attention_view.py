@@ -105,6 +105,7 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
     page.keyboard.press("Space")
     wait_until_paused(page)
     session = ReviewSession.objects.get(pk=sid)
+    page.wait_for_selector("#attention-legend:not([hidden]) .top-case q")  # read after the pause
     assert page.locator("#attention-what").inner_text().startswith("Where the model looked")
     assert_pause_bars(page, session)
 

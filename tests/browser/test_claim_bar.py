@@ -60,6 +60,14 @@ def test_it_claims_from_the_page_refuses_another_reviewer_and_releases(
     assert alice.inner_text("#claim-toggle") == "Release"
     holder_says(bob, "Claimed by alice: only they can work on it now.")  # live, no reload
     assert bob.is_hidden("#claim-toggle")
+    # Resume and the decision are alice's now: greyed on bob's page, saying why; hers are live.
+    for name in ("#toggle-run", "#approve", "#reject"):
+        bob.wait_for_selector(f"{name}:disabled")
+        assert (
+            bob.get_attribute(name, "title")
+            == "Claim this generation to resume it or decide on it."
+        )
+        alice.wait_for_selector(f"{name}:enabled")
     claimed = ReviewSession.objects.get(pk=waiting.pk)
     assert claimed.claimed_by.username == "alice"
 
@@ -83,6 +91,7 @@ def test_it_claims_from_the_page_refuses_another_reviewer_and_releases(
     for page in (alice, bob):
         page.wait_for_selector("#claim-toggle:not([hidden])")
         assert page.inner_text("#claim-toggle") == "Claim"
+        page.wait_for_selector("#approve:disabled")  # nobody holds it: claim first
     assert ReviewSession.objects.get(pk=waiting.pk).claimed_by is None
     actions = AuditRecord.objects.filter(session=waiting).values_list("action", "actor")
     assert [a for a in actions if a[0] in ("claim", "release")] == [

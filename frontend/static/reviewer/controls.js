@@ -15,6 +15,19 @@ const state = store.state;
 
 const statusLabel = (status) => data.statusLabels[status] || status;
 
+// A generation from an application is worked on by the reviewer holding its claim (anyone may
+// pause it): the others see its resume and decision greyed, with why.
+function claimedByOther() {
+  if (!data.onFloor) return false;
+  return ((state.claim || data.claim || {}).claimed_by ?? null) !== data.user;
+}
+
+function lockForClaim(button, locked) {
+  button.disabled = button.disabled || locked;
+  if (locked) button.title = L.claimFirst;
+  else button.removeAttribute("title");
+}
+
 function renderStatus(status) {
   const badge = $("status");
   badge.textContent = statusLabel(status);
@@ -29,8 +42,10 @@ export function renderControls() {
   $("connection").hidden = ENDED.has(state.status); // nothing live to show any more
   $("decision-panel").hidden = !(state.status === STATUS.PAUSED || state.status === STATUS.GENERATED);
   const deciding = waitingFor("approve", "reject");
-  $("approve").disabled = deciding;
-  $("reject").disabled = deciding;
+  for (const name of ["approve", "reject"]) {
+    $(name).disabled = deciding;
+    lockForClaim($(name), claimedByOther());
+  }
   if (FINAL.has(state.status)) {
     const note = state.status === STATUS.FAILED ? data.error : state.decisionComment;
     $("decided-panel").hidden = false;
@@ -62,6 +77,7 @@ function renderRunButton() {
   $("run-controls").hidden = !live;
   // A pause or resume still waiting for its answer: a second press would only be refused.
   button.disabled = !live || waitingFor("pause", "resume");
+  lockForClaim(button, resumable && claimedByOther());
   button.textContent = running ? L.pause : L.resume;
   button.classList.toggle("paused", resumable);
 }
@@ -134,6 +150,7 @@ const typing = (target) => target.closest("input, textarea, select, button, [con
 export function bindControls() {
   store.subscribe("status", renderStatus);
   store.subscribe("decision", renderControls);
+  store.subscribe("claim", renderControls);
   $("toggle-run")?.addEventListener("click", toggleRun);
   $("approve").addEventListener("click", () => decide("approve"));
   $("reject").addEventListener("click", () => decide("reject"));
