@@ -80,6 +80,7 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "space": _("a space"),
         "noAlternatives": _("No alternatives recorded."),
         "stateSaved": _("Frozen state saved (%(size)s): any worker can continue from here."),
+        "megabytes": _("%(n)s MB"),
         "commandQueued": _("%(command)s: waiting for the connection…"),
         "commandSent": _("%(command)s: sent, waiting for the server…"),
         "decided": _("%(status)s: %(note)s"),

@@ -92,9 +92,21 @@ def tokens(session: ReviewSession, pieces: list[str]) -> None:
         )
 
 
-def pause_payload(pause_id: int, pieces: list[str]) -> dict:
+def pause_attention(pieces: list[str]) -> dict:
     names = [*prompt()[1], *pieces]
     stress = [("chest", "pain"), ("morning",), ("58", "man"), ("pain", "reports")]
+    return {
+        "layers": [attention_row(names, words) for words in stress],
+        "heads": [attention_row(names, words) for words in reversed(stress[1:])],
+        "layer": 3,
+        "tokens": names,
+        "prompt_length": len(prompt()[0]),
+        "notes": [],
+    }
+
+
+def pause_payload(pause_id: int, pieces: list[str]) -> dict:
+    """The pause as the worker sends it at the halt: its attention follows (pause_details)."""
     return {
         "position": len(pieces),
         "trigger": "Unsure",
@@ -104,14 +116,7 @@ def pause_payload(pause_id: int, pieces: list[str]) -> dict:
         "span": None,
         "decisions": [],
         "alternatives": ALTERNATIVES,
-        "attention": {
-            "layers": [attention_row(names, words) for words in stress],
-            "heads": [attention_row(names, words) for words in reversed(stress[1:])],
-            "layer": 3,
-            "tokens": names,
-            "prompt_length": len(prompt()[0]),
-            "notes": [],
-        },
+        "attention": {},
         "text": "".join(pieces),
         "history": {
             "probability": [0.9 - 0.07 * i for i in range(len(pieces))],
@@ -165,8 +170,21 @@ def paused_session(owner, pieces: list[str] = WORDS) -> ReviewSession:
     )
     store(session, "status", {"status": "paused"})
     store(session, "pause", pause_payload(pause.pk, pieces))
+    pause_details(session, pause, pieces)
     session.refresh_from_db()
     return session
+
+
+SNAPSHOT_BYTES = 9 * 1024 * 1024
+
+
+def pause_details(session: ReviewSession, pause: PauseEvent, pieces: list[str]) -> None:
+    """What the worker reads of the frozen state after the pause: its attention and snapshot."""
+    of = {"pause_id": pause.pk, "edit": None, "position": len(pieces)}
+    pause.attention = pause_attention(pieces)
+    pause.save(update_fields=["attention"])
+    store(session, "pause_attention", {**of, "attention": pause.attention})
+    store(session, "snapshot", {**of, "bytes": SNAPSHOT_BYTES, "ms": 41.0})
 
 
 def generated_session(owner, reason: str = "max_tokens") -> ReviewSession:

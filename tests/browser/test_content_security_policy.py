@@ -14,7 +14,12 @@ from tests.browser.conftest import log_in
 from tests.browser.test_review_ui import start_in_browser, wait_until_paused, ward_domain
 from tests.session_factory import make_session
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.model,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 RECORD_VIOLATIONS = """
 window.__violations = [];

@@ -9,7 +9,12 @@ from tests.browser.conftest import log_in
 from tests.browser.test_live_connection import WATCH_FOR_RESUME
 from tests.session_factory import make_session
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.model,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def test_it_offers_resume_on_a_failed_session_and_resumes_it(page, server_url, alice):

@@ -12,7 +12,7 @@ from reviewer.models import Edit
 from tests.browser.conftest import screenshot
 from tests.browser.stored_sessions import ALTERNATIVES, PIECES, generated_session, paused_session
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 # The focused element: a word by its first token's position, anything else by its id.
 FOCUSED = "() => { const e = document.activeElement; return e.dataset.first ?? e.id; }"

@@ -18,7 +18,7 @@ from tests.browser.test_review_ui import start_in_browser, wait_for_status, ward
 from tests.conftest import REPO, free_port, server_env, wait_for, wait_until_serving
 from tests.session_factory import TEXT, make_session
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 S = ReviewSession
 PHONE = {"width": 390, "height": 844}
 

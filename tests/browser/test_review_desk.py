@@ -14,7 +14,7 @@ from tests.browser.conftest import VIEWPORT, log_in, screenshot
 from tests.browser.stored_sessions import generated_session, paused_session
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = {"width": 390, "height": 844}
@@ -108,6 +108,9 @@ def test_the_paused_page_passes_axe_and_announces_only_the_pause_reason(page, se
     assert page.evaluate("() => document.getElementById('tokens').closest('[aria-live]')") is None
     reason = page.locator("#pause-reason").inner_text()
     assert "Unsure" in reason and "Paused after “…chest pain since this morning.”" in reason
+    # The snapshot was read after the pause: the panel says the state is safe.
+    saved = "Frozen state saved (9.0 MB): any worker can continue from here."
+    assert page.locator("#pause-saved").inner_text() == saved
     page.mouse.move(0, 0)
     screenshot(page, "desk-paused-en")
     screenshot(page, "desk-paused-en-full", full_page=True)

@@ -11,7 +11,7 @@ from tests.browser.conftest import log_in
 from tests.browser.stored_sessions import WORDS, new_session, paused_session, store, tokens
 from tests.browser.test_review_desk import axe_violations
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 S = ReviewSession
 LONG = WORDS * 4  # 36 words: more rows than the live heatmap's box shows at once
 SCROLLS = "(e) => e.scrollHeight > e.clientHeight"

@@ -19,7 +19,7 @@ from reviewer.models import Edit, PauseEvent, SessionEvent
 from tests.browser.conftest import VIEWPORT, log_in, screenshot
 from tests.browser.stored_sessions import ALTERNATIVES, PIECES, TEXT, paused_session, store
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "alice-password-1"
 PHONE = {"width": 390, "height": 844}

@@ -36,7 +36,7 @@ function renderDetailsState(pause) {
   if (pause.snapshot) saved.textContent = fill(L.stateSaved, { size: megabytes(pause.snapshot.bytes) });
 }
 
-const megabytes = (bytes) => `${(bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0)} MB`;
+const megabytes = (bytes) => fill(L.megabytes, { n: (bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0) });
 
 function nextSignals(pause) {
   const signals = (pause.evidence && pause.evidence.signals) || {};
