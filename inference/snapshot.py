@@ -250,12 +250,19 @@ def _state(
     kv = [(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(runner.num_layers)]
     cache = runner.cache_from_tensors(kv, borrowed)
     detok = Detokenizer.from_dict(record.generated_ids, header["detok"])
-    logits = tensors["next_logits"].clone()  # small, and the state's own to replace
+    logits = _copied(tensors["next_logits"])  # small: the state's own, never the buffer's
     state = DecodeState.from_checkpoint(record, detok, None, cache, logits)
     hidden = tensors.get("prompt_hidden")
-    state.prompt_hidden = hidden.clone() if hidden is not None else None
+    state.prompt_hidden = _copied(hidden) if hidden is not None else None
     if runner.cache_length(cache) != state.position:
         raise SnapshotFormatError(
             f"snapshot KV covers {runner.cache_length(cache)} positions, token ids {state.position}"
         )
     return state
+
+
+def _copied(t: torch.Tensor) -> torch.Tensor:
+    """A copy of a small tensor made on this thread (numpy's memcpy): torch's clone hands even
+    200 KB to its thread pool, whose wake-up took milliseconds on a busy 2-core machine."""
+    raw = t.reshape(-1).view(torch.uint8).numpy().copy()
+    return torch.from_numpy(raw).view(t.dtype).reshape(t.shape)
