@@ -191,10 +191,13 @@ def _checked_body(view: memoryview, version: _Version) -> memoryview:
 def _offsets(header: dict[str, Any], start: int, end: int, version: _Version) -> list[int]:
     """Where each tensor of the header starts; refuses a payload of another size."""
     offsets, at = [], start
-    for spec in header["tensors"]:
-        at += -at % version.alignment
-        offsets.append(at)
-        at += _nbytes(spec)
+    try:
+        for spec in header["tensors"]:
+            at += -at % version.alignment
+            offsets.append(at)
+            at += _nbytes(spec)
+    except (KeyError, TypeError) as exc:
+        raise SnapshotFormatError(f"snapshot header lacks a tensor's layout: {exc!r}") from None
     if at != end:
         raise SnapshotFormatError(f"snapshot payload ends at byte {end}, its header describes {at}")
     return offsets
@@ -203,6 +206,8 @@ def _offsets(header: dict[str, Any], start: int, end: int, version: _Version) ->
 def _nbytes(spec: dict[str, Any]) -> int:
     count = 1
     for n in spec["shape"]:
+        if not isinstance(n, int) or n < 0:
+            raise SnapshotFormatError(f"snapshot tensor {spec['name']!r} has shape {spec['shape']}")
         count *= n
     return count * _dtype(spec["dtype"]).itemsize
 

@@ -165,6 +165,18 @@ def test_it_refuses_a_header_that_describes_another_payload(engine, paused):
         engine.restore(_resealed(data, header, offsets[0]))
 
 
+@pytest.mark.parametrize("damage", ["no tensors", "negative shape", "shape of text"])
+def test_it_refuses_a_header_without_a_sound_layout(engine, paused, damage):
+    data = engine.snapshot(paused)
+    header, offsets = read_header(data)
+    if damage == "no tensors":
+        del header["tensors"]
+    else:
+        header["tensors"][0]["shape"][0] = -1 if damage == "negative shape" else "1"
+    with pytest.raises(SnapshotFormatError, match="layout|shape"):
+        engine.restore(_resealed(data, header, offsets[0]))
+
+
 def _resealed(data: bytes, header: dict, payload_at: int) -> bytes:
     """``data`` with another header, laid out and checksummed as the writer would."""
     encoded = json.dumps(header).encode()
