@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from typing_extensions import Buffer
+
 from inference.config import SamplingParams
 from inference.decode import Run, RunRequest, StopInfo
 from inference.edits import Edit, EditResult
@@ -71,7 +73,7 @@ class Backend(Protocol):
 
     def snapshot(self, state: DecodeState) -> bytes: ...
 
-    def restore(self, data: bytes) -> DecodeState: ...
+    def restore(self, data: Buffer) -> DecodeState: ...
 
     def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]: ...
 

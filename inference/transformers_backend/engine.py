@@ -17,6 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import Buffer
+
 from inference import decode
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
@@ -242,7 +244,8 @@ class Engine(edits_mod.EditShortcuts):
         self.settle(state)
         return snapshot_mod.dumps(state, self.runner)
 
-    def restore(self, data: bytes) -> DecodeState:
+    def restore(self, data: Buffer) -> DecodeState:
+        """The snapshot's state; its KV views ``data`` until written (see snapshot.py)."""
         return snapshot_mod.loads(data, self.runner)
 
     def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:

@@ -4,6 +4,11 @@ A DynamicLayer appends a token with torch.cat, which copies the whole layer cach
 step: about a fifth of a decode step at 1,024 tokens on CPU, growing with the context. Here
 each layer keeps its keys and values in a buffer with spare room and exposes views of the
 filled part, so a token is one small write; the buffer doubles when full.
+
+A restored cache may borrow its buffers: views of a snapshot's bytes, which the cache must
+never write (they may be immutable, or shared by other restores). The first write to a
+borrowed layer copies it into a buffer of its own with room to grow, the copy that a full
+buffer's growth would make anyway.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ MIN_CAPACITY = 256  # positions reserved at first use
 class GrowingLayer(DynamicLayer):
     """``keys``/``values`` are views ``[B, H, :length, D]`` of larger buffers."""
 
+    _borrowed = False  # the buffers belong to someone else: copy before the first write
+
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
         self._set(key_states[..., :0, :].clone(), value_states[..., :0, :].clone(), 0)
@@ -31,7 +38,7 @@ class GrowingLayer(DynamicLayer):
             self.lazy_initialization(key_states, value_states)
         start = self.get_seq_length()
         end = start + key_states.shape[-2]
-        if end > self._key_buffer.shape[-2]:
+        if end > self._key_buffer.shape[-2] or self._borrowed:
             self._grow(end)
         self._key_buffer[..., start:end, :].copy_(key_states)
         self._value_buffer[..., start:end, :].copy_(value_states)
@@ -53,11 +60,12 @@ class GrowingLayer(DynamicLayer):
         if self.is_initialized and 0 <= length < self._length:
             self._expose(length)
 
-    def assign(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Take ``keys``/``values`` (e.g. restored from a snapshot) as the whole content."""
+    def assign(self, keys: torch.Tensor, values: torch.Tensor, borrowed: bool = False) -> None:
+        """Take ``keys``/``values`` (e.g. restored from a snapshot) as the whole content;
+        ``borrowed``: they view memory this layer must not write (see the module's note)."""
         if not self.is_initialized:
             super().lazy_initialization(keys, values)
-        self._set(keys, values, keys.shape[-2])
+        self._set(keys, values, keys.shape[-2], borrowed)
 
     def capacity_bytes(self) -> int:
         if not self.is_initialized:
@@ -69,8 +77,12 @@ class GrowingLayer(DynamicLayer):
         keys, values = keys_values(self)
         self._set(_resized(keys, capacity), _resized(values, capacity), self._length)
 
-    def _set(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int) -> None:
-        self._key_buffer, self._value_buffer = key_buffer, value_buffer
+    def _set(
+        self, keys: torch.Tensor, values: torch.Tensor, length: int, borrowed: bool = False
+    ) -> None:
+        """Make ``keys``/``values`` [B, H_kv, capacity, D] the buffers, ``length`` filled."""
+        self._key_buffer, self._value_buffer = keys, values
+        self._borrowed = borrowed
         self._expose(length)
 
     def _expose(self, length: int) -> None:
@@ -135,13 +147,17 @@ def tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def from_tensors(
-    config: PretrainedConfig, kv: list[tuple[torch.Tensor, torch.Tensor]]
+    config: PretrainedConfig, kv: list[tuple[torch.Tensor, torch.Tensor]], borrowed: bool = False
 ) -> DynamicCache:
+    """A cache holding ``kv``; ``borrowed``: the tensors view memory the cache must not
+    write (a snapshot's bytes), so a layer copies them before its first write."""
     cache = new_cache(config)
     for layer, (keys, values) in zip(layers(cache), kv, strict=True):
         if isinstance(layer, GrowingLayer):
-            layer.assign(keys, values)
-        else:
+            layer.assign(keys, values, borrowed)
+        else:  # another layer class may write in place: it gets its own copy
+            if borrowed:
+                keys, values = keys.clone(), values.clone()
             layer.lazy_initialization(keys, values)
             layer.keys, layer.values = keys, values
     return cache

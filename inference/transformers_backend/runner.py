@@ -313,8 +313,10 @@ class ModelRunner:
     def cache_bytes(cache: DynamicCache) -> int:
         return kv_cache.nbytes(cache)
 
-    def cache_from_tensors(self, tensors: list[tuple[torch.Tensor, torch.Tensor]]) -> DynamicCache:
-        return kv_cache.from_tensors(self.config, tensors)
+    def cache_from_tensors(
+        self, tensors: list[tuple[torch.Tensor, torch.Tensor]], borrowed: bool = False
+    ) -> DynamicCache:
+        return kv_cache.from_tensors(self.config, tensors, borrowed)
 
     # ---- attention ----------------------------------------------------------------------
     @torch.inference_mode()

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
+from typing_extensions import Buffer
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
@@ -256,7 +257,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         # the format asks a runner for its identity and KV tensors: this object answers both
         return snapshot_mod.dumps(state, cast("ModelRunner", self.identity))
 
-    def restore(self, data: bytes) -> DecodeState:
+    def restore(self, data: Buffer) -> DecodeState:
         """A state from a snapshot of either backend (KV tensors are not needed here)."""
         header, _ = snapshot_mod.read_header(data, self.fingerprint)
         record = Checkpoint.from_dict(header["state"])

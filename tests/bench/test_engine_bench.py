@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-PATHS = {"reprefill_s", "memory_s", "bytes_s", "rebuild_s"}
+PATHS = {"reprefill_s", "memory_s", "bytes_s", "vault_s", "rebuild_s"}
 
 
 def test_it_prints_every_figure_the_benchmark_promises():

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
 
 from inference.decode import RunRequest
-from inference.snapshot import MAGIC
 from inference.state import Checkpoint, DecodeState
 from reviewer.lifecycle.record import engine_meta as session_meta
+from tests.inference.snapshot_v1 import dumps_v1
 
 PROMPT = "The contract is void."
 PARAMS = {"temperature": 0.7, "seed": 3, "max_new_tokens": 20}
@@ -56,22 +54,8 @@ def test_a_rebuild_with_two_rollbacks_and_no_word_on_it_decodes_conservatively(e
 
 def test_it_restores_a_snapshot_whose_header_has_the_former_pause_fields(engine):
     state = paused(engine)
-    data = _with_header_fields(
-        engine.snapshot(state), pause={"phase": "external"}, stop_reason="pause"
-    )
+    data = dumps_v1(state, engine.runner, pause={"phase": "external"}, stop_reason="pause")
     assert engine.restore(data).summary() == state.summary()
-
-
-def _with_header_fields(data: bytes, **extra) -> bytes:
-    """The same snapshot with keys added to its state header, re-sealed."""
-    prefix = struct.Struct("<8sII")
-    _, version, length = prefix.unpack_from(data)
-    header = json.loads(data[prefix.size : prefix.size + length])
-    header["state"].update(extra)
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    payload = data[prefix.size + length : -32]
-    body = prefix.pack(MAGIC, version, len(encoded)) + encoded + payload
-    return body + hashlib.sha256(body).digest()
 
 
 def test_a_state_from_a_record_gives_the_record_back(engine):

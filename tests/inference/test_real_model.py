@@ -54,6 +54,26 @@ def test_a_regex_pause_resumes_to_the_identical_text(real_engine, reference):
     assert restored.text == reference.text
 
 
+@pytest.mark.parametrize("written", ["current", "version 1"])
+def test_a_snapshot_read_without_copies_continues_to_the_identical_text(
+    real_engine, reference, written
+):
+    from tests.inference.snapshot_v1 import dumps_v1
+
+    state = real_engine.start(PROMPT, GREEDY, system=SYSTEM)
+    real_engine.run(state, RunRequest(pause_at=12))
+    real_engine.settle(state)
+    data = (
+        real_engine.snapshot(state) if written == "current" else dumps_v1(state, real_engine.runner)
+    )
+    restored = real_engine.restore(data)  # format 2: the KV views ``data`` until written
+    real_engine.run(restored)
+    assert restored.text == reference.text
+    again = real_engine.restore(data)  # the bytes were never written: the same continuation
+    real_engine.run(again)
+    assert again.generated_ids == reference.generated_ids
+
+
 def test_sentence_and_tool_call_policies_pause_on_real_text(real_engine):
     sentences = {"name": "s", "kind": "sentence_count", "params": {"every": 1}}
     state = real_engine.start("Write two short sentences about water.", GREEDY, [sentences])
