@@ -65,9 +65,7 @@ def test_it_sends_a_run_as_one_message_once_stored(alice, listener):
     assert [(e["seq"], e["text"]) for e in message["events"]] == [(2, "b"), (3, "c")]
 
 
-def test_it_sends_nothing_and_numbers_nothing_when_the_transaction_rolls_back(
-    alice, monkeypatch
-):
+def test_it_sends_nothing_and_numbers_nothing_when_the_transaction_rolls_back(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     sent: list = []
     monkeypatch.setattr(events, "broadcast_all", sent.append)
