@@ -27,11 +27,14 @@ Watchers: one session generates ``--tokens`` tokens with no socket open, then th
 generation (same input and seed) with ``--clients`` plain websocket clients on it (the
 ``websockets`` package over TCP to daphne, logged in by a session cookie, as a browser's
 socket is); each session is paused at its start while the clients connect, and timed from
-its resume. ``delay_ms``: a token event's ``created_at`` (taken just before it is stored; the
-commit follows in the same transaction) to its arrival at each client; ``tok_s_ratio``: the
-session's tokens/s (its stored tokens' spacing) with the clients over without;
-``complete_in_order``: every client received every event of the session exactly once, in
-sequence order. ``--rounds`` alternates the two runs.
+its resume. ``delay_ms``: a token event's commit to its arrival at each client, the commit
+as this process hears it (a trigger in the benchmark's own database notifies on every stored
+event, and Postgres delivers a notification when its transaction commits);
+``from_created_ms``: the same from the event's ``created_at`` (taken before it is written, so
+the write is in it); ``spread_ms``: the first client to the last for one event;
+``tok_s_ratio``: the session's tokens/s (its stored tokens' spacing) with the clients over
+without; ``complete_in_order``: every client received every event of the session exactly
+once, in sequence order. ``--rounds`` alternates the two runs.
 
 ``load`` gives, for each phase, the CPU share of daphne, the worker and this process (1.0 =
 one core busy), the whole machine's busy cores and the load average: the stack shares its
@@ -40,7 +43,8 @@ cores with whatever else runs.
 Shape: {"panel_ms": {"1": {"p50", "p95", "n"}, "8": {...}}, "status_ms": {...},
 "halt_minus_step_ms": {...}, "step_ms": {...}, "latency_ms": {...}, "watchers": {"clients",
 "delay_ms": {"p50", "p95", "max"}, "tok_s_ratio", "tok_s": {"0", "<clients>"},
-"complete_in_order"}, "load": {...}, "targets": {...}, "setup": {...}}.
+"complete_in_order", "from_created_ms": {...}, "spread_ms": {...}}, "load": {...},
+"targets": {...}, "setup": {...}}.
 """
 
 from __future__ import annotations
