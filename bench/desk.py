@@ -65,6 +65,14 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 import desk_clients  # noqa: E402 - beside this script
 import gateway_stack  # noqa: E402
+from desk_clients import (  # noqa: E402
+    last_seq,
+    percentiles,
+    status_of,
+    token_times,
+    wait_status,
+    wait_tokens,
+)
 
 gateway_stack.LOG_PREFIX = "bench-desk"
 
@@ -93,14 +101,6 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def percentiles(values: list[float]) -> dict:
-    if not values:
-        return {"p50": None, "p95": None, "n": 0}
-    ms = sorted(values)
-    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
-    return {"p50": round(statistics.median(ms), 1), "p95": round(p95, 1), "n": len(ms)}
-
-
 def desk_floor():
     """A domain without policies (only the reviewer pauses) and its reviewer."""
     from django.contrib.auth.models import User
@@ -114,47 +114,6 @@ def desk_floor():
     reviewer = User.objects.create_user("rey", password=PASSWORD)
     domain.reviewers.add(reviewer)
     return domain, [], [reviewer]
-
-
-# ---- the database, as the worker stored it ---------------------------------------------------
-def status_of(sid: int) -> str:
-    from reviewer.models import ReviewSession
-
-    return ReviewSession.objects.filter(pk=sid).values_list("status", flat=True).get()
-
-
-def last_seq(sid: int) -> int:
-    from reviewer.models import ReviewSession
-
-    return ReviewSession.objects.filter(pk=sid).values_list("last_seq", flat=True).get()
-
-
-def token_times(sessions: list[int], after: dict[int, int] | None = None) -> list[float]:
-    """When each token event of these sessions was stored (after the given seq of each)."""
-    from reviewer.models import SessionEvent
-
-    rows = SessionEvent.objects.filter(session_id__in=sessions, type="token")
-    return sorted(
-        created.timestamp()
-        for sid, seq, created in rows.values_list("session_id", "seq", "created_at")
-        if seq > (after or {}).get(sid, 0)
-    )
-
-
-def wait_status(sid: int, wanted: set[str], every: float = 0.01) -> str:
-    return gateway_stack.wait_until(
-        lambda: (s := status_of(sid)) in wanted and s, f"session {sid} to be {wanted}", 300, every
-    )
-
-
-def wait_tokens(sid: int, after_seq: int, count: int) -> None:
-    from reviewer.models import SessionEvent
-
-    def enough() -> bool:
-        rows = SessionEvent.objects.filter(session_id=sid, type="token", seq__gt=after_seq)
-        return rows.count() >= count
-
-    gateway_stack.wait_until(enough, f"{count} tokens of session {sid}", 300)
 
 
 # ---- pauses ---------------------------------------------------------------------------------

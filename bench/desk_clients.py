@@ -1,7 +1,8 @@
 """The clients bench/desk.py drives the stack with: the HTTP API (a token), a reviewer's page
 in a real browser (Debian's chromium under Playwright), and plain websocket watchers of a
 session (the ``websockets`` package over a real TCP connection to daphne, as a browser's
-socket is), plus what the stack's processes spend of the machine's CPU meanwhile."""
+socket is); what the worker stored, read from Postgres; and what the stack's processes spend
+of the machine's CPU meanwhile."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import asyncio
 import contextlib
 import json
 import os
+import statistics
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from gateway_stack import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -43,6 +47,55 @@ class ApiRefused(Exception):
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"{status}: {body[:300]}")
         self.status = status
+
+
+def percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p95": None, "n": 0}
+    ms = sorted(values)
+    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+    return {"p50": round(statistics.median(ms), 1), "p95": round(p95, 1), "n": len(ms)}
+
+
+# ---- the database, as the worker stored it ---------------------------------------------------
+def status_of(sid: int) -> str:
+    from reviewer.models import ReviewSession
+
+    return ReviewSession.objects.filter(pk=sid).values_list("status", flat=True).get()
+
+
+def last_seq(sid: int) -> int:
+    from reviewer.models import ReviewSession
+
+    return ReviewSession.objects.filter(pk=sid).values_list("last_seq", flat=True).get()
+
+
+def token_times(sessions: list[int], after: dict[int, int] | None = None) -> list[float]:
+    """When each token event of these sessions was stored (after the given seq of each)."""
+    from reviewer.models import SessionEvent
+
+    rows = SessionEvent.objects.filter(session_id__in=sessions, type="token")
+    return sorted(
+        created.timestamp()
+        for sid, seq, created in rows.values_list("session_id", "seq", "created_at")
+        if seq > (after or {}).get(sid, 0)
+    )
+
+
+def wait_status(sid: int, wanted: set[str], every: float = 0.01) -> str:
+    return wait_until(
+        lambda: (s := status_of(sid)) in wanted and s, f"session {sid} to be {wanted}", 300, every
+    )
+
+
+def wait_tokens(sid: int, after_seq: int, count: int) -> None:
+    from reviewer.models import SessionEvent
+
+    def enough() -> bool:
+        rows = SessionEvent.objects.filter(session_id=sid, type="token", seq__gt=after_seq)
+        return rows.count() >= count
+
+    wait_until(enough, f"{count} tokens of session {sid}", 300)
 
 
 # ---- the reviewer's page ---------------------------------------------------------------------
