@@ -11,7 +11,7 @@ CAESURA_BACKEND ?= transformers
 PYTEST_ARGS ?=
 AXE := node_modules/axe-core/axe.min.js
 
-.PHONY: run test test-fast test-js bench bench-serving bench-gateway lint lint-js format venv vllm model services db translations browser clean-venv
+.PHONY: run test test-fast test-js bench bench-serving bench-gateway bench-desk lint lint-js format venv vllm model services db translations browser clean-venv
 
 run: venv $(if $(filter vllm,$(CAESURA_BACKEND)),vllm)
 	@$(PY) manage.py bootstrap
@@ -46,6 +46,11 @@ bench-serving: model vllm
 
 bench-gateway: model services
 	$(PY) bench/gateway.py
+
+# The reviewer's desk on the real stack: pause to panel in chromium, pause to halt, tokens to
+# 20 watchers (see docs/benchmarks.md).
+bench-desk: model services browser
+	OMP_WAIT_POLICY=PASSIVE $(PY) bench/desk.py
 
 lint: venv vllm lint-js
 	$(VENV)/bin/ruff check .

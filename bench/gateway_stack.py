@@ -18,13 +18,14 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+LOG_PREFIX = "bench"  # var/<prefix>-daphne.log, var/<prefix>-worker.log: each benchmark its own
 
 
 @dataclass
@@ -36,9 +37,13 @@ class Stack:
     processes: list[subprocess.Popen] = field(default_factory=list)
 
 
+Floor = Callable[[], tuple[Any, list[tuple[Any, str]], list[Any]]]  # domain, apps, reviewers
+
+
 @contextlib.contextmanager
-def running(clients: int, delay: int) -> Iterator[Stack]:
-    """The stack, ready; torn down (the database dropped) however the block ends."""
+def running(clients: int = 0, delay: int = 0, prepare: Floor | None = None) -> Iterator[Stack]:
+    """The stack, ready; torn down (the database dropped) however the block ends. ``prepare``
+    makes what the benchmark needs in the new database (by default the gateway's floor)."""
     # A TERM (a timeout, a test runner) unwinds like an error: the teardown below still runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tag = uuid.uuid4().hex[:8]
@@ -55,7 +60,7 @@ def running(clients: int, delay: int) -> Iterator[Stack]:
         port, worker = free_port(), f"bench-{tag}@localhost"
         url = f"http://127.0.0.1:{port}"
         processes = start_processes(port, worker)
-        domain, apps, reviewers = floor(clients, delay)
+        domain, apps, reviewers = prepare() if prepare else floor(clients, delay)
         wait_ready(url, worker, processes)
         yield Stack(url, domain, apps, reviewers, processes)
     finally:
@@ -91,7 +96,7 @@ def free_port() -> int:
 
 
 def start(command: list[str], name: str, env: dict[str, str]) -> subprocess.Popen:
-    out = open(ROOT / "var" / f"bench-{name}.log", "w")  # noqa: SIM115 - the process owns it
+    out = open(ROOT / "var" / f"{LOG_PREFIX}-{name}.log", "w")  # noqa: SIM115 - the process owns it
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
@@ -113,7 +118,7 @@ def wait_ready(url: str, worker: str, processes: list[subprocess.Popen]) -> None
     deadline, served, pinged = time.monotonic() + 180, False, False
     while not (served and pinged):
         if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-            raise RuntimeError("daphne or the worker did not start; see var/bench-*.log")
+            raise RuntimeError(f"daphne or the worker did not start; see var/{LOG_PREFIX}-*.log")
         try:
             served = served or bool(urllib.request.urlopen(url + "/login/", timeout=1))
         except OSError:
@@ -203,12 +208,12 @@ def in_threads(fn, n: int) -> list:
     return results
 
 
-def wait_until(predicate, what: str, timeout: float = 120):
+def wait_until(predicate, what: str, timeout: float = 120, every: float = 0.01):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():
             return value
-        time.sleep(0.01)
+        time.sleep(every)
     raise RuntimeError(f"timed out waiting for {what}")
 
 

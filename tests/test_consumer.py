@@ -229,3 +229,32 @@ async def test_it_drops_a_live_copy_of_an_event_it_already_replayed(alice):
     assert (await communicator.receive_json_from(timeout=3))["seq"] == 3
     assert await communicator.receive_nothing()
     await communicator.disconnect()
+
+
+async def test_it_forwards_a_run_of_events_in_order_to_every_socket_of_the_session(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    sockets = [await socket(session.pk, alice) for _ in range(3)]
+    for communicator in sockets:
+        await communicator.connect()
+    await database_sync_to_async(events.emit_many)(
+        session.pk, "token", [{"text": "a"}, {"text": "b"}, {"text": "c"}]
+    )
+    for communicator in sockets:
+        received = [await communicator.receive_json_from(timeout=3) for _ in range(3)]
+        assert [(e["seq"], e["text"]) for e in received] == [(1, "a"), (2, "b"), (3, "c")]
+        assert await communicator.receive_nothing()
+        await communicator.disconnect()
+
+
+async def test_it_drops_the_replayed_events_of_a_live_run(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    await emit(session.pk, "token", {"text": "t0"})
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    assert (await communicator.receive_json_from(timeout=3))["seq"] == 1
+    run = [{"type": "token", "seq": seq} for seq in (1, 2, 3)]
+    layer, group = get_channel_layer(), events.group_name(session.pk)
+    await layer.group_send(group, {"type": "session.events", "events": run})
+    assert [(await communicator.receive_json_from(timeout=3))["seq"] for _ in range(2)] == [2, 3]
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()

@@ -103,7 +103,8 @@ CHANNEL_LAYER_BLOCKING_POP_S = 5  # channels_redis.core.RedisChannelLayer.brpop_
 CHANNEL_LAYER_SOCKET_TIMEOUT_S = CHANNEL_LAYER_BLOCKING_POP_S + 5
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        # channels_redis's layer, with a group send of two round trips (reviewer/events/channel_layer.py)
+        "BACKEND": "reviewer.events.channel_layer.RedisChannelLayer",
         "CONFIG": {
             "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S}]
         },

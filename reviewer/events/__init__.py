@@ -13,15 +13,18 @@ from the frozen state: ``lookahead``, ``pause_attention``, ``snapshot``.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
+from reviewer.events import layer_loop
 from reviewer.events.kinds import (
     ATTENTION,
     CLAIM,
@@ -261,27 +264,67 @@ def next_seq(session_id: int) -> int:
 
 def emit(session_id: int, type: str, payload: Mapping[str, Any] | None = None) -> SessionEvent:
     """Store the event; broadcast it once the surrounding transaction commits."""
+    return emit_many(session_id, type, [payload or {}])[0]
+
+
+# One statement numbers and stores a run of events: one round trip to Postgres, atomic on its
+# own (a worker's relay writes outside any transaction, and every round trip there waits for
+# a core that the model keeps busy).
+STORE_EVENTS = """
+WITH numbered AS (
+    UPDATE reviewer_reviewsession SET last_seq = last_seq + %(n)s WHERE id = %(session)s
+    RETURNING last_seq
+)
+INSERT INTO reviewer_sessionevent (session_id, seq, type, payload, created_at)
+SELECT %(session)s, numbered.last_seq - %(n)s + run.i, %(type)s, run.payload::jsonb, %(now)s
+FROM numbered, unnest(%(payloads)s::text[]) WITH ORDINALITY AS run(payload, i)
+RETURNING id, seq
+"""
+
+
+def emit_many(
+    session_id: int, type: str, payloads: Sequence[Mapping[str, Any]]
+) -> list[SessionEvent]:
+    """Store events of one kind, numbered one after another in the order given; broadcast
+    them, in that order, once the surrounding transaction commits (at once outside one)."""
     assert type in KINDS, type
-    with transaction.atomic():
-        event = SessionEvent.objects.create(
-            session_id=session_id, seq=next_seq(session_id), type=type, payload=dict(payload or {})
+    if not payloads:
+        return []
+    now = timezone.now()
+    texts = [json.dumps(dict(p)) for p in payloads]
+    params: dict[str, Any] = {"n": len(texts), "session": session_id, "type": type, "now": now}
+    with connection.cursor() as cursor:
+        cursor.execute(STORE_EVENTS, {**params, "payloads": texts})
+        rows = sorted(cursor.fetchall(), key=lambda row: row[1])
+    if not rows:
+        raise ReviewSession.DoesNotExist(f"Session {session_id} does not exist")
+    stored = [
+        SessionEvent(
+            id=pk, session_id=session_id, seq=seq, type=type, payload=dict(p), created_at=now
         )
-        transaction.on_commit(lambda: broadcast(event))
-    return event
+        for (pk, seq), p in zip(rows, payloads, strict=True)
+    ]
+    transaction.on_commit(lambda: broadcast_all(stored))
+    return stored
 
 
 def broadcast(event: SessionEvent) -> None:
-    """Best effort: the event is stored already, and a page that missed it (Redis out of
+    broadcast_all([event])
+
+
+def broadcast_all(stored: Sequence[SessionEvent]) -> None:
+    """Best effort: the events are stored already, and a page that missed one (Redis out of
     reach, a dropped socket) fetches it by sequence number. A failed broadcast never fails
-    the segment or the command that caused it."""
+    the segment or the command that caused it. One session's events go in one message, in
+    order (``session.event`` for one, ``session.events`` for more), sent from this thread's
+    own event loop (reviewer/events/layer_loop.py)."""
     global _broadcast_failing
     layer = get_channel_layer()
     try:
         if layer is None:
             raise RuntimeError("no channel layer is configured")
-        async_to_sync(layer.group_send)(
-            group_name(event.session_id), {"type": "session.event", "event": event.to_message()}
-        )
+        for group, message in _messages(stored):
+            layer_loop.run(layer.group_send(group, message))
     except Exception as exc:
         if not _broadcast_failing:
             log.warning("events are stored but not broadcast (%s: %s)", type(exc).__name__, exc)
@@ -290,6 +333,20 @@ def broadcast(event: SessionEvent) -> None:
     if _broadcast_failing:
         log.info("events are broadcast again")
     _broadcast_failing = False
+
+
+def _messages(stored: Sequence[SessionEvent]) -> list[tuple[str, dict[str, Any]]]:
+    """A message per run of one session's events, in the order stored."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for session_id, run in itertools.groupby(stored, key=lambda event: event.session_id):
+        sent = [event.to_message() for event in run]
+        message = (
+            {"type": "session.event", "event": sent[0]}
+            if len(sent) == 1
+            else {"type": "session.events", "events": sent}
+        )
+        out.append((group_name(session_id), message))
+    return out
 
 
 _broadcast_failing = False

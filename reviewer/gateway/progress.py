@@ -126,7 +126,8 @@ class Follower:
             await asyncio.sleep(POLL_S)
             await self.catch_up()
             return
-        await self._receive(message.get("event") or {})
+        for event in message.get("events") or [message.get("event") or {}]:  # one, or a run
+            await self._receive(event)
 
     async def _receive(self, event: dict[str, Any]) -> None:
         seq = int(event.get("seq") or 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs
@@ -39,6 +40,22 @@ def run_command(
     user: UserLazyObject | None, session_id: int, name: object, message: dict[str, Any]
 ) -> dict[str, Any]:
     return command_table.run(cast("User", user), session_id, name, message)
+
+
+# The channel layer hands one group message, the same object, to every socket of the group in
+# this process: the event is encoded once for all of them (kept on the message), not per socket.
+def shared_text(message: dict[str, Any]) -> str:
+    text = message.get("event_text")
+    if not isinstance(text, str):
+        text = message["event_text"] = json.dumps(message["event"])
+    return text
+
+
+def shared_texts(message: dict[str, Any]) -> list[str]:
+    texts = message.get("events_text")
+    if not isinstance(texts, list):
+        texts = message["events_text"] = [json.dumps(event) for event in message["events"]]
+    return texts
 
 
 def non_negative_int(value: str, default: int = 0) -> int:
@@ -81,9 +98,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.replayed_to = max(self.replayed_to, event["seq"])
 
     async def session_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        if event.get("seq", 0) > self.replayed_to:
-            await self.send_json(event)
+        if message["event"].get("seq", 0) > self.replayed_to:
+            await self.send(text_data=shared_text(message))
+
+    async def session_events(self, message: dict[str, Any]) -> None:
+        """A run of events a relay stored at once, in order."""
+        for event, text in zip(message["events"], shared_texts(message), strict=True):
+            if event.get("seq", 0) > self.replayed_to:
+                await self.send(text_data=text)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any

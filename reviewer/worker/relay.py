@@ -11,6 +11,7 @@ past its grace) ends the generation at its next token.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -26,6 +27,7 @@ from inference.sink import FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEve
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import metrics
+from reviewer.events import layer_loop
 from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
 from reviewer.worker import failures
@@ -33,6 +35,7 @@ from reviewer.worker import failures
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
+MAX_BATCH = 64  # queued items taken at once: a run of tokens among them is one write
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
@@ -120,21 +123,48 @@ class Relay(Sink):
     # ---- the relay's thread --------------------------------------------------------------
     def _work(self) -> None:
         try:
-            while (item := self._queue.get())[0] not in ("stop", "error"):
-                if self.failed is None:
-                    self._write(*item)
-                if item[0] == "token":
-                    self._written += 1
+            while (items := self._take())[-1][0] not in ("stop", "error"):
+                self._write_all(items)
+            self._write_all(items[:-1])
             if self.failed is None:
-                self._report_end(*item)
+                self._report_end(*items[-1])
         finally:
             connection.close()  # this thread's own connection
-            self._done()
+            try:
+                self._done()
+            finally:
+                layer_loop.close()  # and its event loop, with the channel layer's connection
+
+    def _take(self) -> list[tuple[str, Any]]:
+        """What the engine queued since the last write (waiting for one item), in order; the
+        end of the run (a stop or an error) comes last, never followed by anything."""
+        items = [self._queue.get()]
+        while items[-1][0] not in ("stop", "error") and len(items) < MAX_BATCH:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return items
+
+    def _write_all(self, items: list[tuple[str, Any]]) -> None:
+        """Each run of tokens in one statement and one broadcast call, everything else as it
+        comes: a relay that fell behind catches up without a round trip per token."""
+        for kind, group in itertools.groupby(items, key=lambda item: item[0]):
+            batch = [payload for _, payload in group]
+            if self.failed is None:
+                if kind == "token":
+                    self._write("tokens", batch)
+                else:
+                    for payload in batch:
+                        self._write(kind, payload)
+            if kind == "token":
+                self._written += len(batch)
 
     def _write(self, kind: str, payload: Any) -> None:
         try:
-            if kind == "token":
-                lifecycle.record_token(self.session, events.token(payload))
+            if kind == "tokens":
+                # lifecycle.record_token, for many: a token is an event and nothing else.
+                events.emit_many(self.session.pk, events.TOKEN, [events.token(e) for e in payload])
             elif kind == "flag":
                 lifecycle.record_flag(self.session, events.flag(payload))
             elif kind == "rollback":

@@ -1,0 +1,59 @@
+"""The channel layer: channels_redis's, with a group send in two round trips to Redis
+instead of four.
+
+channels_redis sends to a group with four commands one after another (drop the group's
+lapsed members, read its members, drop each member's lapsed messages, push the message);
+every round trip waits for Redis and then, in a worker whose model keeps its cores busy, for
+the sending thread to run again. The first two go in one pipeline and the last two in
+another: the same commands, on the same keys, with the same effects.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from channels_redis import core
+
+log = logging.getLogger(__name__)
+
+
+class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        assert self.require_valid_group_name(group), "Group name not valid"
+        key = self._group_key(group)
+        pipe = self.connection(self.consistent_hash(group)).pipeline(transaction=False)
+        pipe.zremrangebyscore(key, min=0, max=int(time.time()) - self.group_expiry)
+        pipe.zrange(key, 0, -1)
+        _, members = await pipe.execute()
+        names = [member.decode("utf8") for member in members]
+        by_connection, messages, capacities = self._map_channel_keys_to_connection(names, message)
+        for index, keys in by_connection.items():
+            pipe = self.connection(index).pipeline(transaction=False)
+            for channel_key in keys:
+                pipe.zremrangebyscore(channel_key, min=0, max=int(time.time()) - int(self.expiry))
+            args = [messages[k] for k in keys] + [capacities[k] for k in keys]
+            pipe.eval(GROUP_SEND, len(keys), *keys, *args, time.time(), self.expiry)
+            over_capacity = (await pipe.execute())[-1]
+            if over_capacity > 0:
+                log.info(
+                    "%s of %s channels over capacity in group %s", over_capacity, len(names), group
+                )
+
+
+# channels_redis's own script (core.RedisChannelLayer.group_send).
+GROUP_SEND = """
+    local over_capacity = 0
+    local current_time = ARGV[#ARGV - 1]
+    local expiry = ARGV[#ARGV]
+    for i=1,#KEYS do
+        if redis.call('ZCOUNT', KEYS[i], '-inf', '+inf') < tonumber(ARGV[i + #KEYS]) then
+            redis.call('ZADD', KEYS[i], current_time, ARGV[i])
+            redis.call('EXPIRE', KEYS[i], expiry)
+        else
+            over_capacity = over_capacity + 1
+        end
+    end
+    return over_capacity
+"""

@@ -1,0 +1,44 @@
+"""The desk benchmark keeps running: its quick mode end to end, on the real stack it starts
+itself (daphne, a Celery worker, a database of its own that it drops at the end), with
+chromium and websocket watchers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bench.test_gateway_bench import bench_databases
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.browser]
+
+
+def test_it_prints_the_promised_shape_and_drops_its_database():
+    before = bench_databases()
+    done = subprocess.run(
+        [sys.executable, "bench/desk.py", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)  # the servers' and the browser's logging stay off stdout
+    for n in map(str, report["setup"]["concurrency"]):
+        for key in ("panel_ms", "status_ms", "halt_minus_step_ms"):
+            figures = report[key][n]
+            assert figures["n"] >= 1 and figures["p50"] <= figures["p95"], (key, n, figures)
+        assert report["panel_ms"][n]["p50"] > 0 and report["status_ms"][n]["p50"] > 0
+        assert report["load"][f"pauses_{n}"]["cpu_share"]["worker"] > 0
+    watchers = report["watchers"]
+    assert watchers["clients"] == 20
+    assert 0 < watchers["delay_ms"]["p50"] <= watchers["delay_ms"]["p95"]
+    assert watchers["tok_s_ratio"] > 0
+    assert watchers["complete_in_order"] is True  # nothing dropped, nothing reordered
+    assert isinstance(report["targets"]["all"], bool)
+    assert report["setup"]["quick"] is True
+    assert bench_databases() == before
