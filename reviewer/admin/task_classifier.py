@@ -37,7 +37,7 @@ class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
     def held_out_accuracy(self, obj: TaskClassifierVersion) -> str:
         return f"{obj.accuracy:.1%}"
 
-    @admin.action(description="Enable (only at 88 % held-out accuracy or more)")
+    @admin.action(description="Enable (only at 88 %% held-out accuracy or more)")
     def enable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
         if queryset.count() != 1:
             self.message_user(request, "Enable exactly one version.", messages.ERROR)
