@@ -252,7 +252,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
             "claim": claims.claim_info(session),
             "claimMinutes": session.domain.claim_minutes,
             "claimedBy": session.claimed_by.username if session.claimed_by else None,
-            **correction_data(correction_of(session)),
+            "taskCorrection": correction_data(correction_of(session))["task_correction"],
         },
     }
     return render(request, "reviewer/session_detail.html", context)
