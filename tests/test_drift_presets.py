@@ -40,7 +40,9 @@ def test_a_session_starts_with_its_task_types_drift_thresholds(alice, monkeypatc
     PausePolicy.objects.create(
         domain=domain, name="Drift", kind="drift", action="rollback", params={"by_task_type": True}
     )
-    started = lifecycle.start_session(alice, domain.name, "Fever since Monday.", task_type=task_type)
+    started = lifecycle.start_session(
+        alice, domain.name, "Fever since Monday.", task_type=task_type
+    )
     (spec,) = ReviewSession.objects.get(pk=started["id"]).policy_specs
     for key, value in DRIFT_PRESETS[task_type].items():
         assert spec["params"][key] == value

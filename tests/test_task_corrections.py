@@ -54,7 +54,11 @@ def test_it_records_a_reviewers_correction_with_an_audit_record(alice):
     response = correct(logged_in(alice), session, "deterministic")
     assert response.status_code == 200, response.content
     shown = response.json()["task_correction"]
-    assert (shown["given"], shown["corrected"], shown["corrected_by"]) == ("open", "deterministic", "alice")
+    assert (shown["given"], shown["corrected"], shown["corrected_by"]) == (
+        "open",
+        "deterministic",
+        "alice",
+    )
     record = AuditRecord.objects.get(session=session, action="task_corrected")
     assert record.payload == {"given": "open", "source": "classifier", "corrected": "deterministic"}
     session.refresh_from_db()

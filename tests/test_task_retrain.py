@@ -29,7 +29,9 @@ def corrections(owner, count: int, scrambled: bool = False) -> None:
     for n in range(count):
         label = labels[n % 3]
         text = ASKS[labels[(n // 3) % 3] if scrambled else label].format(n=n)
-        session = make_session(owner, ReviewSession.COMPLETED, task_type="open", task_source="classifier")
+        session = make_session(
+            owner, ReviewSession.COMPLETED, task_type="open", task_source="classifier"
+        )
         ReviewSession.objects.filter(pk=session.pk).update(input_text=text)
         TaskCorrection.objects.create(session=session, given="open", corrected=label)
 

@@ -240,6 +240,8 @@ def with_task_presets(specs: list[dict[str, Any]], task_type: str) -> list[dict[
 
 def is_by_task_type(spec: dict[str, Any]) -> bool:
     params = spec.get("params")
-    return spec.get("kind") == DriftPolicy.kind and isinstance(params, dict) and params.get(
-        "by_task_type"
-    ) is True
+    return (
+        spec.get("kind") == DriftPolicy.kind
+        and isinstance(params, dict)
+        and params.get("by_task_type") is True
+    )

@@ -17,20 +17,20 @@ from reviewer.models import TaskClassifierVersion, TaskCorrection
 class TaskCorrectionAdmin(ReadOnlyAdmin[TaskCorrection]):
     list_display = ["session", "given", "corrected", "corrected_by", "updated_at"]
     list_filter = ["corrected", "given"]
-    fields = readonly_fields = ["session", "given", "corrected", "corrected_by", "updated_at"]
+    fields = readonly_fields = ("session", "given", "corrected", "corrected_by", "updated_at")
 
 
 @admin.register(TaskClassifierVersion)
 class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
     list_display = ["version", "enabled", "held_out_accuracy", "created_by", "created_at"]
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "version",
         "enabled",
         "checksum",
         "metrics",
         "created_by",
         "created_at",
-    ]
+    )
     actions = ["enable", "disable"]
 
     @admin.display(description="held-out accuracy")

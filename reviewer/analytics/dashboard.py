@@ -20,8 +20,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from reviewer.analytics import roi
-from reviewer.analytics.task_card import task_card
 from reviewer.analytics.floor import FloorFigures, floor_figures
+from reviewer.analytics.task_card import task_card
 from reviewer.models import Domain, ReviewSession
 
 DEFAULT_DAYS = 30

@@ -32,7 +32,7 @@ def task_card() -> dict[str, Any]:
                 "feature": str(FEATURE_LABELS[name]),
                 "key": name,
                 "statistic": f"{test.statistic:.3f}",
-                "p_value": f"{test.p_value:.4f}",
+                "p_value": p_shown(test.p_value),
                 "drifted": test.p_value < task_watch.ALPHA,
             }
             for name, test in drift.tests.items()
@@ -65,15 +65,21 @@ def drift_line(drift: task_watch.Drift) -> str:
             "min": task_watch.MIN_RECENT,
         }
     if drift.drifted:
-        moved = [str(FEATURE_LABELS[n]) for n, t in drift.tests.items() if t.p_value < task_watch.ALPHA]
+        moved = [
+            str(FEATURE_LABELS[n]) for n, t in drift.tests.items() if t.p_value < task_watch.ALPHA
+        ]
         return _(
             "Drift: the last %(n)d sessions differ from the training set in %(features)s "
             "(KS test p < 0.01)."
-        ) % {"n": drift.recent, "features": ", ".join(moved)}
+        ) % {"n": drift.recent, "features": _(", ").join(moved)}
     return _("No drift over the last %(n)d sessions (smallest p-value %(p).3f).") % {
         "n": drift.recent,
         "p": drift.min_p or 0.0,
     }
+
+
+def p_shown(p_value: float) -> str:
+    return "< 0.0001" if p_value < 0.0001 else f"{p_value:.4f}"
 
 
 def model_line() -> str:

@@ -32,7 +32,7 @@ class BelowTarget(ValueError):
 
 
 def language_of(text: str) -> str:
-    """"zh" when the text has Chinese characters, else "en": the split stratifies by it."""
+    """ "zh" when the text has Chinese characters, else "en": the split stratifies by it."""
     return "zh" if any(ord(ch) in HAN for ch in text) else "en"
 
 
@@ -41,7 +41,12 @@ def corrected_examples() -> list[Example]:
     retraining's split does not depend on when it ran)."""
     rows = TaskCorrection.objects.select_related("session__domain").order_by("session_id")
     return [
-        Example(c.session.input_text, c.corrected, c.session.domain.slug, language_of(c.session.input_text))
+        Example(
+            c.session.input_text,
+            c.corrected,
+            c.session.domain.slug,
+            language_of(c.session.input_text),
+        )
         for c in rows
     ]
 
@@ -80,7 +85,9 @@ def from_bytes(data: bytes) -> list[Example]:
 
 
 @transaction.atomic
-def store_version(examples: list[Example], metrics: dict[str, Any], who: str) -> TaskClassifierVersion:
+def store_version(
+    examples: list[Example], metrics: dict[str, Any], who: str
+) -> TaskClassifierVersion:
     data = to_bytes(examples)
     latest = TaskClassifierVersion.objects.aggregate(v=Max("version"))["v"] or 0
     version = TaskClassifierVersion.objects.create(

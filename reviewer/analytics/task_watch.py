@@ -102,7 +102,7 @@ def columns(rows: Sequence[Row]) -> dict[str, list[float]]:
 
 def out_of_fold(examples: Sequence[Example]) -> dict[str, Row]:
     """Each training text's features under a model fitted on the other folds."""
-    rows = {}
+    rows: dict[str, Row] = {}
     for fold in range(FOLDS):
         model = TaskClassifier().fit([e for i, e in enumerate(examples) if i % FOLDS != fold])
         rows |= {e.text: text_features(model, e.text) for e in examples[fold::FOLDS]}

@@ -32,7 +32,11 @@ def correct_task(user: User, session_id: Any, task_type: Any) -> dict[str, Any]:
         before = TaskCorrection.objects.filter(session=session).first()
         correction, _ = TaskCorrection.objects.update_or_create(
             session=session,
-            defaults={"given": session.task_type, "corrected": label, "corrected_by": user.username},
+            defaults={
+                "given": session.task_type,
+                "corrected": label,
+                "corrected_by": user.username,
+            },
         )
         payload = {"given": session.task_type, "source": session.task_source, "corrected": label}
         if before is not None:

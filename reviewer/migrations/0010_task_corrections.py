@@ -5,41 +5,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reviewer', '0009_review_floor'),
+        ("reviewer", "0009_review_floor"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TaskClassifierVersion',
+            name="TaskClassifierVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(help_text='1, 2, ...', unique=True)),
-                ('checksum', models.CharField(help_text='SHA-256 of the examples', max_length=64)),
-                ('data', models.BinaryField()),
-                ('metrics', models.JSONField(default=dict)),
-                ('enabled', models.BooleanField(default=False, help_text='Labels new sessions; only with held-out accuracy >= 88 %')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.CharField(help_text='Who trained it', max_length=150)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(help_text="1, 2, ...", unique=True)),
+                ("checksum", models.CharField(help_text="SHA-256 of the examples", max_length=64)),
+                ("data", models.BinaryField()),
+                ("metrics", models.JSONField(default=dict)),
+                (
+                    "enabled",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Labels new sessions; only with held-out accuracy >= 88 %",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("created_by", models.CharField(help_text="Who trained it", max_length=150)),
             ],
             options={
-                'verbose_name': 'task classifier version',
-                'ordering': ['-version'],
+                "verbose_name": "task classifier version",
+                "ordering": ["-version"],
             },
         ),
         migrations.CreateModel(
-            name='TaskCorrection',
+            name="TaskCorrection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('given', models.CharField(help_text="The session's task type when corrected", max_length=20)),
-                ('corrected', models.CharField(choices=[('deterministic', 'deterministic'), ('open', 'open'), ('reasoning', 'reasoning')], max_length=20)),
-                ('corrected_by', models.CharField(max_length=150)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='task_correction', to='reviewer.reviewsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "given",
+                    models.CharField(
+                        help_text="The session's task type when corrected", max_length=20
+                    ),
+                ),
+                (
+                    "corrected",
+                    models.CharField(
+                        choices=[
+                            ("deterministic", "deterministic"),
+                            ("open", "open"),
+                            ("reasoning", "reasoning"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("corrected_by", models.CharField(max_length=150)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="task_correction",
+                        to="reviewer.reviewsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at'],
+                "ordering": ["-updated_at"],
             },
         ),
     ]

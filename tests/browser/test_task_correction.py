@@ -49,7 +49,11 @@ def test_alice_corrects_the_task_type_on_the_page(browser, server_url, alice):
     page.wait_for_selector("#notice:not([hidden])")
     assert "counts toward the classifier's accuracy" in page.inner_text("#notice")
     stored = TaskCorrection.objects.get(session=session)
-    assert (stored.given, stored.corrected, stored.corrected_by) == ("open", "deterministic", "alice")
+    assert (stored.given, stored.corrected, stored.corrected_by) == (
+        "open",
+        "deterministic",
+        "alice",
+    )
     record = AuditRecord.objects.get(session=session, action="task_corrected")
     assert record.actor == "alice" and record.payload["corrected"] == "deterministic"
     assert ReviewSession.objects.get(pk=session.pk).task_type == "open"  # its decoding stays
@@ -75,9 +79,14 @@ def test_alice_corrects_the_task_type_on_the_page(browser, server_url, alice):
 
 @pytest.mark.parametrize(
     ("name", "viewport"),
-    [("task-correction-zh-hans", {"width": 1280, "height": 800}), ("task-correction-zh-hans-phone", PHONE)],
+    [
+        ("task-correction-zh-hans", {"width": 1280, "height": 800}),
+        ("task-correction-zh-hans-phone", PHONE),
+    ],
 )
-def test_the_correction_reads_in_chinese_and_fits_a_phone(browser, server_url, alice, name, viewport):
+def test_the_correction_reads_in_chinese_and_fits_a_phone(
+    browser, server_url, alice, name, viewport
+):
     session = paused_session(alice)
     page = open_session(browser, server_url, session, viewport, "zh-CN")
     assert "任务类型" in page.inner_text("#task-type")
@@ -90,3 +99,33 @@ def test_the_correction_reads_in_chinese_and_fits_a_phone(browser, server_url, a
     page.locator("#task-correct-line").scroll_into_view_if_needed()
     screenshot(page, name)
     page.context.close()
+
+
+def test_the_dashboard_warns_of_drift_and_low_accuracy(browser, server_url, admin_user, alice):
+    """Forty sessions from a domain the classifier never saw, a quarter of them corrected."""
+    from tests.test_task_corrections import classified
+    from tests.test_task_drift import SHIFTED
+
+    for n, text in enumerate(SHIFTED):
+        session = classified(alice, "open", text=text)
+        if n % 4 == 0:
+            TaskCorrection.objects.create(session=session, given="open", corrected="deterministic")
+    for name, viewport, locale in (
+        ("dashboard-task-drift-en", {"width": 1280, "height": 800}, "en-US"),
+        ("dashboard-task-drift-zh-hans-phone", PHONE, "zh-CN"),
+    ):
+        context = browser.new_context(viewport=viewport, locale=locale)
+        page = context.new_page()
+        log_in(page, server_url, "root", "root-password-1")
+        page.goto(f"{server_url}/dashboard/", timeout=60_000)
+        card = page.locator("#task-classifier")
+        assert card.locator("#task-drift[role=alert]").is_visible()
+        assert card.locator("#task-retrain").is_visible()  # drift and 75 % < 88 % coincide
+        assert card.locator("tr.drifted").count() >= 2
+        if locale == "en-US":
+            assert "75 % of the last 40 judged sessions" in card.inner_text()
+        else:
+            assert "漂移" in card.inner_text()
+        card.scroll_into_view_if_needed()
+        screenshot(page, name)
+        context.close()
