@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference.policies import DRIFT_PRESETS, build_policy, with_task_presets
+from inference.policies import DRIFT_PRESETS, StepContext, build_policy, with_task_presets
+from inference.signals import Signals
 from reviewer import lifecycle
 from reviewer.models import PausePolicy, ReviewSession
 from tests.session_factory import clinical_notes, stub_worker
@@ -46,3 +47,31 @@ def test_a_session_starts_with_its_task_types_drift_thresholds(alice, monkeypatc
     (spec,) = ReviewSession.objects.get(pk=started["id"]).policy_specs
     for key, value in DRIFT_PRESETS[task_type].items():
         assert spec["params"][key] == value
+
+
+def window_with(entropy: float, similarity: float, tokens: int = 4) -> StepContext:
+    """A calm first token, then three this uncertain and this unlike the prompt: the drift
+    policy fires where a window first drifts, at the last one."""
+    signals = Signals(top1_prob=0.2, entropy=entropy, margin=0.05, alternatives=())
+    return StepContext(
+        phase="after_token",
+        position=tokens - 1,
+        signals=signals,
+        text="x" * tokens,
+        new_text_start=tokens - 1,
+        top1_history=[0.2] * tokens,
+        entropy_history=[0.1] + [entropy] * (tokens - 1),
+        similarity_history=[similarity] * tokens,
+    )
+
+
+def test_the_same_wandering_rolls_back_a_deterministic_task_and_not_open_writing():
+    by_type = {**DRIFT, "params": {"by_task_type": True}}
+    wandering = window_with(entropy=2.0, similarity=0.3)  # between the two presets' lines
+    fired = {}
+    for task_type in DRIFT_PRESETS:
+        (spec,) = with_task_presets([by_type], task_type)
+        fired[task_type] = build_policy(spec).evaluate(wandering) is not None
+    assert fired == {"deterministic": True, "reasoning": False, "open": False}
+    very = window_with(entropy=2.5, similarity=0.3)
+    assert build_policy(with_task_presets([by_type], "reasoning")[0]).evaluate(very) is not None
