@@ -64,7 +64,9 @@ def test_it_records_a_reviewers_correction_with_an_audit_record(alice):
     session.refresh_from_db()
     assert session.task_type == "open"  # what decided its decoding stays on record
     detail = logged_in(alice).get(f"/api/sessions/{session.pk}").json()
-    assert detail["task_type"] == "open" and detail["task_correction"]["corrected"] == "deterministic"
+    assert (
+        detail["task_type"] == "open" and detail["task_correction"]["corrected"] == "deterministic"
+    )
 
 
 def test_a_second_correction_replaces_the_first_and_both_are_audited(alice):

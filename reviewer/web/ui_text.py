@@ -90,14 +90,18 @@ def js_labels() -> dict[str, str | dict[str, str]]:
     }
 
 
+def task_type_names() -> dict[str, str]:
+    return {
+        "deterministic": _("Deterministic"),
+        "open": _("Open"),
+        "reasoning": _("Reasoning"),
+    }
+
+
 def task_labels() -> dict[str, str | dict[str, str]]:
     """What the page says of a reviewer's word on the task type."""
     return {
-        "taskTypes": {
-            "deterministic": _("Deterministic"),
-            "open": _("Open"),
-            "reasoning": _("Reasoning"),
-        },
+        "taskTypes": task_type_names(),
         "taskCorrected": _("Corrected to %(label)s by %(reviewer)s."),
         "taskConfirmed": _("Confirmed as %(label)s by %(reviewer)s."),
         "taskSaved": _("Task type saved: it counts toward the classifier's accuracy."),

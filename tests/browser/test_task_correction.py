@@ -57,6 +57,8 @@ def test_alice_corrects_the_task_type_on_the_page(browser, server_url, alice):
     record = AuditRecord.objects.get(session=session, action="task_corrected")
     assert record.actor == "alice" and record.payload["corrected"] == "deterministic"
     assert ReviewSession.objects.get(pk=session.pk).task_type == "open"  # its decoding stays
+    page.wait_for_selector("#timeline li:has-text('Task type corrected')")
+    assert "Open → Deterministic" in page.inner_text("#timeline")
     page.locator("#task-correct-line").scroll_into_view_if_needed()
     screenshot(page, "task-correction-en")
 

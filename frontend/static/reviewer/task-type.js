@@ -4,6 +4,7 @@
 import { command } from "./commands.js";
 import { notify, notifyError } from "./notice.js";
 import { $, data, fill, L } from "./page.js";
+import { refreshTimeline } from "./timeline.js";
 
 function shown(correction) {
   if (!correction) return "";
@@ -18,6 +19,7 @@ function save() {
     .then((result) => {
       $("task-correction").textContent = shown(result.task_correction);
       notify(L.taskSaved);
+      refreshTimeline(); // the correction is an audit record
     })
     .catch(notifyError)
     .finally(() => (button.disabled = false));
