@@ -41,9 +41,11 @@ from inference.policies.replay import (
     similarity_policies,
     unreplayable,
 )
+from inference.policies.signal_based import DRIFT_PRESETS, with_task_presets
 from inference.policies.specs import POLICY_KINDS, build_policy
 
 __all__ = [
+    "DRIFT_PRESETS",
     "POLICY_KINDS",
     "Decision",
     "PauseBudget",
@@ -63,4 +65,5 @@ __all__ = [
     "simulated_tokens",
     "text_step",
     "unreplayable",
+    "with_task_presets",
 ]

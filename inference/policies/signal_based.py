@@ -13,6 +13,15 @@ from inference.policies.text import literal_pattern, matched_word_index, text_ev
 
 MAX_REASON_DIGITS = 6
 
+# The rollback protocol's defaults per task type (the design's §5.3): mean entropy over a
+# window of 3 tokens and similarity to the prompt 0.4, with the entropy line lower where the
+# answer is fixed and higher for open writing, where some wandering is the point.
+DRIFT_PRESETS: dict[str, dict[str, Any]] = {
+    "deterministic": {"entropy_threshold": 1.5, "similarity_threshold": 0.4, "window": 3},
+    "reasoning": {"entropy_threshold": 2.1, "similarity_threshold": 0.4, "window": 3},
+    "open": {"entropy_threshold": 2.8, "similarity_threshold": 0.4, "window": 3},
+}
+
 
 def distinct(value: float, threshold: float) -> tuple[str, str]:
     """Both numbers with two decimals, or with as many more as it takes to tell them apart,
@@ -154,6 +163,12 @@ class DriftPolicy(Policy):
             min=0.0,
             max=1.0,
         ),
+        Param(
+            "by_task_type",
+            "boolean",
+            "Take the window and both thresholds from the session's task type",
+            default=False,
+        ),
     )
 
     def evaluate(self, ctx: StepContext) -> Decision | None:
@@ -209,3 +224,24 @@ class DriftPolicy(Policy):
             "similarity_threshold": self.params["similarity_threshold"],
             "confidence_floor": self.params["confidence_floor"],
         }
+
+
+def with_task_presets(specs: list[dict[str, Any]], task_type: str) -> list[dict[str, Any]]:
+    """The specs with every drift policy that says "by task type" given that task type's
+    window and thresholds (a session's copy, made when it starts: what ran is what is kept)."""
+    preset = DRIFT_PRESETS.get(task_type)
+    return [
+        {**spec, "params": {**spec.get("params", {}), **preset}}
+        if preset is not None and is_by_task_type(spec)
+        else spec
+        for spec in specs
+    ]
+
+
+def is_by_task_type(spec: dict[str, Any]) -> bool:
+    params = spec.get("params")
+    return (
+        spec.get("kind") == DriftPolicy.kind
+        and isinstance(params, dict)
+        and params.get("by_task_type") is True
+    )

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 
 from reviewer.analytics import roi
 from reviewer.analytics.floor import FloorFigures, floor_figures
+from reviewer.analytics.task_card import task_card
 from reviewer.models import Domain, ReviewSession
 
 DEFAULT_DAYS = 30
@@ -124,6 +125,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "chart_names": chart_names(),
         "query": request.GET.urlencode(),
         "floor": floor_rows(floor_figures(filters.sessions(), filters.domains_in_scope())),
+        "task_card": task_card(),
     }
     return render(request, "dashboard/roi.html", context)
 

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
     from prometheus_client.metrics_core import Metric
 
+    from reviewer.analytics.task_watch import Drift
+
 # If something imported prometheus_client before the directory was set, its choice of
 # per-process values is stale: choose again, before any metric below is made.
 _values.ValueClass = _values.get_value_class()
@@ -156,12 +158,57 @@ class FloorGauges:
         yield past
 
 
+class TaskGauges:
+    """The task classifier's live accuracy over its window of judged sessions and its drift
+    test (reviewer/analytics/task_watch.py), under the design's names, read when scraped.
+    Without a judged session there is no accuracy, and below the drift test's minimum of
+    recent sessions no p-value: an absent series, not a made-up one."""
+
+    def collect(self) -> Iterator[Metric]:
+        from reviewer.analytics import task_watch
+
+        accuracy = task_watch.accuracy_window()
+        yield GaugeMetricFamily(
+            "task_classification_judged_sessions",
+            "Classified sessions in the accuracy window (corrected, confirmed or decided)",
+            value=accuracy.judged,
+        )
+        if accuracy.accuracy is not None:
+            yield GaugeMetricFamily(
+                "task_classification_accuracy",
+                "Share of the judged classified sessions whose task type reviewers let stand",
+                value=accuracy.accuracy,
+            )
+        yield from drift_gauges(task_watch.drift_check())
+
+
+def drift_gauges(drift: Drift) -> Iterator[Metric]:
+    """The KS test's p-value per feature, and 1 when any is below 0.01 (0 otherwise)."""
+    if not drift.enough:
+        return
+    p_values = GaugeMetricFamily(
+        "task_classification_drift_p_value",
+        "KS test p-value of recent sessions' feature against the training set's",
+        labels=["feature"],
+    )
+    for feature, test in drift.tests.items():
+        p_values.add_metric([feature], test.p_value)
+    yield p_values
+    yield GaugeMetricFamily(
+        "task_classification_drift",
+        "1 when a feature's KS p-value is below 0.01 (drift), else 0",
+        value=int(drift.drifted),
+    )
+
+
 def registry() -> CollectorRegistry:
-    """Every process's counters and histograms, summed, plus the session and floor gauges."""
+    """Every process's counters and histograms, summed, plus the session, floor and task
+    classifier gauges."""
     aggregate = CollectorRegistry()
     multiprocess.MultiProcessCollector(aggregate, path=str(METRICS_DIR))
     aggregate.register(SessionGauges())
     aggregate.register(FloorGauges())
+    aggregate.register(TaskGauges())
     return aggregate
 
 

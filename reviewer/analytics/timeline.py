@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession
-from reviewer.web.ui_text import filled_reason, stop_reason_text
+from reviewer.web.ui_text import filled_reason, stop_reason_text, task_type_names
 
 AUDIT_ACTIONS = {
     "start": gettext_lazy("Session started"),
@@ -45,6 +45,7 @@ AUDIT_ACTIONS = {
     "release": gettext_lazy("Claim released"),
     "reassign": gettext_lazy("Claim reassigned"),
     "claim_expired": gettext_lazy("Claim expired"),
+    "task_corrected": gettext_lazy("Task type corrected"),
 }
 # Details that quote what people or the model wrote: shown as they are, never translated.
 QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}
@@ -95,6 +96,8 @@ class Teller:
         if action in ("mute", "unmute"):
             policy = str(payload.get("policy", ""))
             return self.names.get(policy, policy)
+        if action == "task_corrected":
+            return task_change(payload)
         return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
     def pause_detail(self, payload: dict[str, Any]) -> str:
@@ -121,6 +124,13 @@ class Teller:
     def domain_name(self, name: str) -> str:
         domain = Domain.objects.filter(name=name).first()
         return domain.display_name if domain else name
+
+
+def task_change(payload: dict[str, Any]) -> str:
+    """ "Open → Deterministic": the label the session had and the reviewer's."""
+    names = task_type_names()
+    given, corrected = str(payload.get("given", "")), str(payload.get("corrected", ""))
+    return f"{names.get(given, given)} → {names.get(corrected, corrected)}"
 
 
 def policy_names(domain: Domain) -> dict[str, str]:

@@ -3,7 +3,8 @@
     The statuses and the transitions allowed between them: reviewer/models/statuses.py.
 
 ``review``: what a reviewer asks (start, pause, resume, edit, choose, attention, rollback,
-mute, unmute, approve, reject, cancel). ``reports``: what a worker reports, and what follows from it.
+mute, unmute, approve, reject, cancel); ``task_corrections``: a reviewer's word on the task
+type. ``reports``: what a worker reports, and what follows from it.
 ``transitions``: the states, errors and hand-over to workers both share; ``inputs`` and
 ``idempotency`` read a command's arguments and run it once per command id. Work reaches the
 workers through ``reviewer.worker.dispatch``, by task name: nothing here imports the worker.
@@ -51,6 +52,7 @@ from reviewer.lifecycle.review import (
     summary,
     unmute,
 )
+from reviewer.lifecycle.task_corrections import correct_task
 from reviewer.lifecycle.transitions import (
     QUEUE_UNREACHABLE,
     Conflict,
@@ -77,6 +79,7 @@ __all__ = [
     "cancel",
     "choose",
     "claim",
+    "correct_task",
     "expire_lapsed",
     "edit",
     "fail",

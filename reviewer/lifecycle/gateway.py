@@ -71,7 +71,7 @@ def start_generation(
             input_text=input_text,
             model_name=settings.MODEL_DIR.name,
             decoding=params.to_dict(),
-            policy_specs=[p.to_spec() for p in domain.policies.filter(enabled=True)],
+            policy_specs=task_types.policy_specs_for(domain, task),
             pause_budget=domain.pause_budget(),
             task_type=task,
             task_source=task_source,

@@ -68,7 +68,7 @@ def start_session(
             input_text=text,
             model_name=settings.MODEL_DIR.name,
             decoding=params.to_dict(),  # seed and max_new_tokens among them
-            policy_specs=[p.to_spec() for p in domain_obj.policies.filter(enabled=True)],
+            policy_specs=task_types.policy_specs_for(domain_obj, task),
             pause_budget=domain_obj.pause_budget(),
             task_type=task,
             task_source=task_source,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inference.config import TASK_PRESETS
+from inference.policies import with_task_presets
 
 if TYPE_CHECKING:
     from reviewer.models import Domain
@@ -88,6 +89,20 @@ class TaskClassifier:
         scores = self.scores(text)
         return max(scores, key=scores.__getitem__)
 
+    def known_grams(self, text: str) -> tuple[int, int]:
+        """(n-grams of the text the classifier has seen, all its n-grams)."""
+        grams = features(text)
+        return sum(c for g, c in grams.items() if g in self.vocabulary), sum(grams.values())
+
+    def confidence(self, text: str) -> float:
+        """The top label's posterior with the scores averaged per known n-gram. Naive Bayes
+        multiplies one likelihood per n-gram, so its plain posterior reads 1.0 for almost
+        any text of a sentence or more; per n-gram it keeps the spread drift is seen in."""
+        known, _ = self.known_grams(text)
+        scaled = [s / max(known, 1) for s in self.scores(text).values()]
+        top = max(scaled)
+        return 1.0 / math.fsum(math.exp(s - top) for s in scaled)
+
 
 # --- data ----------------------------------------------------------------------------------
 
@@ -138,9 +153,17 @@ def evaluate(classifier: TaskClassifier, examples: Iterable[Example]) -> Evaluat
 
 
 @functools.cache
-def classifier() -> TaskClassifier:
-    """The classifier used at session start, trained once per process on every example."""
+def shipped_classifier() -> TaskClassifier:
+    """The classifier of the shipped examples, trained once per process on every one."""
     return TaskClassifier().fit(load_examples())
+
+
+def classifier() -> TaskClassifier:
+    """The classifier used at session start: the enabled retrained version (reviewer/
+    analytics/task_models.py), else the shipped one."""
+    from reviewer.analytics import task_models
+
+    return task_models.active_classifier() or shipped_classifier()
 
 
 def classify(text: str) -> str:
@@ -156,6 +179,13 @@ def preset_for(domain: Domain, task_type: str) -> dict[str, Any]:
 
     override = TaskDecoding.objects.filter(domain=domain, task_type=task_type).first()
     return {**TASK_PRESETS[task_type], **(override.params if override else {})}
+
+
+def policy_specs_for(domain: Domain, task_type: str) -> list[dict[str, Any]]:
+    """The domain's enabled policies as a new session keeps them: a drift policy whose
+    thresholds go "by task type" takes this task type's preset."""
+    specs = [p.to_spec() for p in domain.policies.filter(enabled=True)]
+    return with_task_presets(specs, task_type)
 
 
 def check_task_type(task_type: str) -> str:

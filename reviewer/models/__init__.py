@@ -20,6 +20,7 @@ from reviewer.models.session import (
     SessionEvent,
     SessionQuerySet,
 )
+from reviewer.models.task_classifier import TaskClassifierVersion, TaskCorrection
 
 __all__ = [
     "ApiToken",
@@ -37,6 +38,8 @@ __all__ = [
     "RoiSettings",
     "SessionEvent",
     "SessionQuerySet",
+    "TaskClassifierVersion",
+    "TaskCorrection",
     "TaskDecoding",
     "in_page_language",
 ]

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from reviewer import events, lifecycle
+from reviewer.lifecycle.task_corrections import correction_data, correction_of
 from reviewer.models import PauseEvent, ReviewSession
 from reviewer.web import arguments, auth, command_table, openapi
 from reviewer.web.auth import AuthenticatedHttpRequest
@@ -123,6 +124,7 @@ def session_detail(session: ReviewSession, attention: bool = False) -> dict[str,
         "muted_policies": session.muted_policies,
         "task_type": session.task_type,
         "task_source": session.task_source,
+        **correction_data(correction_of(session)),
         "text": session.text,
         "token_ids": session.generated_ids,
         "ids_seq": session.ids_seq,

@@ -154,6 +154,9 @@ TASK_TYPE = Choice(
     task_types.LABELS,
     "Decides the decoding preset; classified from the input when absent",
 )
+CORRECTED_TASK_TYPE = Choice(
+    "task_type", task_types.LABELS, "The task type the reviewer says the input is"
+)
 COMMAND_ID = Text(
     "command_id",
     MAX_COMMAND_ID_CHARS,

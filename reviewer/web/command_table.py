@@ -11,6 +11,7 @@ from reviewer.lifecycle.idempotency import Service
 from reviewer.web import arguments
 from reviewer.web.arguments import (
     COMMENT,
+    CORRECTED_TASK_TYPE,
     EDIT_TEXT,
     END,
     GLOSSARY_TERM,
@@ -86,6 +87,11 @@ COMMANDS: dict[str, Command] = {
         lifecycle.unmute,
         required=(POLICY,),
         summary="At a pause: let a muted policy fire again",
+    ),
+    "correct_task": Command(
+        lifecycle.correct_task,
+        required=(CORRECTED_TASK_TYPE,),
+        summary="Say which task type the input is (audited; for the classifier's accuracy)",
     ),
     "claim": Command(
         lifecycle.claim, summary="Take a waiting gateway session from the domain's queue"

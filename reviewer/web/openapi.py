@@ -72,6 +72,16 @@ SESSION = {
                 },
                 "task_type": {"type": "string"},
                 "task_source": {"type": "string"},
+                "task_correction": {
+                    "type": ["object", "null"],
+                    "description": "A reviewer's word on the task type (correct_task), if any",
+                    "properties": {
+                        "given": {"type": "string"},
+                        "corrected": {"type": "string"},
+                        "corrected_by": {"type": "string"},
+                        "at": {"type": "string", "format": "date-time"},
+                    },
+                },
                 "text": {"type": "string"},
                 "token_ids": {"type": "array", "items": {"type": "integer"}},
                 "ids_seq": {"type": "integer"},

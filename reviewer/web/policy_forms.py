@@ -77,6 +77,7 @@ PARAM_LABELS = {
     "entropy_threshold": _("Entropy threshold"),
     "similarity_threshold": _("Similarity threshold"),
     "confidence_floor": _("Confidence floor"),
+    "by_task_type": _("By task type"),
 }
 
 # The engine's parameter help, listed so that makemessages puts it in the catalog; the form
@@ -99,6 +100,7 @@ ENGINE_HELP = (
     gettext_noop("Mean entropy (nats) above which the window is uncertain"),
     gettext_noop("Mean cosine similarity to the prompt below which the window drifted"),
     gettext_noop("Roll back to just after the last token more confident than this"),
+    gettext_noop("Take the window and both thresholds from the session's task type"),
 )
 
 ACTION_LABELS = {"pause": _("pause"), "rollback": _("roll back"), "flag": _("flag only")}

@@ -87,6 +87,25 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "mute": _("Mute “%(policy)s” for this session"),
         "unmute": _("Unmute “%(policy)s”"),
         **claim_labels(),
+        **task_labels(),
+    }
+
+
+def task_type_names() -> dict[str, str]:
+    return {
+        "deterministic": _("Deterministic"),
+        "open": _("Open"),
+        "reasoning": _("Reasoning"),
+    }
+
+
+def task_labels() -> dict[str, str | dict[str, str]]:
+    """What the page says of a reviewer's word on the task type."""
+    return {
+        "taskTypes": task_type_names(),
+        "taskCorrected": _("Corrected to %(label)s by %(reviewer)s."),
+        "taskConfirmed": _("Confirmed as %(label)s by %(reviewer)s."),
+        "taskSaved": _("Task type saved: it counts toward the classifier's accuracy."),
     }
 
 
@@ -172,6 +191,7 @@ def command_labels() -> dict[str, str]:
         "claim": _("Claim"),
         "release": _("Release"),
         "reassign": _("Reassign"),
+        "correct_task": _("Save task type"),
     }
 
 

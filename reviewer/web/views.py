@@ -24,6 +24,7 @@ from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.lifecycle import claims
+from reviewer.lifecycle.task_corrections import CORRECTABLE, correction_data, correction_of
 from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, statuses
 from reviewer.web import queue
 from reviewer.web.auth import AuthenticatedHttpRequest
@@ -224,6 +225,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
+        **task_correction_context(session),
         "page_data": {
             "session": session.pk,
             # The page shows this state at once; the events up to last_seq only fill in the
@@ -250,9 +252,21 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
             "claim": claims.claim_info(session),
             "claimMinutes": session.domain.claim_minutes,
             "claimedBy": session.claimed_by.username if session.claimed_by else None,
+            "taskCorrection": correction_data(correction_of(session))["task_correction"],
         },
     }
     return render(request, "reviewer/session_detail.html", context)
+
+
+def task_correction_context(session: ReviewSession) -> dict[str, Any]:
+    """The task type choice under the case text: every type, the reviewer's last word on
+    it selected (else the session's own)."""
+    correction = correction_of(session)
+    return {
+        "can_correct_task": session.status in CORRECTABLE,
+        "task_choices": list(TASK_LABELS.items()),
+        "task_current": correction.corrected if correction else session.task_type,
+    }
 
 
 def attention_map(session: ReviewSession) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ import { bindPausePanel } from "./pause-panel.js";
 import { connect, drop } from "./socket.js";
 import { setStatus, store } from "./store.js";
 import { bindStream } from "./stream.js";
+import { bindTaskType } from "./task-type.js";
 import { refreshTimeline } from "./timeline.js";
 import { bindTip } from "./tip.js";
 
@@ -37,6 +38,7 @@ bindAttentionPlots();
 bindStream();
 bindKeys();
 bindClaim();
+bindTaskType();
 
 setStatus(store.state.status);
 refreshTimeline();

@@ -1,0 +1,57 @@
+"""The task classifier in the admin: reviewers' corrections (read-only) and the retrained
+versions, enabled or disabled by an action that refuses a version below the target and
+audits what it changes."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from reviewer.admin.records import ReadOnlyAdmin
+from reviewer.analytics import task_models
+from reviewer.models import TaskClassifierVersion, TaskCorrection
+
+
+@admin.register(TaskCorrection)
+class TaskCorrectionAdmin(ReadOnlyAdmin[TaskCorrection]):
+    list_display = ["session", "given", "corrected", "corrected_by", "updated_at"]
+    list_filter = ["corrected", "given"]
+    fields = readonly_fields = ("session", "given", "corrected", "corrected_by", "updated_at")
+
+
+@admin.register(TaskClassifierVersion)
+class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
+    list_display = ["version", "enabled", "held_out_accuracy", "created_by", "created_at"]
+    fields = readonly_fields = (
+        "version",
+        "enabled",
+        "checksum",
+        "metrics",
+        "created_by",
+        "created_at",
+    )
+    actions = ["enable", "disable"]
+
+    @admin.display(description="held-out accuracy")
+    def held_out_accuracy(self, obj: TaskClassifierVersion) -> str:
+        return f"{obj.accuracy:.1%}"
+
+    @admin.action(description="Enable (only at 88 %% held-out accuracy or more)")
+    def enable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
+        if queryset.count() != 1:
+            self.message_user(request, "Enable exactly one version.", messages.ERROR)
+            return
+        version = queryset.get()
+        try:
+            task_models.enable(version, request.user.get_username())
+        except task_models.BelowTarget as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        self.message_user(request, f"Task classifier v{version.version} labels new sessions.")
+
+    @admin.action(description="Disable (back to the shipped classifier)")
+    def disable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
+        for version in queryset:
+            task_models.disable(version, request.user.get_username())
+        self.message_user(request, "Disabled.")

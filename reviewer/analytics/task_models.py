@@ -1,0 +1,154 @@
+"""Retraining the task classifier on reviewers' corrections: examples from the corrections,
+versions kept in Postgres, and one version enabled at a time, only when its held-out
+accuracy reaches the design's production target (88 %). Training, enabling and disabling
+are audited, as the learned pause model's are."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+
+from reviewer.lifecycle import audit, task_types
+from reviewer.lifecycle.task_types import Example, TaskClassifier
+from reviewer.models import TaskClassifierVersion, TaskCorrection
+
+MIN_CORRECTIONS = 200  # the design retrains on 200 new samples
+TARGET_ACCURACY = 0.88  # the design's production target
+HAN = range(0x4E00, 0xA000)
+
+_fitted: dict[str, TaskClassifier] = {}  # checksum -> classifier, per process
+
+
+class NotEnoughCorrections(ValueError):
+    """Fewer corrected samples than a retraining needs."""
+
+
+class BelowTarget(ValueError):
+    """A version whose held-out accuracy is under the target cannot be enabled."""
+
+
+def language_of(text: str) -> str:
+    """ "zh" when the text has Chinese characters, else "en": the split stratifies by it."""
+    return "zh" if any(ord(ch) in HAN for ch in text) else "en"
+
+
+def corrected_examples() -> list[Example]:
+    """Every session a reviewer labelled, as a training example (oldest first, so that a
+    retraining's split does not depend on when it ran)."""
+    rows = TaskCorrection.objects.select_related("session__domain").order_by("session_id")
+    return [
+        Example(
+            c.session.input_text,
+            c.corrected,
+            c.session.domain.slug,
+            language_of(c.session.input_text),
+        )
+        for c in rows
+    ]
+
+
+def train(shipped: list[Example], corrected: list[Example]) -> tuple[list[Example], dict[str, Any]]:
+    """(every example, the metrics of a model fitted on their training split and measured on
+    the held-out one). Refuses fewer than MIN_CORRECTIONS corrected samples."""
+    if len(corrected) < MIN_CORRECTIONS:
+        raise NotEnoughCorrections(
+            f"{len(corrected)} corrected samples; retraining needs at least {MIN_CORRECTIONS}"
+        )
+    examples = [*shipped, *corrected]
+    fit_on, held_out = task_types.split(examples)
+    model = TaskClassifier().fit(fit_on)
+    result = task_types.evaluate(model, held_out)
+    _, corrected_held_out = task_types.split(corrected)
+    metrics = {
+        "accuracy": result.accuracy,
+        "heldout_examples": result.total,
+        "train_examples": len(fit_on),
+        "shipped_examples": len(shipped),
+        "corrected_examples": len(corrected),
+        "corrected_heldout_accuracy": task_types.evaluate(model, corrected_held_out).accuracy,
+        "confusion": result.confusion,
+    }
+    return examples, metrics
+
+
+def to_bytes(examples: list[Example]) -> bytes:
+    rows = [[e.text, e.label, e.domain, e.lang] for e in examples]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def from_bytes(data: bytes) -> list[Example]:
+    return [Example(*row) for row in json.loads(data)]
+
+
+@transaction.atomic
+def store_version(
+    examples: list[Example], metrics: dict[str, Any], who: str
+) -> TaskClassifierVersion:
+    data = to_bytes(examples)
+    latest = TaskClassifierVersion.objects.aggregate(v=Max("version"))["v"] or 0
+    version = TaskClassifierVersion.objects.create(
+        version=latest + 1,
+        checksum=hashlib.sha256(data).hexdigest(),
+        data=data,
+        metrics=metrics,
+        created_by=who,
+    )
+    audit.append("task_classifier_trained", who, None, headline(version))
+    return version
+
+
+def headline(version: TaskClassifierVersion) -> dict[str, Any]:
+    keys = ("accuracy", "heldout_examples", "corrected_examples", "corrected_heldout_accuracy")
+    figures = {key: version.metrics.get(key) for key in keys}
+    return {"version": version.version, "checksum": version.checksum, **figures}
+
+
+@transaction.atomic
+def enable(version: TaskClassifierVersion, who: str) -> None:
+    """Make `version` the classifier of new sessions (the others off), if it reaches the
+    target; BelowTarget says why not."""
+    if version.accuracy < TARGET_ACCURACY:
+        raise BelowTarget(
+            f"task classifier v{version.version}: held-out accuracy {version.accuracy:.1%} is "
+            f"below the {TARGET_ACCURACY:.0%} target; it stays disabled"
+        )
+    TaskClassifierVersion.objects.exclude(pk=version.pk).filter(enabled=True).update(enabled=False)
+    if not version.enabled:
+        version.enabled = True
+        version.save(update_fields=["enabled"])
+        audit.append("task_classifier_enabled", who, None, headline(version))
+
+
+@transaction.atomic
+def disable(version: TaskClassifierVersion, who: str) -> None:
+    """Back to the shipped classifier (or none of this version), audited."""
+    if version.enabled:
+        version.enabled = False
+        version.save(update_fields=["enabled"])
+        audit.append("task_classifier_disabled", who, None, headline(version))
+
+
+def active_version() -> TaskClassifierVersion | None:
+    return TaskClassifierVersion.objects.filter(enabled=True).order_by("-version").first()
+
+
+def active_classifier() -> TaskClassifier | None:
+    """The enabled version's classifier, fitted once per process; None: use the shipped one."""
+    found = TaskClassifierVersion.objects.filter(enabled=True).order_by("-version")
+    row = found.values_list("checksum", "data").first()
+    if row is None:
+        return None
+    checksum, data = row
+    if checksum not in _fitted:
+        _fitted[checksum] = TaskClassifier().fit(from_bytes(bytes(data)))
+    return _fitted[checksum]
+
+
+def training_examples() -> list[Example]:
+    """What the classifier in use was trained on: the drift check's reference."""
+    version = active_version()
+    return from_bytes(bytes(version.data)) if version is not None else task_types.load_examples()

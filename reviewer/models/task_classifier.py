@@ -1,0 +1,61 @@
+"""What the task classifier learns from: reviewers' corrections of a session's task type, and
+the classifier versions retrained on them (enabled only when good enough)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from reviewer.models.session import ReviewSession
+
+TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
+
+
+class TaskCorrection(models.Model):
+    """A reviewer's word on a session's task type: the label the classifier (or whoever
+    started the session) gave, and the one the reviewer says is right. One per session; a
+    later correction replaces it (the audit chain keeps every one)."""
+
+    session = models.OneToOneField(
+        ReviewSession, on_delete=models.CASCADE, related_name="task_correction"
+    )
+    given = models.CharField(max_length=20, help_text="The session's task type when corrected")
+    corrected = models.CharField(max_length=20, choices=TASK_TYPES)
+    corrected_by = models.CharField(max_length=150)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id}: {self.given} -> {self.corrected}"
+
+    @property
+    def agrees(self) -> bool:
+        return self.given == self.corrected
+
+
+class TaskClassifierVersion(models.Model):
+    """A retrained classifier. Naive Bayes refits from its examples in milliseconds and
+    always to the same model, so a version stores its training examples (JSON bytes) and
+    their checksum rather than the fitted tables."""
+
+    version = models.PositiveIntegerField(unique=True, help_text="1, 2, ...")
+    checksum = models.CharField(max_length=64, help_text="SHA-256 of the examples")
+    data = models.BinaryField()
+    metrics = models.JSONField(default=dict)
+    enabled = models.BooleanField(
+        default=False, help_text="Labels new sessions; only with held-out accuracy >= 88 %"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, help_text="Who trained it")
+
+    class Meta:
+        ordering = ["-version"]
+        verbose_name = "task classifier version"
+
+    def __str__(self) -> str:
+        return f"task classifier v{self.version} ({self.checksum[:12]})"
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.metrics.get("accuracy", 0.0))

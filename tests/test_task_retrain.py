@@ -1,0 +1,96 @@
+"""Retraining the task classifier on reviewers' corrections: at least 200 corrected samples,
+a version stored and audited, enabled only when its held-out accuracy reaches 88 %."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from reviewer.analytics import task_models
+from reviewer.lifecycle import task_types
+from reviewer.models import AuditRecord, ReviewSession, TaskClassifierVersion, TaskCorrection
+from tests.session_factory import make_session
+
+pytestmark = pytest.mark.django_db
+
+ASKS = {
+    "deterministic": "Look up the tariff code of shipment {n} in the customs ledger.",
+    "open": "Write a warm welcome letter to new member number {n} of the club.",
+    "reasoning": "Work out step by step whether route {n} is cheaper than the ferry.",
+}
+
+
+def corrections(owner, count: int, scrambled: bool = False) -> None:
+    """`count` sessions a reviewer labelled; scrambled: with labels that ignore the text."""
+    labels = list(ASKS)
+    for n in range(count):
+        label = labels[n % 3]
+        text = ASKS[labels[(n // 3) % 3] if scrambled else label].format(n=n)
+        session = make_session(
+            owner, ReviewSession.COMPLETED, task_type="open", task_source="classifier"
+        )
+        ReviewSession.objects.filter(pk=session.pk).update(input_text=text)
+        TaskCorrection.objects.create(session=session, given="open", corrected=label)
+
+
+def retrain(*args: str) -> str:
+    out = io.StringIO()
+    call_command("retrain_task_classifier", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_refuses_to_retrain_on_fewer_than_200_corrected_samples(alice):
+    corrections(alice, 199)
+    with pytest.raises(CommandError, match="199 corrected samples; retraining needs at least 200"):
+        retrain("--enable")
+    assert not TaskClassifierVersion.objects.exists()
+
+
+def test_it_enables_a_version_that_reaches_88_percent_and_audits_it(alice):
+    corrections(alice, 200)
+    printed = retrain("--enable")
+    version = TaskClassifierVersion.objects.get()
+    assert version.enabled and version.accuracy >= task_models.TARGET_ACCURACY
+    assert version.metrics["corrected_examples"] == 200
+    assert "enabled: new sessions are labelled by v1" in printed
+    actions = AuditRecord.objects.filter(session=None).values_list("action", flat=True)
+    assert list(actions.order_by("id")) == ["task_classifier_trained", "task_classifier_enabled"]
+    assert task_types.classifier() is task_models.active_classifier()
+    assert len(task_models.training_examples()) == len(task_types.load_examples()) + 200
+
+
+def test_it_keeps_a_version_below_88_percent_disabled(alice):
+    corrections(alice, 240, scrambled=True)
+    with pytest.raises(CommandError, match="below the 88% target; it stays disabled"):
+        retrain("--enable")
+    version = TaskClassifierVersion.objects.get()
+    assert not version.enabled and version.accuracy < task_models.TARGET_ACCURACY
+    assert task_models.active_classifier() is None  # new sessions keep the shipped classifier
+    assert not AuditRecord.objects.filter(action="task_classifier_enabled").exists()
+
+
+def test_without_enable_it_stores_a_disabled_version(alice):
+    corrections(alice, 200)
+    assert "disabled: run again with --enable" in retrain()
+    assert not TaskClassifierVersion.objects.get().enabled
+
+
+def test_the_admin_refuses_to_enable_a_version_below_the_target(admin_user):
+    examples = task_types.load_examples()
+    low = task_models.store_version(examples, {"accuracy": 0.8}, "test")
+    good = task_models.store_version(examples, {"accuracy": 0.9}, "test")
+    client = Client()
+    client.force_login(admin_user)
+    url = "/admin/reviewer/taskclassifierversion/"
+    assert client.get(url).status_code == 200
+    for version in (low, good):
+        body = {"action": "enable", "_selected_action": [version.pk]}
+        client.post(url, body, follow=True)
+    low.refresh_from_db()
+    good.refresh_from_db()
+    assert not low.enabled and good.enabled
+    enabled = AuditRecord.objects.get(action="task_classifier_enabled")
+    assert (enabled.actor, enabled.payload["version"]) == ("root", good.version)
