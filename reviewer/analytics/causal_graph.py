@@ -133,6 +133,8 @@ def policy_node(facts: Facts) -> dict[str, Any] | None:
     node = {"id": "policy", "type": "policy", "name": decision.get("policy", "")}
     node.update(kind=decision.get("kind", ""), reason=decision.get("reason", ""))
     node["outcome"] = outcome(facts.subject, budget)
+    if isinstance(evidence, dict):  # what the reason is filled from, in the reader's language
+        node["evidence"] = {k: v for k, v in evidence.items() if k not in ("signals", "budget")}
     if budget:
         node["budget"] = budget
     return node
