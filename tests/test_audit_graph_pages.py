@@ -35,10 +35,9 @@ def get(client, user, name: str, session, language: str = "en"):
 def test_it_says_why_it_paused_here_in_english(client, alice, paused):
     page = get(client, alice, "audit-graphs", paused).content.decode()
     assert (
-        "It paused here because Unsure fired: Top-1 probability 0.08 is below 0.35, after"
-        " top-1 probability 0.08, below 0.35 and entropy 4.02 nats, above the session&#x27;s"
-        " usual 1.03." in page
-    )
+        "It paused here because Unsure fired: Top-1 probability 0.08 is below 0.35, after entropy"
+        " of 4.02 nats (above the session&#x27;s usual range, up to 1.03)." in page
+    )  # the top-1 reading the reason states already is not said twice
     assert page.count('class="node node-') == 4  # two readings, the policy, the pause
     assert "<svg" in page and 'marker-end="url(#arrow-' in page
 
@@ -46,7 +45,7 @@ def test_it_says_why_it_paused_here_in_english(client, alice, paused):
 def test_it_says_why_it_paused_here_in_chinese(client, alice, paused, compiled_catalogs):
     page = get(client, alice, "audit-graphs", paused, "zh-hans").content.decode()
     assert "在此暂停，因为“不确定”触发" in page
-    assert "熵 4.02 奈特，高于本会话通常的 1.03" in page
+    assert "此前熵 4.02 奈特（超出本会话通常范围的上限 1.03）。" in page
 
 
 def test_it_exports_the_graphs_as_w3c_prov_json(client, alice, paused):

@@ -23,10 +23,10 @@ SUBJECTS = {
     "failure": gettext_lazy("Failed at token %(position)s"),
 }
 READINGS = {
-    "entropy": gettext_lazy("entropy %(value)s nats, above the session's usual %(line)s"),
-    "top1": gettext_lazy("top-1 probability %(value)s, below %(line)s"),
-    "similarity": gettext_lazy("similarity to the prompt %(value)s, below %(line)s"),
-    "case_attention": gettext_lazy("attention on the case text %(value)s, below %(line)s"),
+    "entropy": gettext_lazy("entropy of %(value)s nats (above the session's usual range, up to %(line)s)"),
+    "top1": gettext_lazy("top-1 probability of %(value)s (below %(line)s)"),
+    "similarity": gettext_lazy("similarity to the prompt of %(value)s (below %(line)s)"),
+    "case_attention": gettext_lazy("attention on the case text of %(value)s (below %(line)s)"),
     "head_dispersion": gettext_lazy("attention heads looking apart (%(value)s, over %(line)s)"),
 }
 READING_LABELS = {
@@ -136,9 +136,13 @@ def budget_detail(budget: dict[str, Any], names: dict[str, str]) -> str:
 
 
 def ranked_readings(graph: dict[str, Any]) -> list[dict[str, Any]]:
-    """Readings that informed the policy first, then those that only preceded it."""
+    """Readings that informed the policy first, then those that only preceded it; not the
+    one the policy's reason states already (what it read at the very step it fired)."""
     informed = {e["from"] for e in graph.get("edges", []) if e["relation"] == "informed"}
-    readings = by_type(graph, "reading")
+    at = graph.get("position")
+    readings = [
+        n for n in by_type(graph, "reading") if not (n["id"] in informed and n["position"] == at)
+    ]
     return sorted(readings, key=lambda n: n["id"] not in informed)
 
 
@@ -178,7 +182,9 @@ def label(node: dict[str, Any], names: dict[str, str]) -> tuple[str, str]:
     if kind == "subject":
         return str(SUBJECTS[node["subject"]]) % {"position": node["position"]}, ""
     if kind == "outside":
-        return str(OUTSIDE_LABELS.get(node["event"], node["event"])), outside_phrase(node)
+        detail = node.get("detail") or {}
+        second = detail.get("lost_worker") or (f"{detail['ms']} ms" if "ms" in detail else "")
+        return str(OUTSIDE_LABELS.get(node["event"], node["event"])), str(second)
     if kind == "request":
         return str(AUDIT_ACTIONS["pause_requested"]), actor_name(node["actor"])
     action = str(AUDIT_ACTIONS.get(node["action"], node["action"]))
