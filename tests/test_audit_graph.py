@@ -113,7 +113,10 @@ def test_it_draws_no_entropy_reading_when_the_entropy_stayed_in_the_sessions_ran
 
 def test_it_explains_a_pause_the_budget_held_back(alice):
     session = running(alice)
-    budget = {"rule": "min_distance", "detail": "4 tokens after the last pause; the budget asks for 20"}
+    budget = {
+        "rule": "min_distance",
+        "detail": "4 tokens after the last pause; the budget asks for 20",
+    }
     flag = {
         "position": 18, "policy": "Unsure", "kind": "low_confidence", "action": "flag",
         "reason": "Top-1 probability 0.08 is below 0.35 (not paused: 4 tokens after ...)",
@@ -184,7 +187,10 @@ def test_it_names_an_edited_graph_by_its_pause(alice):
     pause = policy_pause(session)
     call_command("verify_audit")
     graph = graph_of(pause=pause)
-    forged = {**graph.graph, "nodes": [n for n in graph.graph["nodes"] if n["id"] != "reading:entropy"]}
+    forged = {
+        **graph.graph,
+        "nodes": [n for n in graph.graph["nodes"] if n["id"] != "reading:entropy"],
+    }
     AuditGraph.objects.filter(pk=graph.pk).update(graph=forged, digest=audit_graph.digest(forged))
     with pytest.raises(CommandError, match=f"audit graph of pause {pause.pk} .* was altered"):
         call_command("verify_audit")

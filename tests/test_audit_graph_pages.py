@@ -86,7 +86,10 @@ def test_it_shows_another_reviewers_graphs_to_nobody_else(client, bob, paused):
 
 
 def test_it_says_a_budget_held_the_pause_back(client, alice, paused, compiled_catalogs):
-    budget = {"rule": "budget", "detail": "over the pause budget, 4 tokens after the last pause; the budget asks for 20"}
+    budget = {
+        "rule": "budget",
+        "detail": "over the pause budget, 4 tokens after the last pause; the budget asks for 20",
+    }
     flag = {
         "position": 18, "policy": "Unsure", "kind": "low_confidence", "action": "flag",
         "reason": "Top-1 probability 0.08 is below 0.35 (not paused: over the pause budget)",

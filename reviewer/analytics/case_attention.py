@@ -20,9 +20,7 @@ def case_positions(session: ReviewSession) -> frozenset[int] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _positions(
-    prompt_ids: tuple[int, ...], system_prompt: str, text: str
-) -> frozenset[int] | None:
+def _positions(prompt_ids: tuple[int, ...], system_prompt: str, text: str) -> frozenset[int] | None:
     from inference.prompt import user_text_spans
     from reviewer.web.tokenizer import tokenizer  # loads a tokenizer: only when asked
 

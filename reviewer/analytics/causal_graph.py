@@ -104,7 +104,7 @@ def build(facts: Facts) -> dict[str, Any]:
 
 
 def subject_node(facts: Facts) -> dict[str, Any]:
-    node = {"id": "subject", "type": "subject", "subject": facts.subject}
+    node: dict[str, Any] = {"id": "subject", "type": "subject", "subject": facts.subject}
     node.update(position=facts.position, time=facts.time)
     if facts.subject == "pause" and facts.decision.get("kind") == "manual":
         node["manual"] = True
@@ -130,7 +130,7 @@ def policy_node(facts: Facts) -> dict[str, Any] | None:
         return None
     evidence = decision.get("evidence") or {}
     budget = evidence.get("budget") if isinstance(evidence, dict) else None
-    node = {"id": "policy", "type": "policy", "name": decision.get("policy", "")}
+    node: dict[str, Any] = {"id": "policy", "type": "policy", "name": decision.get("policy", "")}
     node.update(kind=decision.get("kind", ""), reason=decision.get("reason", ""))
     node["outcome"] = outcome(facts.subject, budget)
     if isinstance(evidence, dict):  # what the reason is filled from, in the reader's language
@@ -156,14 +156,14 @@ def outside_events(facts: Facts) -> list[Happening]:
 
 def outside_node(index: int, happening: Happening) -> dict[str, Any]:
     kind = "request" if happening.kind == "pause_requested" else "outside"
-    node = {"id": f"before:{index}", "type": kind, "event": happening.kind}
+    node: dict[str, Any] = {"id": f"before:{index}", "type": kind, "event": happening.kind}
     node.update(actor=happening.actor, time=happening.time, detail=happening.detail)
     return node
 
 
 def action_node(index: int, happening: Happening) -> dict[str, Any]:
     kind = "decision" if happening.kind in DECISIONS else "action"
-    node = {"id": f"after:{index}", "type": kind, "action": happening.kind}
+    node: dict[str, Any] = {"id": f"after:{index}", "type": kind, "action": happening.kind}
     node.update(actor=happening.actor, time=happening.time, detail=happening.detail)
     return node
 
@@ -240,7 +240,12 @@ def reading(
     mean: float | None = None,
     sd: float | None = None,
 ) -> dict[str, Any]:
-    node = {"id": f"reading:{signal}", "type": "reading", "signal": signal, "position": position}
+    node: dict[str, Any] = {
+        "id": f"reading:{signal}",
+        "type": "reading",
+        "signal": signal,
+        "position": position,
+    }
     node.update(token=text, value=round(value, 4), line=round(line, 4))
     node["direction"] = "above" if signal in ("entropy", "head_dispersion") else "below"
     if mean is not None and sd is not None:

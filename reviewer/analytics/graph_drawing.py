@@ -76,7 +76,11 @@ def lane_path(source: dict[str, Any], target: dict[str, Any], height: int) -> st
     offset = LANE / 2 if forward else LANE / 4  # a back arrow on a lane of its own
     lane = MARGIN + offset if up else height - MARGIN - offset
     x1 = source["x"] + source["w"] if forward else source["x"] + source["w"] / 2
-    y1 = source["y"] + source["h"] / 2 if forward else (source["y"] if up else source["y"] + source["h"])
+    y1 = (
+        source["y"] + source["h"] / 2
+        if forward
+        else (source["y"] if up else source["y"] + source["h"])
+    )
     x2 = target["x"] + target["w"] / 2
     y2 = target["y"] if up else target["y"] + target["h"]
     bend, turn = (16, -16) if forward else (0, 16)
@@ -88,7 +92,7 @@ def lane_path(source: dict[str, Any], target: dict[str, Any], height: int) -> st
 
 def fit(text: str, units: int = TEXT_UNITS) -> str:
     """``text`` cut to what a box holds, with an ellipsis when cut."""
-    used, kept = 0, []
+    used, kept = 0, list[str]()
     for char in text:
         used += 2 if unicodedata.east_asian_width(char) in "WF" else 1
         if used > units:

@@ -23,7 +23,9 @@ SUBJECTS = {
     "failure": gettext_lazy("Failed at token %(position)s"),
 }
 READINGS = {
-    "entropy": gettext_lazy("entropy of %(value)s nats (above the session's usual range, up to %(line)s)"),
+    "entropy": gettext_lazy(
+        "entropy of %(value)s nats (above the session's usual range, up to %(line)s)"
+    ),
     "top1": gettext_lazy("top-1 probability of %(value)s (below %(line)s)"),
     "similarity": gettext_lazy("similarity to the prompt of %(value)s (below %(line)s)"),
     "case_attention": gettext_lazy("attention on the case text of %(value)s (below %(line)s)"),
@@ -102,7 +104,9 @@ def headline(graph: dict[str, Any], names: dict[str, str]) -> str:
     if policy["outcome"] == "suppressed":
         values["budget"] = budget_detail(policy.get("budget") or {}, names)
         return (
-            _("It did not pause here: %(policy)s fired (%(reason)s), but the pause budget held it back (%(budget)s)")
+            _(
+                "It did not pause here: %(policy)s fired (%(reason)s), but the pause budget held it back (%(budget)s)"
+            )
             % values
         )
     templates = {

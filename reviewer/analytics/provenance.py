@@ -90,10 +90,16 @@ class Document:
 def prov(session: ReviewSession) -> dict[str, Any]:
     doc = Document(session)
     engine = doc.node(
-        "agent", "s:engine", **{"prov:type": "prov:SoftwareAgent", "caesura:model": session.model_name}
+        "agent",
+        "s:engine",
+        **{"prov:type": "prov:SoftwareAgent", "caesura:model": session.model_name},
     )
-    doc.node("entity", "s:case", **{"prov:type": "caesura:CaseText", "prov:value": session.input_text})
-    doc.node("entity", "s:text", **{"prov:type": "caesura:GeneratedText", "prov:value": session.text})
+    doc.node(
+        "entity", "s:case", **{"prov:type": "caesura:CaseText", "prov:value": session.input_text}
+    )
+    doc.node(
+        "entity", "s:text", **{"prov:type": "caesura:GeneratedText", "prov:value": session.text}
+    )
     for row in graphs_of(session):
         add_graph(doc, row, engine)
     return {key: value for key, value in doc.body.items() if value}
@@ -168,7 +174,9 @@ def add_event(doc: Document, node: dict[str, Any], at: str, engine: str) -> str:
     doc.relate("wasAssociatedWith", **{"prov:activity": ident, "prov:agent": agent})
     edited = node.get("detail", {}).get("text_after")
     if node["type"] == "action" and edited is not None:
-        text = doc.node("entity", ident + "/text", **{"prov:type": "caesura:EditedText", "prov:value": edited})
+        text = doc.node(
+            "entity", ident + "/text", **{"prov:type": "caesura:EditedText", "prov:value": edited}
+        )
         doc.relate("wasGeneratedBy", **{"prov:entity": text, "prov:activity": ident})
         doc.relate("wasDerivedFrom", **{"prov:generatedEntity": text, "prov:usedEntity": "s:text"})
     return ident

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Set as AbstractSet
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from django.db.models import Q
@@ -189,7 +190,11 @@ def apply_event(
         del by_position[p]
     for i, token in enumerate(payload.get("tokens") or [], cut):
         by_position[i] = Step(
-            i, token.get("text", ""), token.get("top1"), token.get("entropy"), token.get("similarity")
+            i,
+            token.get("text", ""),
+            token.get("top1"),
+            token.get("entropy"),
+            token.get("similarity"),
         )
 
 
@@ -216,9 +221,7 @@ def before(session: ReviewSession, record: AuditRecord, manual: bool) -> list[Ha
     previous = records.filter(action="paused").order_by("-id").first()
     since = previous.pk if previous is not None else 0
     kinds = OUTSIDE | ({"pause_requested"} if manual else set())
-    found = [
-        happening(r) for r in records.filter(id__gt=since, action__in=kinds).order_by("id")
-    ]
+    found = [happening(r) for r in records.filter(id__gt=since, action__in=kinds).order_by("id")]
     start = previous.created_at if previous is not None else session.created_at
     slow = SessionEvent.objects.filter(
         session=session, type="snapshot", created_at__gte=start, created_at__lte=record.created_at
@@ -263,13 +266,12 @@ def tampered() -> list[str]:
         latest[int(record.payload.get("graph", 0))] = record
     problems = []
     for row in AuditGraph.objects.select_related("pause").order_by("id").iterator():
-        record = latest.pop(row.pk, None)
-        if record is None:
+        held = latest.pop(row.pk, None)
+        if held is None:
             problems.append(f"{describe_row(row)}: the chain holds no digest for it")
-        elif digest(row.graph) != record.payload.get("digest"):
+        elif digest(row.graph) != held.payload.get("digest"):
             problems.append(
-                f"{describe_row(row)} was altered: it does not match the digest in"
-                f" record {record.pk}"
+                f"{describe_row(row)} was altered: it does not match the digest in record {held.pk}"
             )
     for graph_id, record in latest.items():
         problems.append(f"{describe_payload(record)} is missing (graph {graph_id})")

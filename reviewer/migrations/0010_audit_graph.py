@@ -5,28 +5,77 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reviewer', '0009_review_floor'),
+        ("reviewer", "0009_review_floor"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditGraph',
+            name="AuditGraph",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject', models.CharField(choices=[('pause', 'pause'), ('rollback', 'rollback'), ('flag', 'flag'), ('failure', 'failure')], max_length=10)),
-                ('position', models.PositiveIntegerField(help_text='Generated tokens when it happened')),
-                ('graph', models.JSONField(default=dict)),
-                ('digest', models.CharField(help_text='SHA-256 of the graph as hashed', max_length=64)),
-                ('complete', models.BooleanField(default=False, help_text="The reviewer's actions that followed are in it")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('pause', models.OneToOneField(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='audit_graph', to='reviewer.pauseevent')),
-                ('record', models.OneToOneField(help_text="The chain's record of what the graph explains (paused, flagged, ...)", on_delete=django.db.models.deletion.PROTECT, related_name='graph', to='reviewer.auditrecord')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_graphs', to='reviewer.reviewsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "subject",
+                    models.CharField(
+                        choices=[
+                            ("pause", "pause"),
+                            ("rollback", "rollback"),
+                            ("flag", "flag"),
+                            ("failure", "failure"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(help_text="Generated tokens when it happened"),
+                ),
+                ("graph", models.JSONField(default=dict)),
+                (
+                    "digest",
+                    models.CharField(help_text="SHA-256 of the graph as hashed", max_length=64),
+                ),
+                (
+                    "complete",
+                    models.BooleanField(
+                        default=False, help_text="The reviewer's actions that followed are in it"
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "pause",
+                    models.OneToOneField(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_graph",
+                        to="reviewer.pauseevent",
+                    ),
+                ),
+                (
+                    "record",
+                    models.OneToOneField(
+                        help_text="The chain's record of what the graph explains (paused, flagged, ...)",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="graph",
+                        to="reviewer.auditrecord",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit_graphs",
+                        to="reviewer.reviewsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['record_id'],
+                "ordering": ["record_id"],
             },
         ),
     ]

@@ -27,7 +27,12 @@ class AuditGraph(models.Model):
     stored records, kept with its digest. Each version is hashed into the chain by an
     ``audit_graph`` record naming this row, so an edited graph no longer matches it."""
 
-    SUBJECTS = [("pause", "pause"), ("rollback", "rollback"), ("flag", "flag"), ("failure", "failure")]
+    SUBJECTS = [
+        ("pause", "pause"),
+        ("rollback", "rollback"),
+        ("flag", "flag"),
+        ("failure", "failure"),
+    ]
 
     session = models.ForeignKey(
         "reviewer.ReviewSession", on_delete=models.CASCADE, related_name="audit_graphs"
