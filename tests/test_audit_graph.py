@@ -129,6 +129,9 @@ def test_it_explains_a_pause_the_budget_held_back(alice):
     assert policy["outcome"] == "suppressed" and policy["budget"] == budget
     assert ("policy", "subject", "suppressed") in edges(graph)
     assert ("reading:entropy", "subject", "preceded") in edges(graph)  # the spike at 17
+    top1 = nodes(graph)["reading:top1"]  # what the policy read where it fired, from its evidence
+    assert (top1["position"], top1["value"]) == (18, 0.08)
+    assert ("reading:top1", "policy", "informed") in edges(graph)
 
 
 def test_it_shows_a_lost_worker_before_the_pause_that_followed(alice, monkeypatch):

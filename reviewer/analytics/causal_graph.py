@@ -17,7 +17,7 @@ from typing import Any
 VERSION = 1
 WINDOW = 8  # the steps before the event whose readings may have led to it
 MIN_HISTORY = 8  # steps a session needs before its own mean and spread mean anything
-HISTORY = 256  # the running statistics look back this far at most
+HISTORY = 64  # the running statistics look back this far at most
 SIGMAS = 2.0
 TOP1_LINE = 0.1  # without a low-confidence policy: the model weighs ten or more words
 DISPERSION_LINE = 0.5  # heads at the pause look at mostly different places
@@ -173,12 +173,15 @@ def action_node(index: int, happening: Happening) -> dict[str, Any]:
 
 def crossed_readings(facts: Facts) -> list[dict[str, Any]]:
     """One node per reading that crossed its line in the window: the step that crossed it
-    furthest, and how many steps of the window crossed it."""
+    furthest (or where the policy that reads it fired), and how many steps crossed it."""
     steps = list(facts.steps)
     window = [s for s in steps if facts.position - WINDOW <= s.position <= facts.position]
+    reads = READS.get(str(facts.decision.get("kind", "")), set())
     found = []
     for signal in ("entropy", "top1", "similarity", "case_attention"):
-        node = crossed(signal, steps, window, facts.lines.get(signal))
+        # What the policy read where it fired is the reading that informed it.
+        at = facts.position if signal in reads else None
+        node = crossed(signal, steps, window, facts.lines.get(signal), at)
         if node is not None:
             found.append(node)
     dispersion = head_dispersion(facts.heads)
@@ -188,7 +191,7 @@ def crossed_readings(facts: Facts) -> list[dict[str, Any]]:
 
 
 def crossed(
-    signal: str, steps: list[Step], window: list[Step], fixed: float | None
+    signal: str, steps: list[Step], window: list[Step], fixed: float | None, at: int | None
 ) -> dict[str, Any] | None:
     worst: tuple[float, dict[str, Any]] | None = None
     count = 0
@@ -204,6 +207,8 @@ def crossed(
         if excess <= 0:
             continue
         count += 1
+        if step.position == at:
+            excess = math.inf
         if worst is None or excess > worst[0]:
             node = reading(signal, step.position, step.text, value, limit, mean, sd)
             worst = excess, node

@@ -13,6 +13,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from inference.policies.signal_based import distinct
 from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name
 from reviewer.web.ui_text import filled_reason
 
@@ -162,7 +163,9 @@ def outside_phrase(node: dict[str, Any]) -> str:
 
 
 def shown(node: dict[str, Any]) -> dict[str, str]:
-    return {"value": f"{node['value']:.2f}", "line": f"{node['line']:.2f}"}
+    """Two decimals, or as many more as it takes to tell the value from its line."""
+    value, line = distinct(float(node["value"]), float(node["line"]))
+    return {"value": value, "line": line}
 
 
 def joined(parts: list[str]) -> str:

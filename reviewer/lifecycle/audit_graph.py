@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from django.db.models import Q
-
 from reviewer.analytics.causal_graph import (
     CLOSING,
+    HISTORY,
     SLOW_STORE_MS,
+    WINDOW,
     Facts,
     Happening,
     Step,
@@ -118,7 +118,7 @@ def facts(row: AuditGraph, through: int, complete: bool) -> Facts:
         position=row.position,
         time=record.created_at.isoformat(),
         decision=decision,
-        steps=[*steps(session, row.position, through), *next_token(row.position, decision)],
+        steps=with_decided(steps(session, row.position, through), row.position, decision),
         heads=heads,
         lines=lines(session.policy_specs),
         before=before(session, record, manual=decision.get("kind") == "manual"),
@@ -142,14 +142,23 @@ def subject_decision(row: AuditGraph) -> tuple[dict[str, Any], list[list[float]]
     return {}, [], str(payload.get("error", ""))
 
 
-def next_token(position: int, decision: dict[str, Any]) -> list[Step]:
-    """At a pause, the distribution of the token not drawn yet: what a policy that looks
-    before a token read."""
-    signals = (decision.get("evidence") or {}).get("signals")
-    if not isinstance(signals, dict) or decision.get("action") != "pause":
+def with_decided(found: list[Step], position: int, decision: dict[str, Any]) -> list[Step]:
+    decided = decided_step(position, decision)
+    if not decided:
+        return found
+    return [*(s for s in found if s.position != position), *decided]
+
+
+def decided_step(position: int, decision: dict[str, Any]) -> list[Step]:
+    """The step the policy decided at, as its evidence says: at a pause the distribution of the
+    token not drawn yet; at a flag or rollback the top-1 or entropy the policy read."""
+    evidence: dict[str, Any] = decision.get("evidence") or {}
+    signals: dict[str, Any] = evidence.get("signals") or evidence
+    top1, entropy = signals.get("top1_prob"), signals.get("entropy")
+    if not isinstance(top1, float | int) and not isinstance(entropy, float | int):
         return []
     best = (signals.get("alternatives") or [{}])[0].get("text", "")
-    return [Step(position, best, signals.get("top1_prob"), signals.get("entropy"))]
+    return [Step(position, best, top1, entropy)]
 
 
 def lines(specs: Iterable[dict[str, Any]]) -> dict[str, float]:
@@ -170,11 +179,20 @@ def steps(session: ReviewSession, position: int, through: int) -> list[Step]:
     from reviewer.analytics.case_attention import case_positions
 
     case = case_positions(session)
-    earliest = position - 300
-    events = SessionEvent.objects.filter(session=session, seq__lte=through, type__in=STEP_EVENTS)
-    events = events.filter(~Q(type="token") | Q(payload__position__gte=earliest))
+    earliest = position - HISTORY - WINDOW
+    events = SessionEvent.objects.filter(session=session, seq__lte=through)
+    tokens = events.filter(type="token", payload__position__gte=earliest)
+    # Only the keys a reading needs: a token's attention row is left out unless it is read.
+    keys = ["payload__position", "payload__text", "payload__entropy", "payload__similarity"]
+    keys += ["payload__alternatives__0__prob"] + (["payload__attention"] if case else [])
+    rows: list[tuple[int, str, dict[str, Any]]] = [
+        (seq, "token", dict(zip(TOKEN_KEYS, values, strict=False)))
+        for seq, *values in tokens.values_list("seq", *keys)
+    ]
+    others = events.filter(type__in=STEP_EVENTS).exclude(type="token")
+    rows += list(others.values_list("seq", "type", "payload"))
     by_position: dict[int, Step] = {}
-    for kind, payload in events.order_by("seq").values_list("type", "payload"):
+    for _, kind, payload in sorted(rows, key=lambda row: row[0]):
         apply_event(by_position, kind, payload, case)
     return [by_position[p] for p in sorted(by_position) if p <= position]
 
@@ -198,16 +216,18 @@ def apply_event(
         )
 
 
+TOKEN_KEYS = ("position", "text", "entropy", "similarity", "top1", "attention")
+
+
 def token_step(payload: dict[str, Any], case: AbstractSet[int] | None) -> Step:
-    alternatives = payload.get("alternatives") or [{}]
     row = payload.get("attention") or []
     share = None
     if case and row:
         share = sum(float(v or 0.0) for i, v in enumerate(row) if i in case)
     return Step(
         position=payload["position"],
-        text=payload.get("text", ""),
-        top1=alternatives[0].get("prob"),
+        text=payload.get("text") or "",
+        top1=payload.get("top1"),
         entropy=payload.get("entropy"),
         similarity=payload.get("similarity"),
         case_attention=share,
