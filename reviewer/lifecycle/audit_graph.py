@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from django.db import transaction
+
 from reviewer.analytics.causal_graph import (
     CLOSING,
     HISTORY,
@@ -82,29 +84,53 @@ def refresh(row: AuditGraph, complete: bool) -> AuditGraph:
 
 def complete_open(session: ReviewSession) -> None:
     """The session ran on or was decided: the stories of its open graphs have ended."""
-    for row in AuditGraph.objects.filter(session=session, complete=False).select_related(
-        "record", "pause"
-    ):
-        refresh(row, complete=True)
+    with transaction.atomic():
+        lock(session.pk)
+        rows = AuditGraph.objects.filter(session=session, complete=False)
+        for row in rows.select_related("record", "pause"):
+            refresh(row, complete=True)
 
 
-def refresh_pause(pause_id: int) -> None:
-    row = AuditGraph.objects.filter(pause_id=pause_id, complete=False).first()
-    if row is not None:
-        refresh(row, complete=False)
+def refresh_pause(session_id: int, pause_id: int) -> None:
+    """The pause's attention per head was read after it: its graph gains their dispersion,
+    unless a resume or a decision completed it meanwhile."""
+    with transaction.atomic():
+        lock(session_id)
+        row = AuditGraph.objects.filter(pause_id=pause_id, complete=False).first()
+        if row is not None:
+            refresh(row, complete=False)
+
+
+def lock(session_id: int) -> None:
+    """The session's row first, as every writer of its chain records takes it: two rebuilds of
+    one graph (a pause's details, a resume) then never interleave."""
+    sessions = ReviewSession.objects.select_for_update(no_key=True).filter(pk=session_id)
+    sessions.values_list("pk", flat=True).first()
 
 
 def keep(row: AuditGraph, complete: bool) -> AuditGraph:
-    through = int(row.graph.get("events_through", 0))
+    through = first_built_through(row)
     graph = build(facts(row, through, complete))
     row.graph, row.complete = {**graph, "events_through": through}, complete
     row.digest = digest(row.graph)
     row.save()
     pause = row.pause_id
     payload = {"graph": row.pk, "subject": row.subject, "pause": pause, "record": row.record_id}
-    payload.update(position=row.position, digest=row.digest, complete=complete)
+    payload.update(position=row.position, events_through=through)
+    payload.update(digest=row.digest, complete=complete)
     audit.append(ACTION, "engine", row.session, payload)
     return row
+
+
+def first_built_through(row: AuditGraph) -> int:
+    """The last event the graph's first version read, as the chain holds it (not as the row
+    says: a row may have been edited)."""
+    if row.pk is None:
+        return int(row.graph["events_through"])
+    first = AuditRecord.objects.filter(action=ACTION, payload__graph=row.pk).order_by("id").first()
+    if first is not None and "events_through" in first.payload:
+        return int(first.payload["events_through"])
+    return int(row.graph.get("events_through", 0))
 
 
 # --- the facts, from the records ---------------------------------------------------------

@@ -266,7 +266,7 @@ def record_pause_detail(session_id: int, kind: str, detail: Mapping[str, Any]) -
         if kind == events.PAUSE_ATTENTION:
             pause = PauseEvent.objects.filter(pk=detail["pause_id"], session_id=session_id)
             pause.update(attention=detail["attention"])
-            audit_graph.refresh_pause(detail["pause_id"])  # its heads' dispersion
+            audit_graph.refresh_pause(session_id, detail["pause_id"])  # its heads' dispersion
         events.emit(session_id, kind, detail)
 
 
