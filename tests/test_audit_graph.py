@@ -217,3 +217,16 @@ def test_it_notices_a_deleted_graph(alice):
     AuditGraph.objects.filter(pause=pause).delete()
     with pytest.raises(CommandError, match=f"pause {pause.pk} .* is missing"):
         call_command("verify_audit")
+
+
+def test_it_builds_a_graph_again_from_the_records_never_from_an_edited_graph(alice, monkeypatch):
+    stub_worker(monkeypatch)
+    session = running(alice)
+    pause = policy_pause(session)
+    graph = graph_of(pause=pause)
+    forged = {**graph.graph, "events_through": 0, "nodes": []}
+    AuditGraph.objects.filter(pk=graph.pk).update(graph=forged)
+    lifecycle.resume(alice, session.pk)  # completes the graph: built again, hashed again
+    graph.refresh_from_db()
+    assert "reading:entropy" in nodes(graph) and graph.graph["events_through"] > 0
+    call_command("verify_audit")  # the forged version was never hashed into the chain
