@@ -144,8 +144,9 @@ def actor_name(actor: str) -> str:
 
 def timeline(session: ReviewSession) -> list[dict[str, Any]]:
     teller = Teller(session)
-    records = AuditRecord.objects.filter(session=session).order_by("id")
-    return [teller.entry(record) for record in records]
+    # A graph's digest is bookkeeping of the chain: the graphs have a page of their own.
+    records = AuditRecord.objects.filter(session=session).exclude(action="audit_graph")
+    return [teller.entry(record) for record in records.order_by("id")]
 
 
 DECISIONS = ("approve", "reject", "cancel")

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from reviewer import events
 from reviewer.analytics import metrics
-from reviewer.lifecycle import audit, gateway
+from reviewer.lifecycle import audit, audit_graph, gateway
 from reviewer.lifecycle.record import StoredRecord
 from reviewer.lifecycle.transitions import (
     S,
@@ -122,15 +122,19 @@ def store_record(session: ReviewSession, record: StoredRecord) -> None:
 
 
 def record_flag(session: ReviewSession, flag: events.Flag) -> None:
-    audit.append("flagged", "engine", session, flag)
-    events.emit(session.pk, events.FLAG, flag)
+    with transaction.atomic():
+        record = audit.append("flagged", "engine", session, flag)
+        audit_graph.explain(session, "flag", record, flag["position"])
+        events.emit(session.pk, events.FLAG, flag)
 
 
 def record_rollback(session: ReviewSession, rollback: events.Rollback) -> None:
     metrics.rollback("engine")
     # The audit record keeps the engine event's own name in it, as it always has.
-    audit.append("rolled_back", "engine", session, {"type": "rollback", **rollback})
-    events.emit(session.pk, events.ROLLBACK, rollback)
+    with transaction.atomic():
+        record = audit.append("rolled_back", "engine", session, {"type": "rollback", **rollback})
+        audit_graph.explain(session, "rollback", record, rollback["removed_from"])
+        events.emit(session.pk, events.ROLLBACK, rollback)
 
 
 # --- the end of a segment ----------------------------------------------------------------
@@ -187,7 +191,9 @@ def record_pause(
         )
         metrics.pause_recorded(record.kind, record.latency_ms)
         paused = {"trigger": record.trigger, "reason": record.reason, "position": record.position}
-        audit.append("paused", "engine", session, paused)
+        told = audit.append("paused", "engine", session, paused)
+        audit_graph.complete_open(session)  # the flags and rollbacks before it
+        audit_graph.explain(session, "pause", told, record.position, pause=record)
         set_status(session, S.PAUSED)
         events.emit(session.pk, events.PAUSE, events.pause(pause, record.pk, record.latency_ms))
     return record
@@ -260,6 +266,7 @@ def record_pause_detail(session_id: int, kind: str, detail: Mapping[str, Any]) -
         if kind == events.PAUSE_ATTENTION:
             pause = PauseEvent.objects.filter(pk=detail["pause_id"], session_id=session_id)
             pause.update(attention=detail["attention"])
+            audit_graph.refresh_pause(session_id, detail["pause_id"])  # its heads' dispersion
         events.emit(session_id, kind, detail)
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from reviewer import events
 from reviewer.events import queue
-from reviewer.lifecycle import audit
+from reviewer.lifecycle import audit, audit_graph
 from reviewer.models import PauseEvent, ReviewSession, statuses
 from reviewer.web.arguments import CommandError
 from reviewer.worker import dispatch, liveness, pause_flags, vault
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 S = ReviewSession
+# The statuses that end the story of a session's open audit graphs: it runs again, or it was
+# decided (a failure keeps its own open: a reviewer may still resume it).
+STORY_ENDS = {S.RUNNING, S.COMPLETED, S.REJECTED, S.CANCELLED}
 
 QUEUE_UNREACHABLE = "The task queue (Redis) stayed out of reach, so no worker got the session; resume it to try again"
 
@@ -116,6 +119,8 @@ def set_status(session: ReviewSession, status: str) -> None:
     session.status = status
     session.waiting_since = waiting_since(session, current, status)
     session.save(update_fields=["status", "waiting_since", "updated_at"])
+    if status in STORY_ENDS:  # a resume or a decision: the reviewer's part is on record
+        audit_graph.complete_open(session)
     events.emit(session.pk, events.STATUS, events.status(status))
     queue.announce(session, "status")
 
@@ -170,7 +175,8 @@ def fail(session_id: int, error: str, segment: str | None = None) -> None:
             return
         session.error = error
         session.save(update_fields=["error"])
-        audit.append("failed", "engine", session, {"error": error})
+        failed = audit.append("failed", "engine", session, {"error": error})
+        audit_graph.explain(session, "failure", failed, len(session.generated_ids))
         finish(session, S.FAILED)
         events.emit(session.pk, events.ERROR, events.error(error))
 

@@ -1,7 +1,7 @@
 """What Caesura keeps in Postgres, by noun; the session's statuses and transitions are ``statuses``."""
 
 from reviewer.models.application import Application
-from reviewer.models.audit import ApiToken, AuditRecord
+from reviewer.models.audit import ApiToken, AuditGraph, AuditRecord
 from reviewer.models.domain import (
     Domain,
     Glossary,
@@ -25,6 +25,7 @@ from reviewer.models.task_classifier import TaskClassifierVersion, TaskCorrectio
 __all__ = [
     "ApiToken",
     "Application",
+    "AuditGraph",
     "AuditRecord",
     "CommandReceipt",
     "Domain",

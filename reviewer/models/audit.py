@@ -22,6 +22,43 @@ class AuditRecord(models.Model):
         ordering = ["id"]
 
 
+class AuditGraph(models.Model):
+    """Why a pause, a rollback, a flag or a failure happened: a small causal graph built from the
+    stored records, kept with its digest. Each version is hashed into the chain by an
+    ``audit_graph`` record naming this row, so an edited graph no longer matches it."""
+
+    SUBJECTS = [
+        ("pause", "pause"),
+        ("rollback", "rollback"),
+        ("flag", "flag"),
+        ("failure", "failure"),
+    ]
+
+    session = models.ForeignKey(
+        "reviewer.ReviewSession", on_delete=models.CASCADE, related_name="audit_graphs"
+    )
+    subject = models.CharField(max_length=10, choices=SUBJECTS)
+    pause = models.OneToOneField(
+        "reviewer.PauseEvent", on_delete=models.CASCADE, null=True, related_name="audit_graph"
+    )
+    record = models.OneToOneField(
+        AuditRecord,
+        on_delete=models.PROTECT,
+        related_name="graph",
+        help_text="The chain's record of what the graph explains (paused, flagged, ...)",
+    )
+    position = models.PositiveIntegerField(help_text="Generated tokens when it happened")
+    graph = models.JSONField(default=dict)
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the graph as hashed")
+    complete = models.BooleanField(
+        default=False, help_text="The reviewer's actions that followed are in it"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["record_id"]
+
+
 class ApiToken(models.Model):
     user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="api_token")
     key = models.CharField(max_length=64, unique=True)

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from reviewer.web import api, queue, views
+from reviewer.web import api, audit_pages, queue, views
 from reviewer.web.command_table import COMMANDS
 
 api_commands = [
@@ -16,6 +16,17 @@ urlpatterns = [
     path("queue/items/<int:session_id>", queue.queue_item, name="queue-item"),
     path("sessions/<int:session_id>/", views.session_page, name="session-page"),
     path("sessions/<int:session_id>/audit", views.session_audit, name="session-audit"),
+    path("sessions/<int:session_id>/audit/graphs", audit_pages.audit_graphs, name="audit-graphs"),
+    path(
+        "sessions/<int:session_id>/audit/graphs.json",
+        audit_pages.audit_graphs_json,
+        name="audit-graphs-json",
+    ),
+    path(
+        "sessions/<int:session_id>/audit/graphs.prov.json",
+        audit_pages.audit_graphs_prov,
+        name="audit-graphs-prov",
+    ),
     path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("api/sessions", api.sessions, name="api-sessions"),
