@@ -26,7 +26,7 @@ from reviewer.lifecycle.transitions import (
     locked,
     set_status,
 )
-from reviewer.models import Edit, PauseEvent, ReviewSession, statuses
+from reviewer.models import AuditRecord, Edit, PauseEvent, ReviewSession, statuses
 from reviewer.worker import dispatch, pause_flags
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,8 @@ def store_record(session: ReviewSession, record: StoredRecord) -> None:
 def record_flag(session: ReviewSession, flag: events.Flag) -> None:
     with transaction.atomic():
         record = audit.append("flagged", "engine", session, flag)
-        audit_graph.explain(session, "flag", record, flag["position"])
         events.emit(session.pk, events.FLAG, flag)
+    _explain(session, "flag", record, flag["position"])
 
 
 def record_rollback(session: ReviewSession, rollback: events.Rollback) -> None:
@@ -133,8 +133,26 @@ def record_rollback(session: ReviewSession, rollback: events.Rollback) -> None:
     # The audit record keeps the engine event's own name in it, as it always has.
     with transaction.atomic():
         record = audit.append("rolled_back", "engine", session, {"type": "rollback", **rollback})
-        audit_graph.explain(session, "rollback", record, rollback["removed_from"])
         events.emit(session.pk, events.ROLLBACK, rollback)
+    _explain(session, "rollback", record, rollback["removed_from"])
+
+
+def _explain(
+    session: ReviewSession,
+    kind: str,
+    record: AuditRecord,
+    position: int,
+    pause: PauseEvent | None = None,
+) -> None:
+    """The event's causal graph, built once the event itself is stored and sent: the page
+    never waits for it, and a graph that cannot be built never costs the event."""
+    try:
+        with transaction.atomic():
+            if kind == "pause":
+                audit_graph.complete_open(session)  # the flags and rollbacks before it
+            audit_graph.explain(session, kind, record, position, pause=pause)
+    except Exception:
+        log.exception("session %s: the %s's audit graph was not built", session.pk, kind)
 
 
 # --- the end of a segment ----------------------------------------------------------------
@@ -192,10 +210,9 @@ def record_pause(
         metrics.pause_recorded(record.kind, record.latency_ms)
         paused = {"trigger": record.trigger, "reason": record.reason, "position": record.position}
         told = audit.append("paused", "engine", session, paused)
-        audit_graph.complete_open(session)  # the flags and rollbacks before it
-        audit_graph.explain(session, "pause", told, record.position, pause=record)
         set_status(session, S.PAUSED)
         events.emit(session.pk, events.PAUSE, events.pause(pause, record.pk, record.latency_ms))
+    _explain(session, "pause", told, record.position, pause=record)
     return record
 
 
