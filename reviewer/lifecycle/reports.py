@@ -277,9 +277,16 @@ def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -
 def record_pause_detail(session_id: int, kind: str, detail: Mapping[str, Any]) -> None:
     """A detail of the open pause, read from the frozen state after the pause was reported
     (``events.LOOKAHEAD``, ``PAUSE_ATTENTION``, ``SNAPSHOT``). The pause keeps its attention too:
-    the session's API shows it and a layer's view is checked against it."""
+    the session's API shows it and a layer's view is checked against it. A detail of a pause
+    that closed meanwhile (resumed, decided) is dropped: under the session's row lock, so it
+    never lands among the next segment's events."""
     assert kind in (events.LOOKAHEAD, events.PAUSE_ATTENTION, events.SNAPSHOT), kind
     with transaction.atomic():
+        if S.objects.select_for_update().filter(pk=session_id, status=S.PAUSED).first() is None:
+            return
+        open_pause = PauseEvent.objects.filter(pk=detail["pause_id"], resumed_at__isnull=True)
+        if not open_pause.exists():
+            return
         if kind == events.PAUSE_ATTENTION:
             pause = PauseEvent.objects.filter(pk=detail["pause_id"], session_id=session_id)
             pause.update(attention=detail["attention"])
