@@ -40,7 +40,9 @@ def test_it_writes_what_queued_meanwhile_at_once_in_order(alice, monkeypatch):
 
     monkeypatch.setattr(events, "emit_many", slow_first)
     stops: list[StopInfo] = []
-    relay = Relay(session, None, lambda state: None, lambda stop, halted, notice: stops.append(stop))
+    relay = Relay(
+        session, None, lambda state: None, lambda stop, halted, notice: stops.append(stop)
+    )
     run: Future[StopInfo] = Future()
     relay.follow(run)
     relay.on_token(token(0))
