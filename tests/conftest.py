@@ -47,6 +47,9 @@ def worker_env(db_name: str) -> dict[str, str]:
     )
     env["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db_name}"
     env["PYTHONUNBUFFERED"] = "1"
+    # The worker tests check the web side; the compiled step has its own tests
+    # (tests/inference), and a first compile would outlast the worker's start-up wait.
+    env.setdefault("CAESURA_COMPILE", "0")
     return env
 
 
@@ -161,10 +164,12 @@ def celery_worker_process(django_db_setup, django_db_blocker):
 
 
 @functools.cache
-def load_real_engine():
+def load_real_engine(compiled: bool = False):
     """The prepared default model on the transformers backend, loaded once per run: the
-    engine tests, and the worker tests' uninterrupted reference runs, share it."""
+    engine tests, and the worker tests' uninterrupted reference runs, share it. Eager unless
+    ``compiled``: the compiled decode step (tests/inference/test_compiled_real.py)."""
     from inference.loader import default_model_dir, load_engine
+    from inference.transformers_backend.settings import StepSettings
 
     path = default_model_dir()
     if not (path / "config.json").is_file():
@@ -172,12 +177,17 @@ def load_real_engine():
             f"the default model is missing at {path}: prepare it (inference/preparation.py) "
             "or set CAESURA_MODEL to a local model directory"
         )
-    return load_engine(path)
+    return load_engine(path, settings=StepSettings(compile=compiled))
 
 
 @pytest.fixture(scope="session")
 def real_engine():
     return load_real_engine()
+
+
+@pytest.fixture(scope="session")
+def compiled_real_engine():
+    return load_real_engine(compiled=True)
 
 
 def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 120) -> None:
