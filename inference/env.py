@@ -27,19 +27,6 @@ def env_bool(name: str, default: bool) -> bool:
     raise SettingError(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no")
 
 
-def env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingError(f"{name}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise SettingError(f"{name}={value} must be at least {minimum}")
-    return value
-
-
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name, "").strip().lower() or default
     if value not in choices:

@@ -1,8 +1,8 @@
 """The compiled decode step: ``step_graph.decode_step`` under ``torch.compile`` over the static
 KV cache (``kv_cache.pin``), for Llama-architecture models (the default model among them).
 
-One graph per cache capacity (a power of two, see ``kv_cache.bucket``), compiled when the
-engine loads (``warm_up``) so that no session waits for a compile. Inductor keeps what it
+One graph for every cache capacity (a power of two, see ``kv_cache.bucket``), compiled when
+the engine loads (``warm_up``) so that no session waits for a compile. Inductor keeps what it
 compiled under $CAESURA_DATA_DIR/compiled: only the first start on a machine pays the full
 compile; later ones load it. On a GPU the same graph is captured as a CUDA graph
 ("reduce-overhead"): a step is one replay, and the pause check runs between two replays.
@@ -29,7 +29,6 @@ from inference.transformers_backend.step_graph import Dims, Linear, StepOut, Wei
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 15.0  # how often a long compile says it is still at work
-RECOMPILE_LIMIT = 64  # graphs per process: capacities x model shapes (tests load several)
 
 
 def unsupported(model: PreTrainedModel) -> str | None:
@@ -54,20 +53,18 @@ def use_cache_dir(path: Path) -> None:
 class CompiledStep:
     """One token through the model as one compiled graph, for caches it covers."""
 
-    def __init__(self, model: PreTrainedModel, max_context: int) -> None:
+    def __init__(self, model: PreTrainedModel) -> None:
         self.weights, self.dims = graph_inputs(model)
         self.device = model.device
-        self.limit = min(max_context, int(model.config.max_position_embeddings))
-        self.capacities = sorted({kv_cache.bucket(n) for n in range(1, self.limit + 1)})
-        torch._dynamo.config.recompile_limit = max(
-            torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT
-        )
+        self.limit = int(model.config.max_position_embeddings)  # positions the tables cover
         cuda = self.device.type == "cuda"
         if cuda:  # a CUDA graph reads the weights where they are instead of copying them in
             for tensor in torch.utils._pytree.tree_leaves(self.weights):
                 torch._dynamo.mark_static_address(tensor)
+        # One graph for every capacity (the cache's capacity is its one dynamic size), so a
+        # start compiles, or loads, a single graph. On a GPU a replay per capacity is recorded.
         self._graph: Callable[..., StepOut] = torch.compile(
-            decode_step, fullgraph=True, dynamic=False, mode="reduce-overhead" if cuda else None
+            decode_step, fullgraph=True, mode="reduce-overhead" if cuda else None
         )
 
     def covers(self, cache: DynamicCache) -> bool:
@@ -78,29 +75,34 @@ class CompiledStep:
         """Run ``token`` after what ``cache`` covers; the cache grows by one position."""
         position = cache.get_seq_length()
         block = kv_cache.pin(cache, kv_cache.bucket(position + 1))
-        out = self._graph(
-            self.weights,
-            self.dims,
-            block,
-            torch.tensor([token], device=self.device),
-            torch.tensor([position], device=self.device),
-        )
+        out = self._run(block, token, position)
         if self.device.type == "cuda":  # a replay overwrites the graph's outputs
             out = StepOut(*(t.clone() for t in out))
         kv_cache.append_pinned(cache, out.new_kv)
         return out
 
+    def _run(self, block: torch.Tensor, token: int, position: int) -> StepOut:
+        torch._dynamo.mark_dynamic(block, 4)  # the capacity, [L, 2, 1, H_kv, C, D]
+        # Every other size stays fixed, even when another model's graph is compiled in this
+        # process (tests load several): no size is made dynamic behind our back.
+        with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+            return self._graph(
+                self.weights,
+                self.dims,
+                block,
+                torch.tensor([token], device=self.device),
+                torch.tensor([position], device=self.device),
+            )
+
     @torch.inference_mode()
     def warm_up(self) -> None:
-        """Compile (or load from the disk cache) the graph of every capacity now, saying so."""
-        layers, dims = len(self.weights.layers), self.dims
-        for capacity in self.capacities:
-            with progress(f"compiling the decode step for contexts up to {capacity} tokens"):
-                block = self.weights.embed.new_zeros(
-                    (layers, 2, 1, dims.kv_heads, capacity, dims.head_dim)
-                )
-                position = torch.tensor([capacity // 2], device=self.device)
-                self._graph(self.weights, dims, block, position * 0, position)
+        """Compile the graph now (or load it from the disk cache), saying so in the log."""
+        dims, capacity = self.dims, kv_cache.MIN_CAPACITY
+        with progress("compiling the decode step (the first start on a machine only)"):
+            block = self.weights.embed.new_zeros(
+                (len(self.weights.layers), 2, 1, dims.kv_heads, capacity, dims.head_dim)
+            )
+            self._run(block, 0, capacity // 2)
 
 
 @contextlib.contextmanager
@@ -164,7 +166,7 @@ def _linear(module: Any) -> Linear:
     if isinstance(module, Int8Linear):
         found = {"q": module.int8_weight, "s": module.int8_scales}
     else:
-        found = {"w": _plain(module.weight)}
+        found = {"w": _plain(module.weight).contiguous()}  # rows in memory order
     if module.bias is not None:
         found["b"] = _plain(module.bias)
     return found

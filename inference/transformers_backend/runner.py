@@ -47,7 +47,9 @@ class ModelRunner:
         if self.settings.weights == "int8":
             int8.quantize(model)
         use_small_batch_linear(model)
-        lay_out_wide_weights(model)
+        compiling = self.settings.compile and unsupported(model) is None
+        if not compiling:  # the compiled step streams row-major weights faster (step_graph.py)
+            lay_out_wide_weights(model)
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         self.config = model.config
         self.forward_calls = 0  # counted for tests: "no token computed past a pause"
@@ -64,7 +66,7 @@ class ModelRunner:
             log.warning("%s: decoding eagerly (%s)", self.name, reason)
             return None
         use_cache_dir(self.settings.cache_dir())
-        return CompiledStep(self.model, self.settings.max_context)
+        return CompiledStep(self.model)
 
     @property
     def compiled(self) -> bool:
