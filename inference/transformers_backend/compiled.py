@@ -163,6 +163,7 @@ def graph_inputs(model: PreTrainedModel) -> tuple[Weights, Dims]:
 
 def _linear(module: Any) -> Linear:
     """A linear layer's tensors: an int8 one's quantized weight and scales, else its weight."""
+    found: Linear
     if isinstance(module, Int8Linear):
         found = {"q": module.int8_weight, "s": module.int8_scales}
     else:

@@ -11,6 +11,7 @@ two candidates are close; the benchmark prints how often the greedy token agrees
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import torch
 from torch import nn
@@ -47,7 +48,7 @@ def quantize(model: nn.Module) -> None:
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear(child))
-    config = getattr(model, "config", None)
+    config: Any = getattr(model, "config", None)
     if getattr(config, "tie_word_embeddings", False):
         config.tie_word_embeddings = False  # the head is its own now
 

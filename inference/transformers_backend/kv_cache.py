@@ -194,8 +194,9 @@ def pin(cache: DynamicCache, capacity: int) -> torch.Tensor:
     pinned = Pinned(block)
     for layer, (key_view, value_view) in zip(found, pinned.views, strict=True):
         length = layer.get_seq_length()
-        key_view[..., :length, :].copy_(layer.keys)
-        value_view[..., :length, :].copy_(layer.values)
+        keys, values = keys_values(layer)
+        key_view[..., :length, :].copy_(keys)
+        value_view[..., :length, :].copy_(values)
         layer._set(key_view, value_view, length)
     cache.pinned = pinned  # type: ignore[attr-defined]  # kept beside the layers it serves
     return block
