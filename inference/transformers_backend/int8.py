@@ -20,7 +20,12 @@ QMAX = 127  # symmetric: -127..127, so that the scale maps the largest weight ex
 
 
 class Int8Linear(nn.Module):
-    """y = x @ (int8_weight * int8_scales[:, None])^T + bias, as one int8 matrix product."""
+    """y = x @ (int8_weight * int8_scales[:, None])^T + bias.
+
+    The compiled step reads the int8 rows directly (step_graph.linear); here, for prefills,
+    edits and the look-ahead's batches, the weight is widened once per call and multiplied
+    as a float matrix: torch's int8 matrix product is slow on CPU for more than one row.
+    """
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
@@ -34,11 +39,8 @@ class Int8Linear(nn.Module):
         self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).contiguous()  # [N, in]
-        out = torch._weight_int8pack_mm(flat, self.int8_weight, self.int8_scales)
-        if self.bias is not None:
-            out = out + self.bias
-        return out.reshape(*x.shape[:-1], self.out_features)
+        weight = self.int8_weight.to(self.int8_scales.dtype) * self.int8_scales[:, None]
+        return nn.functional.linear(x, weight, self.bias)
 
 
 def quantize(model: nn.Module) -> None:
