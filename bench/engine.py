@@ -359,6 +359,7 @@ def main() -> None:
             "generate_same_weights_tok_s": tok_s["generate_same_weights"],
             "live_one_layer_overhead_fraction": seconds["live_one_layer"] / seconds["engine"] - 1,
             "same_tokens_as_generate": speed["same_tokens_as_generate"],
+            "compiled_same_tokens_as_engine": speed["compiled_same_tokens_as_engine"],
             "rounds": DECODE_ROUNDS,
             "seconds_min_max": speed["spread"],
         },

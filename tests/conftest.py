@@ -17,6 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.markers"]
+# Engines the tests load (and the worker and server processes they start) decode eagerly
+# unless a test asks for the compiled step, which has its own tests: a first compile takes
+# minutes on a small machine. CAESURA_COMPILE=1 runs the whole suite compiled.
+os.environ.setdefault("CAESURA_COMPILE", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,9 +51,6 @@ def worker_env(db_name: str) -> dict[str, str]:
     )
     env["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/{db_name}"
     env["PYTHONUNBUFFERED"] = "1"
-    # The worker tests check the web side; the compiled step has its own tests
-    # (tests/inference), and a first compile would outlast the worker's start-up wait.
-    env.setdefault("CAESURA_COMPILE", "0")
     return env
 
 

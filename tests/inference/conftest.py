@@ -66,7 +66,10 @@ def vllm_engine():
     if not (path / "config.json").is_file():
         pytest.fail(f"the default model is missing at {path}")
     settings = VllmSettings(max_model_len=2048, max_num_seqs=16)
-    return load_vllm_engine(path, settings=settings, reference=lambda: load_engine(path))
+    eager = StepSettings(compile=False)  # as inference/loader.py builds vLLM's reference
+    return load_vllm_engine(
+        path, settings=settings, reference=lambda: load_engine(path, settings=eager)
+    )
 
 
 BACKEND_FIXTURES = {
