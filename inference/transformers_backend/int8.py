@@ -11,6 +11,7 @@ two candidates are close; the benchmark prints how often the greedy token agrees
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import torch
@@ -39,8 +40,24 @@ class Int8Linear(nn.Module):
         self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight = self.int8_weight * self.int8_scales[:, None]  # one pass, widened to float
+        weight = _scratch(self.out_features * self.in_features, self.int8_scales)
+        weight = weight.view(self.out_features, self.in_features)
+        torch.mul(self.int8_weight, self.int8_scales[:, None], out=weight)  # widened, one pass
         return nn.functional.linear(x, weight, self.bias)
+
+
+_scratches = threading.local()
+
+
+def _scratch(size: int, like: torch.Tensor) -> torch.Tensor:
+    """A float buffer of at least ``size`` elements, reused by every layer of this thread: a
+    fresh one per product would spend more time faulting its pages in than widening."""
+    buffer: torch.Tensor | None = getattr(_scratches, "buffer", None)
+    if buffer is None or buffer.numel() < size or buffer.dtype != like.dtype:
+        buffer = _scratches.buffer = like.new_empty(size)
+    elif buffer.device != like.device:
+        buffer = _scratches.buffer = like.new_empty(max(size, buffer.numel()))
+    return buffer[:size]
 
 
 def quantize(model: nn.Module) -> None:
