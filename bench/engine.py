@@ -42,6 +42,7 @@ from inference.sampler import sample  # noqa: E402
 from inference.sink import Sink  # noqa: E402
 from inference.state import Checkpoint  # noqa: E402
 from inference.transformers_backend import engine as engine_mod  # noqa: E402
+from inference.transformers_backend.settings import StepSettings  # noqa: E402
 from reviewer.worker.vault import Vault  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
@@ -64,6 +65,18 @@ DEFAULT_POLICIES = [
     {"name": "every3", "kind": "sentence_count", "action": "flag", "params": {"every": 3}},
 ]
 GREEDY = {"temperature": 0.0, "max_new_tokens": DECODE_TOKENS}
+# int8's greedy top-1 agreement with float32 is counted over these prompts, teacher-forced
+# on float32's own greedy continuation (so one early difference does not decide the rest).
+AGREEMENT_PROMPTS = [
+    PROMPT,
+    "A patient has a mild headache. What can they take? Answer in two sentences.",
+    "Summarize the tenant's obligations under a standard residential lease.",
+    "Explain how an insurance underwriter weighs a history of water damage.",
+    "List the side effects a nurse should watch for after a first dose of warfarin.",
+    "Draft a short email declining a meeting politely.",
+    "What is the difference between a contract that is void and one that is voidable?",
+    "Describe the water cycle to a ten-year-old.",
+]
 FILLER = (
     "The committee reviewed the clinical notes, the dosage tables and the follow-up plan. "
     "Each reviewer wrote comments about the wording, the evidence and the risks involved. "
@@ -99,7 +112,7 @@ def stock_model():
     ).eval()
 
 
-def decode_speed(engine) -> dict:
+def decode_speed(engine, compiled, int8) -> dict:
     prompt_ids = engine.encode_prompt(PROMPT)
     ids = torch.tensor([prompt_ids])
     stock = stock_model()
@@ -129,8 +142,13 @@ def decode_speed(engine) -> dict:
         # calibration), with and without the live heatmap.
         "similarity": lambda: run_engine(on=recording),
         "live_mean_similarity": lambda: run_engine("mean", recording),
+        "compiled": lambda: run_engine(on=compiled),
+        "compiled_live_mean": lambda: run_engine("mean", compiled),
+        "int8": lambda: run_engine(on=int8),
     }
     same_tokens = run_engine() == run_generate(stock)  # also warms both up
+    compiled_same = run_engine(on=compiled) == run_engine()
+    run_engine(on=int8)
     assert run_engine(on=recording) == run_engine(), "recording similarity changed a token"
     times = {name: [] for name in variants}
     for _ in range(DECODE_ROUNDS):
@@ -141,8 +159,26 @@ def decode_speed(engine) -> dict:
         "tok_s": {name: DECODE_TOKENS / t for name, t in seconds.items()},
         "seconds": seconds,
         "same_tokens_as_generate": same_tokens,
+        "compiled_same_tokens_as_engine": compiled_same,
         "spread": {name: [min(t), max(t)] for name, t in times.items()},
     }
+
+
+def int8_agreement(engine, int8) -> float:
+    """Share of positions where int8's greedy token is float32's, over AGREEMENT_PROMPTS:
+    both read float32's greedy continuation in one forward and pick their top-1 at each."""
+    agree = total = 0
+    for prompt in AGREEMENT_PROMPTS[: 2 if QUICK else None]:
+        state = engine.start(prompt, GREEDY)
+        engine.run(state)
+        ids, n = state.prompt_ids + state.generated_ids, len(state.generated_ids)
+        picks = [
+            e.runner.forward(ids, e.runner.new_cache(), keep=n).logits.argmax(-1)
+            for e in (engine, int8)
+        ]
+        agree += int((picks[0] == picks[1]).sum())
+        total += n
+    return agree / total
 
 
 def similarity_start_overhead(engine) -> float:
@@ -289,10 +325,14 @@ def snapshot_speed(engine, state) -> dict:
 
 def main() -> None:
     started = time.perf_counter()
-    engine = load_engine()
+    engine = load_engine(settings=StepSettings(compile=False))
     log(f"model loaded; threads={torch.get_num_threads()}")
-    speed = decode_speed(engine)
+    compile_s, compiled = timed(lambda: load_engine(settings=StepSettings(compile=True)))
+    int8_s, int8 = timed(lambda: load_engine(settings=StepSettings(weights="int8")))
+    log(f"compiled engines loaded in {compile_s:.1f} s (float) and {int8_s:.1f} s (int8)")
+    speed = decode_speed(engine, compiled, int8)
     log(f"decode: {speed}")
+    agreement = int8_agreement(engine, int8)
     overhead = policy_overhead(engine)
     start_overhead = similarity_start_overhead(engine)
     resume, states = {}, {}
@@ -306,9 +346,18 @@ def main() -> None:
     edit = tail_edit(engine, states[EDIT_CONTEXT], at["reprefill_s"])
     tok_s, seconds = speed["tok_s"], speed["seconds"]
     report = {
-        "decode_tok_s": {"engine": tok_s["engine"], "generate": tok_s["generate"]},
+        "decode_tok_s": {
+            "engine": tok_s["engine"],
+            "generate": tok_s["generate"],
+            "compiled": tok_s["compiled"],
+            "int8": tok_s["int8"],
+        },
+        "int8_top1_agreement": agreement,
         "policy_overhead_fraction": overhead,
         "live_attention_overhead_fraction": seconds["live_mean"] / seconds["engine"] - 1,
+        "compiled_live_attention_overhead_fraction": (
+            seconds["compiled_live_mean"] / seconds["compiled"] - 1
+        ),
         "similarity_overhead_fraction": {
             "decode": seconds["similarity"] / seconds["engine"] - 1,
             "decode_with_live_mean": seconds["live_mean_similarity"] / seconds["live_mean"] - 1,
@@ -321,11 +370,14 @@ def main() -> None:
             "generate_same_weights_tok_s": tok_s["generate_same_weights"],
             "live_one_layer_overhead_fraction": seconds["live_one_layer"] / seconds["engine"] - 1,
             "same_tokens_as_generate": speed["same_tokens_as_generate"],
+            "compiled_same_tokens_as_engine": speed["compiled_same_tokens_as_engine"],
             "rounds": DECODE_ROUNDS,
             "seconds_min_max": speed["spread"],
         },
         "ratios": {
             "engine_vs_generate": tok_s["engine"] / tok_s["generate"],
+            "compiled_vs_generate": tok_s["compiled"] / tok_s["generate"],
+            "int8_vs_compiled": tok_s["int8"] / tok_s["compiled"],
             f"memory_resume_speedup_{EDIT_CONTEXT}": at["reprefill_s"] / at["memory_s"],
             f"bytes_resume_speedup_{EDIT_CONTEXT}": at["reprefill_s"] / at["bytes_s"],
             f"vault_resume_speedup_{EDIT_CONTEXT}": at["reprefill_s"] / at["vault_s"],
@@ -337,6 +389,7 @@ def main() -> None:
             "threads": torch.get_num_threads(),
             f"snapshot_mb_at_{EDIT_CONTEXT}": snapshot["_size_mb"],
             "quick": QUICK,
+            "compiled_load_s": {"float": compile_s, "int8": int8_s},
             "wall_s": time.perf_counter() - started,
         },
     }

@@ -13,10 +13,11 @@ from pathlib import Path
 import torch
 
 from inference.backend import BACKENDS, Backend
+from inference.env import data_dir
 from inference.transformers_backend.engine import Engine
 from inference.transformers_backend.loading import load_transformers_engine
+from inference.transformers_backend.settings import StepSettings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
@@ -29,18 +30,19 @@ def default_model_dir() -> Path:
     (CAESURA_DATA_DIR defaults to <repo>/var)."""
     if os.environ.get("CAESURA_MODEL"):
         return Path(os.environ["CAESURA_MODEL"])
-    data_dir = Path(os.environ.get("CAESURA_DATA_DIR") or REPO_ROOT / "var")
-    return data_dir / "models" / DEFAULT_MODEL
+    return data_dir() / "models" / DEFAULT_MODEL
 
 
 def load_engine(
     model_dir: str | Path | None = None,
     dtype: torch.dtype = torch.float32,
     record_similarity: bool = False,
+    settings: StepSettings | None = None,
 ) -> Engine:
     """The transformers engine: the reference backend (live attention, hidden states).
-    ``record_similarity``: every token's similarity to the prompt, drift policy or not."""
-    return load_transformers_engine(model_path(model_dir), dtype, record_similarity)
+    ``record_similarity``: every token's similarity to the prompt, drift policy or not.
+    ``settings``: compiled or eager step, float or int8 weights (default: the environment's)."""
+    return load_transformers_engine(model_path(model_dir), dtype, record_similarity, settings)
 
 
 def load_backend(
@@ -58,7 +60,11 @@ def load_backend(
     if backend == "vllm":
         from inference.vllm_backend import load_vllm_engine
 
-        engine: Backend = load_vllm_engine(path, dtype, reference=lambda: load_engine(path))
+        # The reference only serves pauses (attention, look-ahead): eager, with vLLM's weights.
+        eager = StepSettings(compile=False)
+        engine: Backend = load_vllm_engine(
+            path, dtype, reference=lambda: load_engine(path, settings=eager)
+        )
         return engine
     return load_transformers_engine(path, dtype, record_similarity)
 

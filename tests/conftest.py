@@ -17,6 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.markers"]
+# Engines the tests load (and the worker and server processes they start) decode eagerly
+# unless a test asks for the compiled step, which has its own tests: a first compile takes
+# minutes on a small machine. CAESURA_COMPILE=1 runs the whole suite compiled.
+os.environ.setdefault("CAESURA_COMPILE", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -161,10 +165,12 @@ def celery_worker_process(django_db_setup, django_db_blocker):
 
 
 @functools.cache
-def load_real_engine():
+def load_real_engine(compiled: bool = False):
     """The prepared default model on the transformers backend, loaded once per run: the
-    engine tests, and the worker tests' uninterrupted reference runs, share it."""
+    engine tests, and the worker tests' uninterrupted reference runs, share it. Eager unless
+    ``compiled``: the compiled decode step (tests/inference/test_compiled_real.py)."""
     from inference.loader import default_model_dir, load_engine
+    from inference.transformers_backend.settings import StepSettings
 
     path = default_model_dir()
     if not (path / "config.json").is_file():
@@ -172,12 +178,17 @@ def load_real_engine():
             f"the default model is missing at {path}: prepare it (inference/preparation.py) "
             "or set CAESURA_MODEL to a local model directory"
         )
-    return load_engine(path)
+    return load_engine(path, settings=StepSettings(compile=compiled))
 
 
 @pytest.fixture(scope="session")
 def real_engine():
     return load_real_engine()
+
+
+@pytest.fixture(scope="session")
+def compiled_real_engine():
+    return load_real_engine(compiled=True)
 
 
 def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 120) -> None:

@@ -35,7 +35,8 @@ from inference.text import Tokenizer, TokenTexts, eos_ids
 from inference.transformers_backend import attention as attention_mod
 from inference.transformers_backend import lookahead as lookahead_mod
 from inference.transformers_backend import rebuild as rebuild_mod
-from inference.transformers_backend.runner import AttentionRecorder, ModelRunner
+from inference.transformers_backend.runner import ModelRunner
+from inference.transformers_backend.sdpa import AttentionRecorder
 
 
 @dataclass(kw_only=True)

@@ -9,6 +9,11 @@ A restored cache may borrow its buffers: views of a snapshot's bytes, which the 
 never write (they may be immutable, or shared by other restores). The first write to a
 borrowed layer copies it into a buffer of its own with room to grow, the copy that a full
 buffer's growth would make anyway.
+
+The compiled decode step reads the cache as one static tensor (``pin``): every layer's
+buffers become views of a [L, 2, B, H_kv, C, D] block whose capacity C is a bucket of the
+position, so crops, edits and rollbacks only move the filled length and the same shapes
+come back to the same compiled graph.
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ class GrowingLayer(DynamicLayer):
         if not self.is_initialized:
             return 0
         return sum(t.numel() * t.element_size() for t in (self._key_buffer, self._value_buffer))
+
+    def pinned_to(self, keys: torch.Tensor, values: torch.Tensor) -> bool:
+        return self.is_initialized and self._key_buffer is keys and self._value_buffer is values
 
     def _grow(self, needed: int) -> None:
         capacity = max(needed, 2 * self._key_buffer.shape[-2], MIN_CAPACITY)
@@ -172,3 +180,73 @@ def nbytes(cache: DynamicCache) -> int:
         elif layer.is_initialized:
             total += sum(t.numel() * t.element_size() for t in keys_values(layer))
     return total
+
+
+# ---- the static block a compiled step reads ---------------------------------------------
+def bucket(needed: int) -> int:
+    """The capacity for ``needed`` positions: the next power of two, at least MIN_CAPACITY.
+    A function of the position alone, so a run computes each step over the same shapes
+    whatever crops, restores or rebuilds came before."""
+    return max(MIN_CAPACITY, 1 << max(0, needed - 1).bit_length())
+
+
+class Pinned:
+    """A cache's layers as views of one block: ``block`` [L, 2, B, H_kv, C, D]."""
+
+    def __init__(self, block: torch.Tensor) -> None:
+        self.block = block
+        self.views = [(block[i, 0], block[i, 1]) for i in range(block.shape[0])]
+
+
+def pin(cache: DynamicCache, capacity: int) -> torch.Tensor:
+    """The cache as one static block of ``capacity`` positions; the layers' buffers become
+    its views (their content copied in) unless they already are."""
+    found = _growing_layers(cache)
+    pinned: Pinned | None = getattr(cache, "pinned", None)
+    if pinned is not None and _holds(pinned, found, capacity):
+        return pinned.block
+    keys, _ = keys_values(found[0])
+    block = keys.new_zeros((len(found), 2, *keys.shape[:2], capacity, keys.shape[-1]))
+    pinned = Pinned(block)
+    for layer, (key_view, value_view) in zip(found, pinned.views, strict=True):
+        length = layer.get_seq_length()
+        keys, values = keys_values(layer)
+        key_view[..., :length, :].copy_(keys)
+        value_view[..., :length, :].copy_(values)
+        layer._set(key_view, value_view, length)
+    cache.pinned = pinned  # type: ignore[attr-defined]  # kept beside the layers it serves
+    return block
+
+
+def _holds(pinned: Pinned, found: list[GrowingLayer], capacity: int) -> bool:
+    """Whether every layer still keeps its content in ``pinned`` (an eager forward that
+    outgrew the block moved it) and the block has ``capacity`` positions."""
+    views = zip(found, pinned.views, strict=True)
+    return pinned.block.shape[4] == capacity and all(la.pinned_to(k, v) for la, (k, v) in views)
+
+
+def append_pinned(cache: DynamicCache, new_kv: torch.Tensor) -> None:
+    """Write one position's keys and values (``new_kv`` [L, 2, B, H_kv, 1, D]) after the filled
+    part of a pinned cache."""
+    pinned: Pinned = cache.pinned  # type: ignore[attr-defined]
+    found = _growing_layers(cache)
+    length = found[0].get_seq_length()
+    pinned.block[..., length : length + 1, :].copy_(new_kv)
+    for layer in found:
+        layer._expose(length + 1)
+
+
+def _growing_layers(cache: DynamicCache) -> list[GrowingLayer]:
+    found = [la for la in cache.layers if isinstance(la, GrowingLayer) and la.is_initialized]
+    if len(found) != len(cache.layers):
+        raise TypeError("only a filled cache of growing layers can be pinned")
+    return found
+
+
+def pinnable(cache: DynamicCache) -> bool:
+    """Whether ``pin`` takes this cache: filled growing layers, one sequence."""
+    return all(
+        isinstance(la, GrowingLayer) and la.is_initialized and la.keys is not None
+        and la.keys.shape[0] == 1
+        for la in cache.layers
+    )  # fmt: skip

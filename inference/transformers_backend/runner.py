@@ -1,8 +1,9 @@
 """ModelRunner: the one place that knows how to drive a transformers causal LM.
 
-Everything model-specific lives here: prefill, one decode step, cropping the KV cache
-(inference/transformers_backend/kv_cache.py), hidden states, attention weights, the weight layout for CPU
-decoding and the model fingerprint. The engine only sees ids in, logits (and optionally
+Everything model-specific lives here: prefill, one decode step (compiled when the settings
+ask and the model allows: compiled.py), cropping the KV cache (kv_cache.py), hidden states,
+attention weights (sdpa.py records them live), the weight layout for CPU decoding
+(layout.py) and the model fingerprint. The engine only sees ids in, logits (and optionally
 last-layer hidden states) out, and an opaque cache.
 """
 
@@ -11,19 +12,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
-from transformers import AttentionInterface, DynamicCache, PreTrainedModel
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers import DynamicCache, PreTrainedModel
 
-from inference.transformers_backend import kv_cache
+from inference.transformers_backend import int8, kv_cache, sdpa
+from inference.transformers_backend.compiled import CompiledStep, unsupported, use_cache_dir
+from inference.transformers_backend.int8 import Int8Linear
+from inference.transformers_backend.layout import lay_out_wide_weights, use_small_batch_linear
+from inference.transformers_backend.sdpa import AttentionRecorder
+from inference.transformers_backend.settings import StepSettings
 
-ENGINE_ATTENTION = "caesura_sdpa"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,165 +37,40 @@ class StepOutput:
     hidden: torch.Tensor | None  # [N, H] last-layer hidden states of those positions
 
 
-class AttentionRecorder:
-    """Captures, for a single-query forward, the query's attention scores per layer.
-
-    Only one product per layer during the forward; the softmax and the means over heads
-    and layers run once per token, batched over layers, in ``mean_row``.
-    """
-
-    def __init__(self, layers: set[int] | None) -> None:
-        self.layers = layers  # None: all layers
-        self.scores: list[torch.Tensor] = []  # per recorded layer: [Hq, S], before softmax
-        self.scalings: list[float] = []
-
-    def record(
-        self, module: nn.Module, query: torch.Tensor, key: torch.Tensor, scaling: float
-    ) -> None:
-        layer = getattr(module, "layer_idx", None)
-        if query.shape[2] != 1 or (self.layers is not None and layer not in self.layers):
-            return
-        # query: [1, Hq, 1, D]; key: [1, Hkv, S, D]. Group the query heads by their shared
-        # KV head instead of repeating the keys (no copy of the cache).
-        heads, kv_heads, dim = query.shape[1], key.shape[1], query.shape[-1]
-        grouped = query.reshape(kv_heads, heads // kv_heads, dim)  # [Hkv, G, D]
-        self.scores.append(torch.matmul(grouped, key[0].transpose(1, 2)).reshape(heads, -1))
-        self.scalings.append(scaling)
-
-    def mean_row(self) -> torch.Tensor | None:
-        """The newest token's attention over the context, [S]: softmax per head, then the
-        mean over heads and recorded layers. Clears what was recorded."""
-        if not self.scores:
-            return None
-        scores = torch.stack(self.scores).float()  # [L, Hq, S]
-        scaling = torch.tensor(self.scalings, dtype=scores.dtype)[:, None, None]
-        self.scores, self.scalings = [], []
-        return torch.softmax(scores * scaling, dim=-1).mean((0, 1))
-
-
-_recorder: AttentionRecorder | None = None
-
-
-def _engine_sdpa(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """transformers' sdpa, plus a side copy of the attention row when recording, and
-    grouped-query attention without copies for masked forwards on CPU."""
-    if _recorder is not None:
-        _recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
-    if attention_mask is not None and _grouped_with_mask(module, query, attention_mask, kwargs):
-        return _grouped_query_sdpa(query, key, value, attention_mask, scaling), None
-    return sdpa_attention_forward(
-        module, query, key, value, attention_mask, scaling=scaling, **kwargs
-    )
-
-
-def _grouped_with_mask(
-    module: nn.Module,
-    query: torch.Tensor,
-    attention_mask: torch.Tensor,
-    kwargs: dict[str, Any],
-) -> bool:
-    return (
-        query.device.type == "cpu"
-        and getattr(module, "num_key_value_groups", 1) > 1
-        and not module.training
-        and kwargs.get("position_bias") is None
-        and kwargs.get("cache") is None
-        and attention_mask.shape[0] == 1
-        and attention_mask.shape[1] == 1
-    )
-
-
-def _grouped_query_sdpa(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    mask: torch.Tensor,
-    scaling: float | None,
-) -> torch.Tensor:
-    """Masked attention for several new tokens after cached ones, without repeating K/V.
-
-    With a mask, transformers repeats keys and values per query head (a copy of the whole
-    cache in every layer) and CPU sdpa has no fast grouped path. Instead the query heads
-    that share a KV head become extra query rows of that head: [1, Hkv, G*M, D] against
-    [1, Hkv, S, D], the mask repeated per group. The same sums, up to float rounding.
-    """
-    batch, heads, rows, dim = query.shape
-    kv_heads = key.shape[1]
-    group = heads // kv_heads
-    grouped = query.reshape(batch, kv_heads, group * rows, dim)
-    mask = mask.expand(batch, 1, rows, mask.shape[-1]).repeat(1, 1, group, 1)
-    out = nn.functional.scaled_dot_product_attention(
-        grouped, key, value, attn_mask=mask, scale=scaling
-    )  # [B, Hkv, G*M, D]
-    return out.reshape(batch, heads, rows, dim).transpose(1, 2).contiguous()
-
-
-AttentionInterface.register(ENGINE_ATTENTION, _engine_sdpa)
-AttentionMaskInterface.register(ENGINE_ATTENTION, sdpa_mask)  # same masks as sdpa
-
-
-class SmallBatchLinear(nn.Linear):
-    """nn.Linear that computes a few rows (2..32) as weight @ x^T.
-
-    On CPU a linear over a handful of rows (an edit's tail) with a row-major weight takes
-    a general matrix product about twice as slow as the single-row one; weight @ x^T keeps
-    the fast path for up to a few dozen rows. One row (a decode step), long inputs (a
-    prefill) and column-major weights (see ``lay_out_wide_weights``) are unchanged.
-    """
-
-    MAX_ROWS = 32
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // self.in_features
-        if not 2 <= rows <= self.MAX_ROWS or not _row_major_on_cpu(self.weight):
-            return super().forward(x)
-        flat = x.reshape(rows, self.in_features)
-        out = torch.matmul(self.weight, flat.t()).t()
-        if self.bias is not None:
-            out = out + self.bias
-        return out.reshape(*x.shape[:-1], self.out_features)
-
-
-def _row_major_on_cpu(weight: torch.Tensor) -> bool:
-    return weight.device.type == "cpu" and weight.is_contiguous()
-
-
-def _use_small_batch_linear(model: nn.Module) -> None:
-    for module in model.modules():
-        if type(module) is nn.Linear:
-            module.__class__ = SmallBatchLinear  # same parameters, tied weights stay tied
-
-
-def lay_out_wide_weights(model: nn.Module) -> None:
-    """Store wide CPU weights (more outputs than inputs: the MLP's gate and up projections,
-    the LM head) column-major. Same values; for the one-row product of a decode step CPU
-    BLAS streams this layout about 1.5x faster, and long prefills run as fast as before."""
-    for module in model.modules():
-        if not isinstance(module, nn.Linear):
-            continue
-        if module.out_features > module.in_features and _row_major_on_cpu(module.weight):
-            module.weight.data = module.weight.data.t().contiguous().t()
-
-
 class ModelRunner:
-    def __init__(self, model: PreTrainedModel, name: str = "") -> None:
+    def __init__(
+        self, model: PreTrainedModel, name: str = "", settings: StepSettings | None = None
+    ) -> None:
+        """``settings``: how the decode step runs; none: eager, float weights."""
         self.model = model.eval()
-        _use_small_batch_linear(model)
-        lay_out_wide_weights(model)
+        self.settings = settings or StepSettings(compile=False)
+        if self.settings.weights == "int8":
+            int8.quantize(model)
+        use_small_batch_linear(model)
+        compiling = self.settings.compile and unsupported(model) is None
+        if not compiling:  # the compiled step streams row-major weights faster (step_graph.py)
+            lay_out_wide_weights(model)
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         self.config = model.config
         self.forward_calls = 0  # counted for tests: "no token computed past a pause"
         self.tokens_forwarded = 0
         self.live_attention_supported = self._use_recording_attention()
         self.fingerprint = model_fingerprint(model)
+        self.step = self._compiled_step()
+
+    def _compiled_step(self) -> CompiledStep | None:
+        if not self.settings.compile:
+            return None
+        reason = unsupported(self.model)
+        if reason is not None:
+            log.warning("%s: decoding eagerly (%s)", self.name, reason)
+            return None
+        use_cache_dir(self.settings.cache_dir())
+        return CompiledStep(self.model)
+
+    @property
+    def compiled(self) -> bool:
+        return self.step is not None
 
     # ---- shapes -------------------------------------------------------------------------
     @property
@@ -199,17 +79,17 @@ class ModelRunner:
 
     @property
     def vocab_size(self) -> int:
-        return int(self._head().weight.shape[0])
+        return int(self._head().out_features)
 
     @property
     def dtype(self) -> torch.dtype:
         dtype: torch.dtype = self.model.dtype  # transformers declares it untyped
         return dtype
 
-    def _head(self) -> nn.Linear:
+    def _head(self) -> nn.Linear | Int8Linear:
         """The LM head: last-layer hidden states [N, H] -> logits [N, V]."""
         head = self.model.get_output_embeddings()
-        if not isinstance(head, nn.Linear):
+        if not isinstance(head, nn.Linear | Int8Linear):
             raise TypeError(f"{self.name} has no linear LM head")
         return head
 
@@ -227,6 +107,8 @@ class ModelRunner:
         """
         self.forward_calls += 1
         self.tokens_forwarded += len(ids)
+        if len(ids) == 1 and self.step is not None and self.step.covers(cache):
+            return self._compiled_forward(ids[0], cache, hidden)
         input_ids = torch.tensor([ids], dtype=torch.long)
         with self._last_hidden(hidden) as caught:
             out = self.model(
@@ -235,6 +117,13 @@ class ModelRunner:
         logits = out.logits[0, -keep:].float()  # [keep, V]
         states = caught[0][0, -keep:].float() if hidden else None
         return StepOutput(logits, states)
+
+    def _compiled_forward(self, token: int, cache: DynamicCache, hidden: bool) -> StepOutput:
+        assert self.step is not None
+        out = self.step(token, cache)
+        if sdpa.recorder is not None:
+            sdpa.recorder.take(out.rows, cache.get_seq_length())
+        return StepOutput(out.logits, out.hidden.float() if hidden else None)
 
     @torch.inference_mode()
     def forward_batch(self, ids: list[int], cache: DynamicCache) -> torch.Tensor:
@@ -291,7 +180,7 @@ class ModelRunner:
     def logits_from_hidden(self, states: torch.Tensor) -> torch.Tensor:
         """[N, H] last-layer hidden states -> [N, V] logits."""
         head = self._head()
-        logits: torch.Tensor = head(states.to(head.weight.dtype))  # nn.Module calls are untyped
+        logits: torch.Tensor = head(states.to(self.dtype))  # nn.Module calls are untyped
         return logits.float()
 
     # ---- cache --------------------------------------------------------------------------
@@ -359,19 +248,19 @@ class ModelRunner:
     def recording_attention(self, layers: set[int] | None) -> Iterator[AttentionRecorder]:
         """While active, each single-token forward leaves its attention scores in the
         recorder (read them with ``recorder.mean_row()``) at no change to the numerics."""
-        global _recorder
         if not self.live_attention_supported:
             raise RuntimeError(f"live attention needs sdpa attention; {self.name} uses another")
-        previous, _recorder = _recorder, AttentionRecorder(layers)
+        previous = sdpa.recorder
+        sdpa.recorder = current = AttentionRecorder(layers)
         try:
-            yield _recorder
+            yield current
         finally:
-            _recorder = previous
+            sdpa.recorder = previous
 
     def _use_recording_attention(self) -> bool:
         if self.config._attn_implementation != "sdpa":
             return False
-        self.model.set_attn_implementation(ENGINE_ATTENTION)
+        self.model.set_attn_implementation(sdpa.ENGINE_ATTENTION)
         return True
 
 
@@ -396,4 +285,5 @@ def model_fingerprint(model: PreTrainedModel) -> str:
             sample = flat[:: max(1, flat.numel() // 64)].float().contiguous()
             digest.update(name.encode() + str(tuple(param.shape)).encode())
             digest.update(sample.numpy().tobytes())
+    digest.update(int8.digest(model).encode())  # nothing for float weights
     return digest.hexdigest()[:32]

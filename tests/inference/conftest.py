@@ -8,6 +8,7 @@ import torch
 
 from inference.transformers_backend.engine import Engine
 from inference.transformers_backend.runner import ModelRunner
+from inference.transformers_backend.settings import StepSettings
 from tests.inference.tiny import tiny_model, tiny_tokenizer
 
 CORES = torch.get_num_threads()
@@ -26,9 +27,25 @@ def tokenizer():
     return tiny_tokenizer()
 
 
+# The decode step's two paths. A test module that sets ``STEP_PATHS = BOTH_PATHS`` runs each
+# of its tests on both (its ``engine`` fixture is parametrized), so that the identity
+# guarantees are checked on each path against itself.
+PATHS = {"eager": StepSettings(compile=False), "compiled": StepSettings(compile=True)}
+BOTH_PATHS = tuple(PATHS)
+
+
+def pytest_generate_tests(metafunc):
+    paths = getattr(metafunc.module, "STEP_PATHS", None)
+    if paths and "engine" in metafunc.fixturenames:
+        metafunc.parametrize("engine", paths, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def engine(tokenizer) -> Engine:
-    return Engine(ModelRunner(tiny_model(len(tokenizer)), name="tiny"), tokenizer)
+def engine(request, tokenizer) -> Engine:
+    """The tiny model's engine; eager unless the module asks for both paths."""
+    settings = PATHS[getattr(request, "param", "eager")]
+    runner = ModelRunner(tiny_model(len(tokenizer)), name="tiny", settings=settings)
+    return Engine(runner, tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -49,12 +66,21 @@ def vllm_engine():
     if not (path / "config.json").is_file():
         pytest.fail(f"the default model is missing at {path}")
     settings = VllmSettings(max_model_len=2048, max_num_seqs=16)
-    return load_vllm_engine(path, settings=settings, reference=lambda: load_engine(path))
-
-
-@pytest.fixture(params=["transformers", "vllm"])
-def backend(request):
-    """Each backend on the real model: the contract tests run against both."""
-    return request.getfixturevalue(
-        "real_engine" if request.param == "transformers" else "vllm_engine"
+    eager = StepSettings(compile=False)  # as inference/loader.py builds vLLM's reference
+    return load_vllm_engine(
+        path, settings=settings, reference=lambda: load_engine(path, settings=eager)
     )
+
+
+BACKEND_FIXTURES = {
+    "transformers": "real_engine",
+    "transformers-compiled": "compiled_real_engine",
+    "vllm": "vllm_engine",
+}
+
+
+@pytest.fixture(params=list(BACKEND_FIXTURES))
+def backend(request):
+    """Each backend on the real model (the transformers one on both decode steps): the
+    contract tests run against each."""
+    return request.getfixturevalue(BACKEND_FIXTURES[request.param])

@@ -8,6 +8,8 @@ import torch
 from inference.decode import RunRequest
 from inference.sink import CollectingSink, TokenEvent
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "Hello world, hello reviewer."
 PARAMS = {"temperature": 0.8, "seed": 2, "max_new_tokens": 12}
 

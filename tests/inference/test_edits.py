@@ -9,6 +9,8 @@ from inference.decode import RunRequest
 from inference.edits import EditError
 from inference.state import Checkpoint
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "Hello world, hello model."
 PARAMS = {"temperature": 0.8, "seed": 9, "max_new_tokens": 24}
 

@@ -12,6 +12,8 @@ from inference.decode import RunRequest
 from inference.serving import Served, ServingLoop
 from inference.sink import CollectingSink, FinishEvent, PauseNotice, Sink, TokenEvent
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPTS = ["alpha beta", "gamma delta epsilon", "zeta", "eta theta iota kappa"]
 PARAMS = [
     {"temperature": 0.0, "max_new_tokens": 10},

@@ -7,11 +7,8 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
 from inference.transformers_backend import kv_cache
-from inference.transformers_backend.runner import (
-    ModelRunner,
-    SmallBatchLinear,
-    lay_out_wide_weights,
-)
+from inference.transformers_backend.layout import SmallBatchLinear, lay_out_wide_weights
+from inference.transformers_backend.runner import ModelRunner
 
 
 def gqa_model(tie: bool = False) -> LlamaForCausalLM:

@@ -12,6 +12,8 @@ from inference.decode import RunRequest
 from inference.sink import CollectingSink
 from inference.text import REPLACEMENT
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "The patient has a blood pressure of"
 PARAMS = {"temperature": 0.8, "seed": 3, "max_new_tokens": 40}
 STEPS = 5

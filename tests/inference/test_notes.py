@@ -10,6 +10,8 @@ from inference.decode import RunRequest
 from inference.state import Checkpoint
 from reviewer.lifecycle.record import engine_meta as session_meta
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "We recommend a follow-up visit."
 GREEDY = {"temperature": 0, "seed": 1, "max_new_tokens": 24}
 SAMPLED = {"temperature": 0.8, "seed": 5, "max_new_tokens": 24}

@@ -10,6 +10,8 @@ from inference.control import ControlHandle
 from inference.decode import RunRequest
 from inference.sink import CollectingSink, FlagEvent, PauseNotice, TokenEvent
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "We recommend a follow-up visit."
 PARAMS = {"temperature": 0.8, "seed": 5, "max_new_tokens": 40}
 AFTER = {"keyword", "regex", "overconfidence"}

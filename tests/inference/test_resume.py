@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from inference.decode import RunRequest
 from inference.state import Checkpoint
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "Hello world, hello model."
 N = 24
 SETTINGS = settings(
@@ -19,15 +21,17 @@ PARAMS = [
     {"temperature": 0.9, "top_k": 40, "top_p": 0.95, "seed": 1, "max_new_tokens": N},
     {"temperature": 1.2, "repetition_penalty": 1.3, "seed": 123, "max_new_tokens": N},
 ]
-_reference: dict[int, list[int]] = {}
+_reference: dict[tuple[int, int], list[int]] = {}
 
 
 def uninterrupted(engine, which: int) -> list[int]:
-    if which not in _reference:
+    """The uninterrupted run on this engine (each decode path is compared with itself)."""
+    key = (id(engine), which)
+    if key not in _reference:
         state = engine.start(PROMPT, PARAMS[which])
         assert engine.run(state).reason == "max_tokens"
-        _reference[which] = list(state.generated_ids)
-    return _reference[which]
+        _reference[key] = list(state.generated_ids)
+    return _reference[key]
 
 
 def resume(engine, state, how: str):

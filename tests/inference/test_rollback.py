@@ -6,6 +6,8 @@ from inference.decode import DeliveryFloor, RunRequest
 from inference.sink import CollectingSink, FlagEvent, RollbackEvent, TokenEvent
 from inference.state import Checkpoint
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "The patient should take aspirin."
 PARAMS = {"temperature": 0.9, "seed": 21, "max_new_tokens": 12}
 # Extreme thresholds: every full window has "drifted", so drift fires whenever it can.

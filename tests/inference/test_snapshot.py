@@ -28,6 +28,8 @@ from inference.snapshot import (
 )
 from tests.inference.snapshot_v1 import dumps_v1
 
+STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
+
 PROMPT = "The contract is void."
 PARAMS = {"temperature": 0.7, "seed": 3, "max_new_tokens": 20}
 POLICIES = [
