@@ -11,6 +11,9 @@ end of the step that halts the session) with 8 sessions generating; the mean ste
 one session; time to the first token after a resume at 1,024 tokens of context against a
 cold prefill. vLLM decodes the sessions in one batch; the transformers engine interleaves
 them one token at a time, halting a session whose pause is waiting before the next token.
+``transformers`` is the eager step (the floors compare with it); where the environment
+compiles (CAESURA_COMPILE, on by default) ``transformers_compiled`` is measured too, and the
+ratios name it (``vllm_8_sessions_vs_compiled_1``, ``compiled_vs_eager_single_stream``).
 
 Shape: {"transformers": {"aggregate_tok_s": {"1": x, "4": x, "8": x}, "pause_latency_ms":
 {"p50": x, "p95": x}, "step_ms": x, ...}, "vllm": {..., "resume_1024": {"prefix_cache_s": x,
@@ -31,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inference.control import ControlHandle  # noqa: E402
 from inference.decode import RunRequest  # noqa: E402
-from inference.loader import default_model_dir, load_backend  # noqa: E402
+from inference.loader import default_model_dir, load_backend, load_engine  # noqa: E402
 from inference.sink import Sink  # noqa: E402
+from inference.transformers_backend.settings import StepSettings  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
 BACKENDS = next(
@@ -232,7 +236,17 @@ def ratios(report: dict) -> dict:
     t, v = report["transformers"]["aggregate_tok_s"], report["vllm"]["aggregate_tok_s"]
     top = str(CONCURRENCY[-1])
     resume = report["vllm"][f"resume_{CONTEXT}"]
+    compiled = report.get("transformers_compiled", {}).get("aggregate_tok_s")
+    against_compiled = (
+        {
+            f"vllm_{top}_sessions_vs_compiled_1": v[top] / compiled["1"],
+            "compiled_vs_eager_single_stream": compiled["1"] / t["1"],
+        }
+        if compiled
+        else {}
+    )
     return {
+        **against_compiled,
         f"vllm_{top}_sessions_vs_transformers_1": v[top] / t["1"],
         "vllm_vs_transformers_single_stream": v["1"] / t["1"],
         "vllm_resume_speedup": resume["cold_prefill_s"] / resume["prefix_cache_s"],
@@ -246,11 +260,24 @@ def ratios(report: dict) -> dict:
     }
 
 
+def load(name: str):
+    """The floors compare with one eager transformers stream (``transformers``); the compiled
+    step is its own row, where the environment compiles (CAESURA_COMPILE, on by default)."""
+    if name == "transformers":
+        return load_engine(default_model_dir(), settings=StepSettings(compile=False))
+    if name == "transformers_compiled":
+        return load_engine(default_model_dir(), settings=StepSettings(compile=True))
+    return load_backend(name, default_model_dir())
+
+
 def main() -> None:
     engines, report = {}, {}
-    for name in BACKENDS:
+    names = list(BACKENDS)
+    if "transformers" in names and StepSettings.from_env().compile:
+        names.insert(names.index("transformers") + 1, "transformers_compiled")
+    for name in names:
         start = time.perf_counter()
-        engines[name] = load_backend(name, default_model_dir())
+        engines[name] = load(name)
         report[name] = {"load_s": time.perf_counter() - start}
         aggregate_tok_s(engines[name], 1)  # warm up
     for name, tok_s in throughput(engines).items():
