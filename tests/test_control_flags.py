@@ -95,6 +95,8 @@ def test_a_pause_asked_during_a_stall_lands_once_redis_answers(engine, redis_ser
     control = pause_flags.RedisControl(SESSION)
     sink = Timed()
     run = generate(engine, control, sink)
+    halted: list[float] = []
+    run.add_done_callback(lambda _: halted.append(time.monotonic()))
     wait_tokens(sink, 5)
     redis_server.freeze()
     stalled_at = time.monotonic()
@@ -102,6 +104,7 @@ def test_a_pause_asked_during_a_stall_lands_once_redis_answers(engine, redis_ser
     asking.start()  # written during the stall: it waits for Redis to answer
     time.sleep(STALL_S)
     assert not run.done()  # the loop went on meanwhile
+    thawing_at = time.monotonic()
     redis_server.thaw()
     thawed_at = time.monotonic()
     asking.join(timeout=5)
@@ -110,4 +113,5 @@ def test_a_pause_asked_during_a_stall_lands_once_redis_answers(engine, redis_ser
 
     assert largest_gap(sink.times, stalled_at, thawed_at) < 0.25
     assert stop.reason == "pause" and stop.decision.kind == "manual"
-    assert sink.times[-1] >= thawed_at  # it paused after the thaw, not before
+    # It paused once Redis answered, not before (the announced request lands at once).
+    assert halted and halted[0] >= thawing_at

@@ -34,6 +34,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "mute": {"policy": "any"},
     "unmute": {"policy": "any"},
     "reassign": {"reviewer": "carol"},
+    "correct_task": {"task_type": "deterministic"},
 }
 
 
