@@ -12,7 +12,8 @@ import pytest
 from reviewer.demo.demo_data import CASES, OVERCONFIDENT_CASE, POLICIES
 from reviewer.demo.demo_pauses import CaseRun, median_per_200, run_case
 
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+# The task type comes from the enabled classifier version, which lives in the database.
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.django_db]
 
 MAX_MEDIAN_PER_200 = 3
 
