@@ -232,3 +232,22 @@ def test_it_paces_the_loop_to_a_sink_that_falls_behind(engine):
         assert sink.most_behind <= MAX_BACKLOG + 1
     finally:
         loop.close()
+
+
+def test_it_makes_other_threads_hand_the_gil_back_to_the_loop_sooner(engine):
+    import sys
+
+    from inference.serving import SWITCH_INTERVAL_S
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)  # the interpreter's default
+        loop = ServingLoop(engine)
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S, rel=0.05)
+        loop.close()
+        sys.setswitchinterval(SWITCH_INTERVAL_S / 5)  # a process that chose shorter keeps it
+        loop = ServingLoop(engine)
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S / 5, rel=0.05)
+        loop.close()
+    finally:
+        sys.setswitchinterval(before)
