@@ -63,6 +63,8 @@ def test_it_answers_a_chat_completion_with_the_approved_text_and_logprobs(client
     assert all(t.logprob <= 0 and len(t.top_logprobs) == 3 for t in content)
     extra = answer.model_extra["caesura"]
     assert extra["session_id"] == session.pk and extra["review"]["status"] == "approved"
+    trail = list(session.audit.order_by("id").values_list("action", "actor"))
+    assert trail == [("start", "app:notes"), ("generated", "engine"), ("approve", "system")]
 
 
 def test_it_streams_a_chat_completion_and_continues_a_prefill(client):

@@ -83,9 +83,11 @@ def start_generation(
             "decoding": params.to_dict(),
         }
         started |= {"endpoint": request.get("endpoint"), "user": request.get("user")}
-        audit.append("start", application.actor, session, started)
         transitions.set_status(session, S.RUNNING)
         transitions.dispatch_segment(session)
+        # Last: the audit chain's lock is held from here to the commit, so calls arriving
+        # together wait on each other for the record alone.
+        audit.append("start", application.actor, session, started)
     metrics.generation_started(task)
     return session
 
@@ -139,16 +141,18 @@ def cancel(application: Application, session_id: Any) -> ReviewSession:
 # --- what follows for a gateway session ------------------------------------------------
 
 
-def approve_unpaused(session: ReviewSession) -> bool:
-    """Called as a gateway generation finishes generating: approved by the system when its
+def approves_unpaused(session: ReviewSession) -> bool:
+    """Whether a gateway generation that finished generating is approved by the system: its
     domain allows it and no policy (nor reviewer) paused it; else it waits for a reviewer."""
     if not session.from_gateway or not session.domain.auto_approve_unpaused:
         return False
-    if session.pauses.exists():
-        return False
+    return not session.pauses.exists()
+
+
+def record_system_approval(session: ReviewSession) -> None:
+    """The system's approval of a generation ``approves_unpaused`` let through, on the audit
+    chain (its status changed already: no pause means no audit graph to complete)."""
     audit.append("approve", SYSTEM_ACTOR, session, {"comment": "", "text": session.text})
-    finish(session, S.COMPLETED)
-    return True
 
 
 def release(session_id: int, chars: int) -> None:

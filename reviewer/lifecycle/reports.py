@@ -217,12 +217,19 @@ def record_pause(
 
 
 def record_generated(session: ReviewSession, reason: str) -> None:
+    """The end of generation, and the system's approval where it approves. The audit records
+    come last in the transaction: the audit chain's lock is held from the first one to the
+    commit, and generations that end together (a worker's sessions) queue for it."""
     with transaction.atomic():
-        generated = {"reason": reason, "tokens": len(session.generated_ids)}
-        audit.append("generated", "engine", session, generated)
         set_status(session, S.GENERATED)
         events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
-        gateway.approve_unpaused(session)
+        approved = gateway.approves_unpaused(session)
+        if approved:
+            finish(session, S.COMPLETED)
+        generated = {"reason": reason, "tokens": len(session.generated_ids)}
+        audit.append("generated", "engine", session, generated)
+        if approved:
+            gateway.record_system_approval(session)
 
 
 # --- edits and views at a pause ----------------------------------------------------------
