@@ -35,6 +35,7 @@ PACE_WAIT_S = 0.05
 # process that serves asks for the GIL back sooner.
 SWITCH_INTERVAL_S = 0.0005
 
+Prepare = Callable[[Backend], DecodeState]  # makes a state in the loop thread (a prefill)
 # fn(engine, *args, **kwargs), its arguments, and the future that takes its result
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
 
@@ -60,14 +61,20 @@ class ServingLoop:
         self._put(fn, args, kwargs, future)
         return future.result()
 
-    def submit(self, state: DecodeState, request: RunRequest | None = None) -> Future[StopInfo]:
+    def submit(
+        self, state: DecodeState | Prepare, request: RunRequest | None = None
+    ) -> Future[StopInfo]:
         """Start generating; the future gives the StopInfo (or raises what the run raised).
-        Its callbacks run in the loop thread: they must be quick and never wait on the loop."""
+        Its callbacks run in the loop thread: they must be quick and never wait on the loop.
+        ``state`` may be a function that makes it in the loop thread (a new session's prefill):
+        sessions submitted meanwhile are then prefilled one after another between two steps,
+        and the caller does not wait for it; a failure to make it is the future's."""
         future: Future[StopInfo] = Future()
 
         def start(engine: Backend) -> None:
             try:
-                generation = engine.submit(state, request)
+                begun = state if isinstance(state, DecodeState) else state(engine)
+                generation = engine.submit(begun, request)
             except Exception as exc:
                 future.set_exception(exc)
                 return

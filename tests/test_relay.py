@@ -58,3 +58,22 @@ def test_it_writes_what_queued_meanwhile_at_once_in_order(alice, monkeypatch):
     rows = SessionEvent.objects.filter(session=session).order_by("seq")
     assert [(e.seq, e.payload["position"]) for e in rows] == [(n + 1, n) for n in range(5)]
     assert relay.backlog() == 0 and [s.reason for s in stops] == ["max_tokens"]
+
+
+def test_it_stores_a_new_sessions_prompt_ids_made_in_the_loop(alice):
+    from inference.state import DecodeState
+
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    relay = Relay(session, None, lambda state: None, lambda stop, halted, notice: None)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    state = DecodeState.__new__(DecodeState)  # only its prompt ids are read
+    state.prompt_ids = [7, 8, 9]
+    relay.started(state)  # in the loop thread, right after the prefill
+    relay.on_token(token(0))
+    run.set_result(StopInfo("max_tokens", position=1))
+    relay.join()
+
+    session.refresh_from_db()
+    assert relay.state is state and session.prompt_ids == [7, 8, 9]
+    assert SessionEvent.objects.filter(session=session, type="token").count() == 1

@@ -49,7 +49,7 @@ class Relay(Sink):
     def __init__(
         self,
         session: ReviewSession,
-        state: DecodeState,
+        state: DecodeState | None,
         capture: Callable[[DecodeState], StoredRecord],
         finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
     ) -> None:
@@ -68,6 +68,11 @@ class Relay(Sink):
         )
 
     # ---- the serving loop's thread: queue only -------------------------------------------
+    def started(self, state: DecodeState) -> None:
+        """A new session's state, just prefilled: its prompt ids are stored first."""
+        self.state = state
+        self._queue.put(("prompt", list(state.prompt_ids)))
+
     def on_token(self, event: TokenEvent) -> None:
         self._go_on()
         self.step_timer.tick()
@@ -94,6 +99,7 @@ class Relay(Sink):
         return 0 if self.failed is not None else self._queued - self._written
 
     def _checkpoint(self) -> None:
+        assert self.state is not None, "tokens come after the state is made"
         self._queue.put(("record", self.capture(self.state)))
         self.since_checkpoint = 0
 
@@ -169,6 +175,8 @@ class Relay(Sink):
                 lifecycle.record_flag(self.session, events.flag(payload))
             elif kind == "rollback":
                 lifecycle.record_rollback(self.session, events.rollback(payload))
+            elif kind == "prompt":
+                lifecycle.record_prompt(self.session, payload)
             else:
                 lifecycle.store_record(self.session, payload)
         except lifecycle.SegmentSuperseded as exc:

@@ -17,11 +17,12 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
 
-from inference.backend import LIVE_ATTENTION, UnsupportedFeature
+from inference.backend import LIVE_ATTENTION, Backend, UnsupportedFeature
 from inference.control import CANCEL
 from inference.decode import RunRequest, StopInfo
 from inference.edits import EditError, EditResult
@@ -85,6 +86,11 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     if session is None:
         return "stale"
     pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
+    if not session.prompt_ids:  # a new generation: nothing to edit or tell yet
+        if not lifecycle.generates(session):
+            return "stale"
+        start_generating(session, None)
+        return "generating"
     state = load_state(session)
     state.policies.mute(session.muted_policies)  # as the reviewer left it, from this segment on
     edited = apply_pending_edits(session, state)
@@ -96,18 +102,18 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     return "generating"
 
 
-def start_generating(session: ReviewSession, state: DecodeState) -> None:
+def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
+    """Generate in the serving loop. A new session (``state`` None) is prefilled there, with
+    every other new one waiting, as the loop takes them: this task does not wait for it."""
     control = RedisControl(session.pk)
-    relay = Relay(
-        session,
-        state,
-        record.stored_record,
-        lambda stop, halted_at, notice: finish_segment(
-            session, state, stop, control, halted_at, notice
-        ),
-    )
+
+    def finish(stop: StopInfo, halted_at: float | None, notice: PauseNotice | None) -> str:
+        assert relay.state is not None, "a run stops after its state is made"
+        return finish_segment(session, relay.state, stop, control, halted_at, notice)
+
+    relay = Relay(session, state, record.stored_record, finish)
     run = serving().submit(
-        state,
+        state if state is not None else prefill(session, relay),
         RunRequest(
             relay,
             control,
@@ -131,6 +137,21 @@ def _forget(session_id: int, relay: Relay, control: RedisControl) -> None:
     with _relays_lock:
         if _relays.get(session_id) is relay:
             del _relays[session_id]
+
+
+def prefill(session: ReviewSession, relay: Relay) -> Callable[[Backend], DecodeState]:
+    """A new session's state, made in the loop thread (read here what needs the database);
+    the relay stores its prompt ids before anything else."""
+    prompt, system = request.prompt_of(session), session.domain.system_prompt
+    decoding, specs, budget = session.decoding, session.policy_specs, session.pause_budget
+
+    def make(engine: Backend) -> DecodeState:
+        state = engine.start(prompt, decoding, specs, system=system, budget=budget or None)
+        state.policies.mute(session.muted_policies)
+        relay.started(state)
+        return state
+
+    return make
 
 
 def wait_for_previous_segment(session_id: int) -> None:

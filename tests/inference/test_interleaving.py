@@ -251,3 +251,32 @@ def test_it_makes_other_threads_hand_the_gil_back_to_the_loop_sooner(engine):
         loop.close()
     finally:
         sys.setswitchinterval(before)
+
+
+def test_it_prefills_new_sessions_in_the_loop_without_the_caller_waiting(engine):
+    alone = [tokens(s) for s in solo_runs(engine)]
+    loop = ServingLoop(engine)
+    made: list[int] = []
+
+    def prefill(i: int):
+        def make(eng):
+            made.append(i)
+            return eng.start(PROMPTS[i], PARAMS[i])
+
+        return make
+
+    def refused(eng):
+        raise ValueError("prompt: too long")
+
+    try:
+        sinks = [CollectingSink() for _ in PROMPTS]
+        futures = [loop.submit(prefill(i), RunRequest(s)) for i, s in enumerate(sinks)]
+        failing = loop.submit(refused, RunRequest(CollectingSink()))
+        assert [f.result(60).reason for f in futures] == ["max_tokens"] * len(PROMPTS)
+        assert [tokens(s) for s in sinks] == alone  # each exactly as alone
+        assert sorted(made) == list(range(len(PROMPTS)))
+        with pytest.raises(ValueError, match="prompt: too long"):
+            failing.result(10)
+        assert loop.run(engine.start(PROMPTS[2], PARAMS[2])).reason == "max_tokens"  # serves on
+    finally:
+        loop.close()
