@@ -13,6 +13,7 @@ from inference.policies import PolicySet
 from inference.signals import top1_and_entropy
 from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer, Tokenizer
+from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend.runner import ModelRunner
 
 HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
@@ -31,6 +32,7 @@ def rebuild(
     detok = Detokenizer()
     detok.extend(tokenizer, record.generated_ids)
     state = DecodeState.from_checkpoint(record, detok, policy_set, runner.new_cache())
+    gate_mod.attach_for(state, tokenizer.decode)  # before the prefill: it gates past the prompt
     watch = record_similarity or policy_set.needs_hidden_states
     _prefill(runner, state, watch, recompute=record.histories is None)
     return state
