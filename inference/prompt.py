@@ -35,7 +35,10 @@ def encode_marked(tokenizer: Tokenizer, prompt: Prompt, system: str | None = Non
     for full attention. Bad markers (nested, unclosed) raise ValueError."""
     if not isinstance(prompt, str) and (not prompt or not isinstance(prompt[0], Mapping)):
         return MarkedPrompt(_encode(tokenizer, prompt, system), [], False)
-    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    # Any: the items arrive from JSON (the check above found a message first).
+    messages: list[Any] = (
+        [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    )
     recall = any(has_recall(str(m["content"])) for m in messages)
     parsed = [parse_anchors(str(m["content"])) for m in messages]
     clean = [{**m, "content": text} for m, (text, _) in zip(messages, parsed, strict=True)]

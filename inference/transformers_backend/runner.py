@@ -24,9 +24,9 @@ from transformers import DynamicCache, PreTrainedModel
 from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend import int8, kv_cache, sdpa
 from inference.transformers_backend.compiled import CompiledStep, unsupported, use_cache_dir
+from inference.transformers_backend.gated_attention import GatePlan
 from inference.transformers_backend.int8 import Int8Linear
 from inference.transformers_backend.layout import lay_out_wide_weights, use_small_batch_linear
-from inference.transformers_backend.gated_attention import GatePlan
 from inference.transformers_backend.sdpa import AttentionRecorder
 from inference.transformers_backend.settings import StepSettings
 
