@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from inference.gating import TRIGGER_TOKENS, AnchorSpan, GateConfig
-from inference.transformers_backend.gated_attention import FULL, GatePlan
+from inference.transformers_backend.gated_attention import FULL, Capture, GatePlan
 
 if TYPE_CHECKING:
     from inference.state import DecodeState
@@ -32,13 +32,18 @@ class Gate:
     ids: list[int] = field(default_factory=list)  # the context ids the cache covers
     kept: int = 0  # the last single-token step's kept positions per head
     hit_rate: float | None = None  # its share of the full attention mass, when measured
+    measure_every: int = MEASURE_EVERY  # positions between two measured hit rates
+    capture: bool = False  # keep every layer's selection of each step (tests, the bench)
+    captured: list[Capture] = field(default_factory=list)  # the last step's, when capturing
 
     def plan(self, start: int, new_ids: Sequence[int]) -> GatePlan:
         """The plan of a forward writing ``new_ids`` at position ``start``."""
         self.ids[start:] = list(new_ids)
         top_ks = [self.top_k_at(start + i) for i in range(len(new_ids))]
-        measure = len(new_ids) == 1 and start % MEASURE_EVERY == 0
-        return GatePlan(self.config, self.anchors, start, top_ks, measure=measure)
+        single = len(new_ids) == 1
+        measure = single and start % self.measure_every == 0
+        capture: list[Capture] | None = [] if single and self.capture else None
+        return GatePlan(self.config, self.anchors, start, top_ks, measure, capture)
 
     def top_k_at(self, position: int) -> int:
         """FULL inside the prompt; else top_k, widened by a trigger in the text of the last
@@ -52,6 +57,7 @@ class Gate:
     def took(self, plan: GatePlan) -> None:
         """Keep what a single-token step measured."""
         self.kept = plan.kept
+        self.captured = plan.capture or []
         self.hit_rate = sum(plan.hit_rates) / len(plan.hit_rates) if plan.hit_rates else None
 
     def nbytes(self) -> int:
