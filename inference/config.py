@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeGuard
 
-from inference.gating import GateConfig
+from inference.gating import GateConfig, GateConfigError
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
 TASK_PRESETS: dict[str, dict[str, Any]] = {
@@ -36,6 +36,8 @@ class SamplingParams:
     attention: GateConfig = field(default_factory=GateConfig)  # full, or gated (gating.py)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.attention, GateConfig):  # a dict from JSON (or a preset)
+            object.__setattr__(self, "attention", _attention(self.attention))
         # Types first: 2.5 tokens or an infinite temperature must fail here, not in torch.
         for spec in fields(self):
             value = getattr(self, spec.name)
@@ -45,7 +47,6 @@ class SamplingParams:
                 _check(
                     _is_finite(value), f"{spec.name} must be a finite number, not {_shown(value)}"
                 )
-        _check(isinstance(self.attention, GateConfig), "attention must be an attention setting")
         # Outside these ranges float32 logits overflow and the draw fails mid-generation.
         _check(
             self.temperature == 0 or MIN_SCALE <= self.temperature <= MAX_SCALE,
@@ -71,8 +72,6 @@ class SamplingParams:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         _check(not unknown, f"unknown sampling parameter(s): {', '.join(unknown)}")
-        if not isinstance(d.get("attention", GateConfig()), GateConfig):
-            d["attention"] = GateConfig.from_dict(d["attention"])
         return cls(**d)
 
     @classmethod
@@ -89,6 +88,17 @@ class SamplingParams:
 
 class SamplingConfigError(ValueError):
     """A sampling parameter is out of range; the message names it."""
+
+
+class AttentionConfigError(SamplingConfigError, GateConfigError):
+    """The attention setting is invalid: caught as either kind of error."""
+
+
+def _attention(value: object) -> GateConfig:
+    try:
+        return GateConfig.from_dict(value)  # type: ignore[arg-type]  # checked there
+    except GateConfigError as exc:
+        raise AttentionConfigError(str(exc)) from None
 
 
 def _check(ok: bool, message: str) -> None:

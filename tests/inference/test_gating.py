@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from inference.backend import GATED_ATTENTION, UnsupportedFeature, check_attention
-from inference.config import SamplingParams
+from inference.config import SamplingConfigError, SamplingParams
 from inference.decode import RunRequest
 from inference.gating import AnchorSpan, GateConfig, GateConfigError, parse_anchors
 from inference.sink import CollectingSink, TokenEvent
@@ -50,6 +50,12 @@ def test_it_refuses_a_bad_setting_naming_the_field(setting, field):
         GateConfig.from_dict(setting)
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         SamplingParams.from_dict({"attention": setting})
+
+
+def test_the_web_catches_a_bad_setting_as_a_sampling_error():
+    with pytest.raises(SamplingConfigError, match=r"attention\.top_k"):
+        SamplingParams.from_dict({"attention": {"mode": "gated", "top_k": -1}})
+    assert SamplingParams.for_task("open", attention={"mode": "gated"}).attention.gated
 
 
 def test_the_setting_rides_in_the_sampling_params_as_json():
