@@ -51,6 +51,9 @@ def gating_row(engine, quick: bool) -> dict:
             "attention_full_ms": speed["attention_full_ms"],
             "attention_gated_ms": speed["attention_gated_ms"],
             "attention_speedup": speed["attention_full_ms"] / speed["attention_gated_ms"],
+            # the most any gate could gain: the step with its attention taking no time at all
+            "step_speedup_bound": speed["full_step_ms"]
+            / max(speed["full_step_ms"] - speed["attention_full_ms"], 1e-9),
             "kept_positions": speed["kept"],
             "context": context,
             "rounds": rounds,

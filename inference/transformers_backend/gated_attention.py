@@ -40,6 +40,13 @@ class GatePlan:
     capture: list[Capture] | None = None  # keep every layer's selection (a pause's view)
     hit_rates: list[float] = field(default_factory=list)  # per layer, when measured
     kept: int = 0  # positions a head attended to, at the last single-token step
+    fixed: dict[int, torch.Tensor] = field(default_factory=dict)  # by length: every layer's
+
+    def fixed_at(self, length: int) -> torch.Tensor:
+        """fixed_positions for ``length``, computed once for all the forward's layers."""
+        if length not in self.fixed:
+            self.fixed[length] = fixed_positions(length, self.config, self.anchors)
+        return self.fixed[length]
 
     @property
     def gates(self) -> bool:
@@ -83,13 +90,13 @@ def fixed_positions(length: int, config: GateConfig, anchors: torch.Tensor) -> t
 def select(
     mass: torch.Tensor, fixed: torch.Tensor, top_k: int
 ) -> torch.Tensor | None:  # mass: [Hkv, S]; fixed: [S]
-    """Kept positions per KV head, [Hkv, n], sorted; None when that is every position."""
+    """Kept positions per KV head, [Hkv, n]; None when that is every position."""
     eligible = int(fixed.numel() - fixed.sum())
     if top_k >= eligible:
         return None
     heavy = mass.masked_fill(fixed, float("-inf")).topk(top_k, dim=-1).indices  # [Hkv, k]
     always = fixed.nonzero().squeeze(1).expand(mass.shape[0], -1)  # [Hkv, F]
-    return torch.cat([always, heavy], dim=-1).sort(dim=-1).values
+    return torch.cat([always, heavy], dim=-1)  # unsorted: the sums do not depend on order
 
 
 def _single(
@@ -101,10 +108,9 @@ def _single(
     scaling: float,
 ) -> torch.Tensor:  # [Hkv, G, D]
     length = key.shape[1]
-    scores = torch.matmul(query, key.transpose(1, 2)) * scaling  # [Hkv, G, S]
+    scores = torch.matmul(query * scaling, key.transpose(1, 2))  # [Hkv, G, S]
     probs = torch.softmax(scores, dim=-1)
-    fixed = fixed_positions(length, plan.config, plan.anchors)
-    kept = select(probs.sum(1), fixed, plan.top_ks[0])
+    kept = select(probs.sum(1), plan.fixed_at(length), plan.top_ks[0])
     if kept is None:
         kept = torch.arange(length).expand(key.shape[0], -1)
     plan.kept = kept.shape[1]
@@ -128,7 +134,7 @@ def _masked(
     start: int,
 ) -> torch.Tensor:  # [Hkv, G, R, D]
     rows, length = query.shape[2], key.shape[1]
-    scores = torch.matmul(query, key[:, None].transpose(2, 3)) * scaling  # [Hkv, G, R, S]
+    scores = torch.matmul(query * scaling, key[:, None].transpose(2, 3))  # [Hkv, G, R, S]
     causal = torch.arange(length)[None, :] <= torch.arange(start, start + rows)[:, None]  # [R, S]
     scores = scores.masked_fill(~causal, float("-inf"))
     keep = causal.expand(key.shape[0], -1, -1).clone()  # [Hkv, R, S]
@@ -138,8 +144,7 @@ def _masked(
         if top_k == FULL:
             continue
         position = start + row
-        fixed = fixed_positions(position + 1, plan.config, plan.anchors)
-        kept = select(probs[:, row, : position + 1], fixed, top_k)
+        kept = select(probs[:, row, : position + 1], plan.fixed_at(position + 1), top_k)
         if kept is not None:
             keep[:, row] = False
             keep[:, row].scatter_(-1, kept, True)
