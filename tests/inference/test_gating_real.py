@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inference.decode import RunRequest
-from inference.sink import CollectingSink, TokenEvent
+from inference.gating import parse_anchors
 from inference.state import Checkpoint
 from inference.transformers_backend import gate as gate_mod
 
@@ -20,34 +20,38 @@ PROMPT = (
     "elevation</ANCHOR>, troponin pending."
 )
 
+NOTE = (
+    "Assessment: exertional chest pain in a man with hypertension and diabetes; the ECG "
+    "is without acute changes and the troponin is pending. Plan: serial troponins, "
+    "aspirin, a statin, blood pressure control and a stress test before discharge. "
+)
+
 
 def test_no_anchor_position_is_dropped_on_any_step_of_a_100_token_run(real_engine):
+    """100 gated decode steps of the real model over a written note (teacher-forced: the
+    model's own greedy note may end sooner), every layer's and head's kept set checked."""
     state = real_engine.start(PROMPT, {"max_new_tokens": 100, "attention": GATE})
     assert [a.name for a in state.anchors] == ["symptom", "finding"]
     gate = gate_mod.of(state.cache)
     gate.capture = True
     anchors = set(gate.anchors.tolist())
-    missing: list[int] = []
-    steps: list[int] = []
-
-    class Check(CollectingSink):
-        def on_token(self, event: TokenEvent) -> None:
-            if state.pending is not None:  # a last token's forward waits for a settle
-                return
-            steps.append(event.position)
-            kept = [set(row.tolist()) for c in gate.captured for row in c.kept]
-            if len(kept) != real_engine.runner.num_layers * 3 or not all(
-                anchors <= k for k in kept
-            ):
-                missing.append(event.position)
-
-    real_engine.run(state, RunRequest(Check()))
-    assert len(steps) >= 99 and missing == []
-    assert gate.kept < state.position  # the gate did leave positions out
+    note = real_engine.tokenizer.encode(NOTE * 4)[:100]
+    assert len(note) == 100
+    missing = []
+    for step, token in enumerate(note):
+        real_engine.runner.forward([token], state.cache)
+        kept = [set(row.tolist()) for c in gate.captured for row in c.kept]
+        assert len(kept) == real_engine.runner.num_layers * 3  # every layer, every KV head
+        if not all(anchors <= k for k in kept):
+            missing.append(step)
+    assert missing == []
+    assert gate.kept < state.cache.get_seq_length()  # the gate did leave positions out
 
 
 def test_a_trigger_word_widens_the_gate_at_its_last_token(real_engine):
-    state = real_engine.start(PROMPT, {"max_new_tokens": 8, "attention": GATE})
+    # No anchors here: the window sliding off an anchor would change the count too.
+    prompt = parse_anchors(PROMPT)[0] + " Keep it short, plain and in the third person."
+    state = real_engine.start(prompt, {"max_new_tokens": 8, "attention": GATE})
     gate = gate_mod.of(state.cache)
     words = real_engine.tokenizer.encode(" The patient has a history of diabetes")
     kept = []
