@@ -268,7 +268,7 @@ class Engine(edits_mod.EditShortcuts):
         """The snapshot's state; its KV views ``data`` until written (see snapshot.py)."""
         state = snapshot_mod.loads(data, self.runner)
         self._check_gate(state.params)
-        gate_mod.attach_for(state, self.tokenizer.decode)
+        rebuild_mod.attach_gate(state, self.tokenizer)
         return state
 
     def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from inference.gating import TRIGGER_TOKENS, AnchorSpan, GateConfig
 from inference.transformers_backend.gated_attention import FULL, Capture, GatePlan
-
-if TYPE_CHECKING:
-    from inference.state import DecodeState
 
 MEASURE_EVERY = 16  # the hit rate (a full softmax per layer) is computed at these positions
 
@@ -78,18 +75,3 @@ def attach(cache: Any, gate: Gate | None) -> None:
 def of(cache: Any) -> Gate | None:
     gate: Gate | None = getattr(cache, "gate", None)
     return gate
-
-
-def for_state(state: DecodeState, decode: Callable[[list[int]], str]) -> Gate | None:
-    """The gate of a state whose params ask for gated attention (none under <RECALL>),
-    mirroring the context its cache covers now."""
-    config = state.params.attention
-    if not config.gated or state.recall:
-        return None
-    covered = state.cache.get_seq_length() if state.cache is not None else 0
-    ids = state.context_ids()[:covered]
-    return Gate(config, len(state.prompt_ids), anchor_positions(state.anchors), decode, ids)
-
-
-def attach_for(state: DecodeState, decode: Callable[[list[int]], str]) -> None:
-    attach(state.cache, for_state(state, decode))

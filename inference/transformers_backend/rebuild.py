@@ -32,10 +32,24 @@ def rebuild(
     detok = Detokenizer()
     detok.extend(tokenizer, record.generated_ids)
     state = DecodeState.from_checkpoint(record, detok, policy_set, runner.new_cache())
-    gate_mod.attach_for(state, tokenizer.decode)  # before the prefill: it gates past the prompt
+    attach_gate(state, tokenizer)  # before the prefill: it gates the rows past the prompt
     watch = record_similarity or policy_set.needs_hidden_states
     _prefill(runner, state, watch, recompute=record.histories is None)
     return state
+
+
+def attach_gate(state: DecodeState, tokenizer: Tokenizer) -> None:
+    """Gate the state's later forwards when its params ask for gated attention (not under
+    <RECALL>); the gate mirrors the context its cache covers now."""
+    config = state.params.attention
+    if not config.gated or state.recall:
+        gate_mod.attach(state.cache, None)
+        return
+    covered = state.cache.get_seq_length()
+    anchors = gate_mod.anchor_positions(state.anchors)
+    ids = state.context_ids()[:covered]
+    gate = gate_mod.Gate(config, len(state.prompt_ids), anchors, tokenizer.decode, ids)
+    gate_mod.attach(state.cache, gate)
 
 
 def _prefill(runner: ModelRunner, state: DecodeState, watch: bool, recompute: bool) -> None:
