@@ -2,23 +2,20 @@
 
     python bench/engine.py            # the full benchmark, a few minutes
     python bench/engine.py --quick    # tiny sizes: checks that it runs, measures nothing
+    python bench/engine.py --only gating  # the attention-gating row alone (bench/gating.py)
 
-Measures, in one run: decode speed against model.generate(), the share of each step spent
-in signals + policies, the cost of live attention and of recording every token's similarity
-to the prompt (what drift's calibration replays), time to the first token after resume
-(memory, bytes, the worker's encrypted vault file, rebuild, full re-prefill) at several
-context lengths, a tail edit at 1,024 tokens, and snapshot size and speed. "Time to the
-first token" runs from the resume (or edit) call until the new token reaches the sink; the
-baseline re-prefills all tokens and draws the next one.
+Measures, in one run: decode speed against model.generate(), the share of each step in
+signals + policies, the cost of live attention and of recording every token's similarity to
+the prompt (what drift's calibration replays), time to the first token after resume (memory,
+bytes, the worker's vault file, rebuild, re-prefill) at several context lengths, a tail edit
+at 1,024 tokens, snapshot size and speed, and attention gating. "Time to the first token"
+runs from the resume (or edit) call until the new token reaches the sink.
 
-The generate() baseline is the model as transformers loads it (``from_pretrained``), what
-a user without this engine would run. The engine lays its weights out for its decode step
-(see inference/transformers_backend/runner.py); ``generate_same_weights`` shows generate() on those weights too.
-
-Timings are repeated and interleaved. Decode speeds are the median of DECODE_ROUNDS
-rounds, each running every variant once, so a slow spell of this small machine hits them
-all alike. For resume and edits the engine's figure is the median of its runs and the
-re-prefill baseline's the best of its runs: there noise counts against the engine.
+The generate() baseline is the model as ``from_pretrained`` loads it; the engine lays its
+weights out for its step (runner.py): ``generate_same_weights`` is generate() on those.
+Timings are repeated and interleaved: decode speeds are the median of DECODE_ROUNDS rounds,
+each running every variant once, so a slow spell hits them all alike; for resume and edits
+the engine's figure is the median of its runs, the re-prefill's the best of its runs.
 """
 
 from __future__ import annotations
@@ -34,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.gating import gating_row  # noqa: E402
 from inference import decode as decode_mod  # noqa: E402
 from inference.decode import RunRequest  # noqa: E402
 from inference.loader import default_model_dir, load_engine  # noqa: E402
@@ -46,6 +44,7 @@ from inference.transformers_backend.settings import StepSettings  # noqa: E402
 from reviewer.worker.vault import Vault  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:]
+ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
 DECODE_TOKENS = 8 if QUICK else 64
 DECODE_ROUNDS = 1 if QUICK else 7  # interleaved rounds of every decode variant
 RESUME_REPEATS = 1 if QUICK else 3
@@ -101,7 +100,6 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-# ---- decode speed -----------------------------------------------------------------------
 def stock_model():
     """The model exactly as transformers loads it: the generate() baseline."""
     from transformers import AutoModelForCausalLM
@@ -221,7 +219,6 @@ def policy_overhead(engine) -> float:
     return spent[0] / total
 
 
-# ---- resume paths -----------------------------------------------------------------------
 def context_ids(engine, length: int) -> list[int]:
     ids = engine.tokenizer.encode(FILLER * (length // 20 + 2))
     return ids[: length - GENERATED]
@@ -326,6 +323,9 @@ def main() -> None:
     started = time.perf_counter()
     engine = load_engine(settings=StepSettings(compile=False))
     log(f"model loaded; threads={torch.get_num_threads()}")
+    if ONLY is not None:
+        print(json.dumps({"gating": gating_row}[ONLY](engine, QUICK), indent=2))
+        return
     compile_s, compiled = timed(lambda: load_engine(settings=StepSettings(compile=True)))
     int8_s, int8 = timed(lambda: load_engine(settings=StepSettings(weights="int8")))
     log(f"compiled engines loaded in {compile_s:.1f} s (float) and {int8_s:.1f} s (int8)")
@@ -363,6 +363,7 @@ def main() -> None:
             f"start_{EDIT_CONTEXT}": start_overhead,
         },
         "resume": resume,
+        **gating_row(engine, QUICK),
         f"tail_edit_{EDIT_CONTEXT}": edit,
         "snapshot": {k: v for k, v in snapshot.items() if not k.startswith("_")},
         "decode_detail": {

@@ -28,11 +28,12 @@ BACKENDS = ("transformers", "vllm")
 LIVE_ATTENTION = "live_attention"  # an attention row with every token
 HIDDEN_STATES = "hidden_states"  # policies that read hidden states (drift)
 BATCHING = "batching"  # several sessions decode in one batch
+GATED_ATTENTION = "gated_attention"  # attention gating (inference/gating.py)
 
 # What each backend declares, readable without importing it (the web process shows or hides
 # what depends on a feature and loads no engine).
 DECLARED_FEATURES: dict[str, frozenset[str]] = {
-    "transformers": frozenset({LIVE_ATTENTION, HIDDEN_STATES}),
+    "transformers": frozenset({LIVE_ATTENTION, HIDDEN_STATES, GATED_ATTENTION}),
     "vllm": frozenset({BATCHING}),
 }
 
@@ -88,4 +89,14 @@ def check_policies(policies: PolicySet, features: frozenset[str], backend: str) 
             f"the {backend} backend cannot run policies that read hidden states ({names}): "
             "drift compares each token's hidden state with the prompt's, and this backend "
             "does not expose hidden states; use the transformers backend for them"
+        )
+
+
+def check_attention(params: SamplingParams, features: frozenset[str], backend: str) -> None:
+    """Refuse, with a clear message, gated attention on a backend without it."""
+    if params.attention.gated and GATED_ATTENTION not in features:
+        raise UnsupportedFeature(
+            f"the {backend} backend cannot gate attention: its attention kernels attend to "
+            "the whole context and cannot be limited to chosen positions per step; use the "
+            "transformers backend for gated attention, or attention: full"
         )

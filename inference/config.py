@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeGuard
+
+from inference.gating import GateConfig, GateConfigError
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
 TASK_PRESETS: dict[str, dict[str, Any]] = {
@@ -31,16 +33,19 @@ class SamplingParams:
     seed: int = 0
     max_new_tokens: int = 256
     top_alternatives: int = 5  # k of the top-k alternatives reported per step
+    attention: GateConfig = field(default_factory=GateConfig)  # full, or gated (gating.py)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.attention, GateConfig):  # a dict from JSON (or a preset)
+            object.__setattr__(self, "attention", _attention(self.attention))
         # Types first: 2.5 tokens or an infinite temperature must fail here, not in torch.
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if field.type == "int":
-                _check(_is_int(value), f"{field.name} must be an integer, not {_shown(value)}")
-            else:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.type == "int":
+                _check(_is_int(value), f"{spec.name} must be an integer, not {_shown(value)}")
+            elif spec.type == "float":
                 _check(
-                    _is_finite(value), f"{field.name} must be a finite number, not {_shown(value)}"
+                    _is_finite(value), f"{spec.name} must be a finite number, not {_shown(value)}"
                 )
         # Outside these ranges float32 logits overflow and the draw fails mid-generation.
         _check(
@@ -75,7 +80,7 @@ class SamplingParams:
         return cls(**{**TASK_PRESETS[task_type], **overrides})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "attention": self.attention.to_dict()}
 
     def conservative(self) -> SamplingParams:
         return replace(self, **CONSERVATIVE)
@@ -83,6 +88,17 @@ class SamplingParams:
 
 class SamplingConfigError(ValueError):
     """A sampling parameter is out of range; the message names it."""
+
+
+class AttentionConfigError(SamplingConfigError, GateConfigError):
+    """The attention setting is invalid: caught as either kind of error."""
+
+
+def _attention(value: object) -> GateConfig:
+    try:
+        return GateConfig.from_dict(value)  # type: ignore[arg-type]  # checked there
+    except GateConfigError as exc:
+        raise AttentionConfigError(str(exc)) from None
 
 
 def _check(ok: bool, message: str) -> None:

@@ -1,18 +1,77 @@
-"""Prompt -> token ids: the tokenizer's chat template, or plain text where it has none."""
+"""Prompt -> token ids: the tokenizer's chat template, or plain text where it has none.
+
+Messages may mark anchors (``<ANCHOR:NAME>…</ANCHOR>``) and ``<RECALL>`` for attention
+gating (inference/gating.py): the model never reads the markers; ``encode_marked`` says
+which prompt positions each anchor's text landed on.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from inference.gating import AnchorSpan, has_recall, parse_anchors
 from inference.text import Detokenizer, Tokenizer
 
 # A user message, chat messages ({"role": ..., "content": ...}), or token ids.
 Prompt = str | Sequence[Mapping[str, str]] | Sequence[int]
 
 
+@dataclass(frozen=True)
+class MarkedPrompt:
+    ids: list[int]
+    anchors: list[AnchorSpan]  # [start, end) prompt positions of each anchor's tokens
+    recall: bool  # a message carried <RECALL>
+
+
 def encode_prompt(tokenizer: Tokenizer, prompt: Prompt, system: str | None = None) -> list[int]:
-    """A string (user message), chat messages, or token ids -> prompt ids."""
+    """A string (user message), chat messages, or token ids -> prompt ids (markers stripped)."""
+    return encode_marked(tokenizer, prompt, system).ids
+
+
+def encode_marked(tokenizer: Tokenizer, prompt: Prompt, system: str | None = None) -> MarkedPrompt:
+    """The prompt's ids without its markers, where its anchors are, and whether it asked
+    for full attention. Bad markers (nested, unclosed) raise ValueError."""
+    if not isinstance(prompt, str) and (not prompt or not isinstance(prompt[0], Mapping)):
+        return MarkedPrompt(_encode(tokenizer, prompt, system), [], False)
+    # Any: the items arrive from JSON (the check above found a message first).
+    messages: list[Any] = (
+        [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    )
+    recall = any(has_recall(str(m["content"])) for m in messages)
+    parsed = [parse_anchors(str(m["content"])) for m in messages]
+    clean = [{**m, "content": text} for m, (text, _) in zip(messages, parsed, strict=True)]
+    ids = _encode(tokenizer, clean, system)
+    anchors = _anchor_positions(tokenizer, ids, parsed) if any(a for _, a in parsed) else []
+    return MarkedPrompt(ids, anchors, recall)
+
+
+def _anchor_positions(
+    tokenizer: Tokenizer, ids: list[int], parsed: list[tuple[str, list[AnchorSpan]]]
+) -> list[AnchorSpan]:
+    """Each anchor's character span -> the prompt positions whose tokens spell it: the
+    messages are found in order in the decoded prompt."""
+    detok = Detokenizer()
+    detok.extend(tokenizer, ids)
+    pieces = _piece_spans(detok)
+    found, cursor = [], 0
+    for text, anchors in parsed:
+        at = detok.text.find(text, cursor) if text else -1
+        if at < 0:
+            if anchors:
+                raise ValueError("the anchored message cannot be found in the encoded prompt")
+            continue
+        cursor = at + len(text)
+        for anchor in anchors:
+            lo, hi = at + anchor.start, at + anchor.end
+            hit = [i for i, (s, e) in enumerate(pieces) if s < hi and e > lo]
+            if hit:
+                found.append(AnchorSpan(anchor.name, hit[0], hit[-1] + 1))
+    return found
+
+
+def _encode(tokenizer: Tokenizer, prompt: Prompt, system: str | None = None) -> list[int]:
     # Any: the items arrive from JSON, and the first one tells which of the two lists it is.
     items: list[Any] = (
         [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)

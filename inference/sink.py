@@ -25,6 +25,8 @@ class TokenEvent:
     attempt: int
     attention: list[float] | None = None  # live mode: the new token's row over the context
     similarity: float | None = None  # its hidden state's cosine to the prompt's, when computed
+    gate_kept: int | None = None  # gated attention: positions each head attended to
+    gate_hit_rate: float | None = None  # their share of the full attention mass (sampled)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +39,8 @@ class TokenEvent:
             "attempt": self.attempt,
             "attention": self.attention,
             "similarity": self.similarity,
+            "gate_kept": self.gate_kept,
+            "gate_hit_rate": self.gate_hit_rate,
         }
 
 

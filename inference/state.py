@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from inference.config import SamplingParams
+from inference.gating import AnchorSpan
 from inference.text import Detokenizer
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class DecodeState:
     pending: int | None = None  # last token not yet run (a run that ended left it); see settle
     skip_before_at: int | None = None  # resume here without re-firing before_token policies
     notes: list[Note] = field(default_factory=list)  # context inserted between generated tokens
+    anchors: list[AnchorSpan] = field(default_factory=list)  # prompt spans a gate always keeps
+    recall: bool = False  # the prompt asked for full attention (<RECALL>)
 
     @property
     def generated_ids(self) -> list[int]:
@@ -147,6 +150,8 @@ class DecodeState:
             similarity_history=list(histories["similarity"]),
             skip_before_at=record.skip_before_at,
             notes=record.note_list(),
+            anchors=record.anchor_list(),
+            recall=record.recall,
         )
 
     def to_checkpoint(self) -> Checkpoint:
@@ -164,6 +169,8 @@ class DecodeState:
             histories=self.histories(),
             skip_before_at=self.skip_before_at,
             notes=[asdict(note) for note in self.notes],
+            anchors=[asdict(anchor) for anchor in self.anchors],
+            recall=self.recall,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -195,6 +202,8 @@ class Checkpoint:
     budget: dict[str, Any] | None = None  # PauseBudget.to_dict(); None: no budget
     muted: list[str] = field(default_factory=list)  # policies a reviewer silenced
     notes: list[dict[str, Any]] = field(default_factory=list)  # Note as dicts: at, ids, text
+    anchors: list[dict[str, Any]] = field(default_factory=list)  # name, start, end: positions
+    recall: bool = False  # <RECALL> in the prompt: full attention whatever the params say
 
     def __post_init__(self) -> None:
         self.prompt_ids = [int(i) for i in self.prompt_ids]
@@ -204,9 +213,16 @@ class Checkpoint:
         self.policy_specs = list(self.policy_specs or [])
         self.muted = sorted(str(name) for name in self.muted or [])
         self.notes = [asdict(Note.from_dict(n)) for n in self.notes or []]
+        self.anchors = [asdict(a) for a in self.anchor_list()]
+        self.recall = bool(self.recall)
 
     def note_list(self) -> list[Note]:
         return [Note.from_dict(n) for n in self.notes]
+
+    def anchor_list(self) -> list[AnchorSpan]:
+        return [
+            AnchorSpan(str(a["name"]), int(a["start"]), int(a["end"])) for a in self.anchors or []
+        ]
 
     def policy_set(self) -> PolicySet:
         """The record's policies, budget and muted names, with their firing state."""

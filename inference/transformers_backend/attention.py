@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from inference.transformers_backend.gate_view import gate_view
+
 if TYPE_CHECKING:
     from inference.state import DecodeState
     from inference.transformers_backend.runner import ModelRunner
@@ -19,6 +21,7 @@ class AttentionView:
     layers: list[list[float]]  # [L][S]: each layer's row, mean over heads
     layer: int  # the layer ``heads`` belongs to
     heads: list[list[float]]  # [H][S]: that layer's row per head
+    gate: dict[str, Any] | None = None  # gated attention: gate_view.py's description; None: full
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -40,6 +43,7 @@ def view(
         layers=weights.mean(1).tolist(),
         layer=layer % layers,
         heads=weights[layer].tolist(),
+        gate=gate_view(state, runner),
     )
 
 

@@ -22,17 +22,18 @@ from typing_extensions import Buffer
 from inference import decode
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
-from inference.backend import DECLARED_FEATURES
+from inference.backend import DECLARED_FEATURES, UnsupportedFeature
 from inference.config import SamplingParams
 from inference.decode import Drawn, RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
 from inference.policies import Decision, PauseBudget, PolicySet
-from inference.prompt import Prompt, encode_prompt
+from inference.prompt import Prompt, encode_marked, encode_prompt
 from inference.signals import Signals, summarize
 from inference.sink import FinishEvent, RollbackEvent, Sink, TokenEvent
 from inference.state import CIRCUIT_BREAKER_ROLLBACKS, Checkpoint, DecodeState, Note, first_record
 from inference.text import Tokenizer, TokenTexts, eos_ids
 from inference.transformers_backend import attention as attention_mod
+from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend import lookahead as lookahead_mod
 from inference.transformers_backend import rebuild as rebuild_mod
 from inference.transformers_backend.runner import ModelRunner
@@ -85,8 +86,10 @@ class Engine(edits_mod.EditShortcuts):
     ) -> DecodeState:
         """Prefill the prompt; returns a state ready for ``run``. ``budget`` limits policy
         pauses (inference/policies/budget.py); none: policies pause wherever they fire."""
-        prompt_ids = self.encode_prompt(prompt, system)
-        record, policy_set = first_record(prompt_ids, params, policies, budget)
+        marked = encode_marked(self.tokenizer, prompt, system)
+        record, policy_set = first_record(marked.ids, params, policies, budget)
+        record.anchors = [dataclasses.asdict(a) for a in marked.anchors]
+        record.recall = marked.recall
         return self._rebuild(record, policy_set)
 
     def rebuild(self, record: Checkpoint) -> DecodeState:
@@ -94,9 +97,16 @@ class Engine(edits_mod.EditShortcuts):
         return self._rebuild(record, record.policy_set())
 
     def _rebuild(self, record: Checkpoint, policy_set: PolicySet) -> DecodeState:
+        self._check_gate(record.sampling)
         return rebuild_mod.rebuild(
             self.runner, self.tokenizer, record, policy_set, self.record_similarity
         )
+
+    def _check_gate(self, params: SamplingParams) -> None:
+        if params.attention.gated and not self.runner.live_attention_supported:
+            raise UnsupportedFeature(
+                f"gated attention needs sdpa attention; {self.runner.name} uses another"
+            )
 
     # ---- the loop -----------------------------------------------------------------------
     def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo:
@@ -166,7 +176,8 @@ class Engine(edits_mod.EditShortcuts):
         """Draw one token, forward it, report it, evaluate after_token policies."""
         state = run.state
         drawn = decode.draw(run, state.next_logits, self.model)
-        measured = run.recorder is not None or state.prompt_hidden is not None
+        gated = gate_mod.of(state.cache) is not None
+        measured = run.recorder is not None or state.prompt_hidden is not None or gated
         if not measured:  # report it as soon as it is known; the forward only prepares the next
             run.sink.on_token(drawn.event)
         if self._ends_run(run, drawn):
@@ -234,11 +245,19 @@ class Engine(edits_mod.EditShortcuts):
     @staticmethod
     def _measured(event: TokenEvent, run: Run) -> TokenEvent:
         """The token event with what the token's own forward measured: its attention row
-        over the context (mean over heads and layers) and its similarity to the prompt."""
+        over the context (mean over heads and layers), its similarity to the prompt, and
+        the gate's kept positions and hit rate (none when its forward was left pending)."""
         row = run.recorder.mean_row() if run.recorder is not None else None
         attention = row.tolist() if row is not None else None
         similarity = run.state.similarity_history[-1]
-        return dataclasses.replace(event, attention=attention, similarity=similarity)
+        gate = gate_mod.of(run.state.cache) if run.state.pending is None else None
+        return dataclasses.replace(
+            event,
+            attention=attention,
+            similarity=similarity,
+            gate_kept=gate.kept if gate is not None else None,
+            gate_hit_rate=gate.hit_rate if gate is not None else None,
+        )
 
     # ---- snapshot, edits, attention -----------------------------------------------------
     def snapshot(self, state: DecodeState) -> bytes:
@@ -247,7 +266,10 @@ class Engine(edits_mod.EditShortcuts):
 
     def restore(self, data: Buffer) -> DecodeState:
         """The snapshot's state; its KV views ``data`` until written (see snapshot.py)."""
-        return snapshot_mod.loads(data, self.runner)
+        state = snapshot_mod.loads(data, self.runner)
+        self._check_gate(state.params)
+        rebuild_mod.attach_gate(state, self.tokenizer)
+        return state
 
     def edit(self, state: DecodeState, *edits: Edit | dict[str, Any]) -> list[EditResult]:
         """Apply edits (Edit objects or dicts) at a pause; all or nothing. A pending last

@@ -13,6 +13,7 @@ from inference.policies import PolicySet
 from inference.signals import top1_and_entropy
 from inference.state import Checkpoint, DecodeState
 from inference.text import Detokenizer, Tokenizer
+from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend.runner import ModelRunner
 
 HISTORY_CHUNK = 256  # positions per lm_head pass when recomputing histories
@@ -31,9 +32,24 @@ def rebuild(
     detok = Detokenizer()
     detok.extend(tokenizer, record.generated_ids)
     state = DecodeState.from_checkpoint(record, detok, policy_set, runner.new_cache())
+    attach_gate(state, tokenizer)  # before the prefill: it gates the rows past the prompt
     watch = record_similarity or policy_set.needs_hidden_states
     _prefill(runner, state, watch, recompute=record.histories is None)
     return state
+
+
+def attach_gate(state: DecodeState, tokenizer: Tokenizer) -> None:
+    """Gate the state's later forwards when its params ask for gated attention (not under
+    <RECALL>); the gate mirrors the context its cache covers now."""
+    config = state.params.attention
+    if not config.gated or state.recall:
+        gate_mod.attach(state.cache, None)
+        return
+    covered = state.cache.get_seq_length()
+    anchors = gate_mod.anchor_positions(state.anchors)
+    ids = state.context_ids()[:covered]
+    gate = gate_mod.Gate(config, len(state.prompt_ids), anchors, tokenizer.decode, ids)
+    gate_mod.attach(state.cache, gate)
 
 
 def _prefill(runner: ModelRunner, state: DecodeState, watch: bool, recompute: bool) -> None:

@@ -21,8 +21,10 @@ import torch
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
+from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend import int8, kv_cache, sdpa
 from inference.transformers_backend.compiled import CompiledStep, unsupported, use_cache_dir
+from inference.transformers_backend.gated_attention import GatePlan
 from inference.transformers_backend.int8 import Int8Linear
 from inference.transformers_backend.layout import lay_out_wide_weights, use_small_batch_linear
 from inference.transformers_backend.sdpa import AttentionRecorder
@@ -107,10 +109,11 @@ class ModelRunner:
         """
         self.forward_calls += 1
         self.tokens_forwarded += len(ids)
-        if len(ids) == 1 and self.step is not None and self.step.covers(cache):
+        gated = gate_mod.of(cache) is not None  # a gated state decodes eagerly (no compiled gate)
+        if len(ids) == 1 and self.step is not None and not gated and self.step.covers(cache):
             return self._compiled_forward(ids[0], cache, hidden)
         input_ids = torch.tensor([ids], dtype=torch.long)
-        with self._last_hidden(hidden) as caught:
+        with self._last_hidden(hidden) as caught, self._gating(cache, ids):
             out = self.model(
                 input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=keep
             )
@@ -146,7 +149,7 @@ class ModelRunner:
         position ([N, H]), for similarity baselines and rebuilt histories."""
         self.forward_calls += 1
         self.tokens_forwarded += len(ids)
-        with self._last_hidden() as caught:
+        with self._last_hidden() as caught, self._gating(cache, ids):
             out = self.model(
                 input_ids=torch.tensor([ids], dtype=torch.long),
                 past_key_values=cache,
@@ -155,6 +158,22 @@ class ModelRunner:
             )
         states = caught[0][0].float()  # [N, H]
         return StepOutput(out.logits[0, -1:].float(), states[-1:]), states
+
+    @contextlib.contextmanager
+    def _gating(self, cache: DynamicCache, ids: list[int]) -> Iterator[None]:
+        """Gate the forward of ``ids`` over ``cache`` when the cache carries a gate."""
+        gate = gate_mod.of(cache)
+        if gate is None:
+            yield
+            return
+        previous = sdpa.gate_plan
+        sdpa.gate_plan = plan = gate.plan(cache.get_seq_length(), ids)
+        try:
+            yield
+        finally:
+            sdpa.gate_plan = previous
+        if len(ids) == 1:
+            gate.took(plan)
 
     @contextlib.contextmanager
     def _last_hidden(self, wanted: bool = True) -> Iterator[list[torch.Tensor]]:
@@ -234,6 +253,28 @@ class ModelRunner:
             self.model.set_attn_implementation(implementation)
             self._put_back(cache, length - 1, last)
         return torch.stack([a[0, :, -1].float() for a in out.attentions])  # [L, H, S]
+
+    @torch.inference_mode()
+    def gated_rerun(self, cache: DynamicCache, last_id: int) -> GatePlan | None:
+        """The gate's selection at the last context position, every layer's captured (None
+        for an ungated cache): the last token re-run, its position put back as it was."""
+        gate = gate_mod.of(cache)
+        if gate is None:
+            return None
+        length = cache.get_seq_length()
+        last = [
+            (k[..., -1:, :].clone(), v[..., -1:, :].clone()) for k, v in kv_cache.tensors(cache)
+        ]
+        self.crop(cache, length - 1)
+        plan = gate.plan(length - 1, [last_id])
+        plan.measure, plan.capture = True, []
+        previous, sdpa.gate_plan = sdpa.gate_plan, plan
+        try:
+            self.model(input_ids=torch.tensor([[last_id]]), past_key_values=cache, use_cache=True)
+        finally:
+            sdpa.gate_plan = previous
+            self._put_back(cache, length - 1, last)
+        return plan
 
     @staticmethod
     def _put_back(

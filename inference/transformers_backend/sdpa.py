@@ -1,5 +1,6 @@
 """The engine's attention function: transformers' sdpa, plus a side copy of the attention row
-for live attention, and grouped-query attention without copies for masked forwards on CPU.
+for live attention, grouped-query attention without copies for masked forwards on CPU, and
+gated attention (gated_attention.py) while a gated state's forward runs.
 Registered with transformers as ENGINE_ATTENTION; the model runner switches models to it."""
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from torch import nn
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from inference.transformers_backend import gated_attention
+from inference.transformers_backend.gated_attention import GatePlan
 
 ENGINE_ATTENTION = "caesura_sdpa"
 
@@ -61,6 +65,7 @@ class AttentionRecorder:
 
 
 recorder: AttentionRecorder | None = None  # set while a live run steps (runner.py)
+gate_plan: GatePlan | None = None  # set while a gated state's forward runs (runner.py)
 
 
 def _engine_sdpa(
@@ -76,6 +81,10 @@ def _engine_sdpa(
     grouped-query attention without copies for masked forwards on CPU."""
     if recorder is not None:
         recorder.record(module, query, key, scaling or query.shape[-1] ** -0.5)
+    if gate_plan is not None and gate_plan.gates and query.shape[0] == 1:
+        layer = int(getattr(module, "layer_idx", 0))
+        scale = scaling or query.shape[-1] ** -0.5
+        return gated_attention.attend(gate_plan, layer, query, key, value, scale), None
     if attention_mask is not None and _grouped_with_mask(module, query, attention_mask, kwargs):
         return _grouped_query_sdpa(query, key, value, attention_mask, scaling), None
     return sdpa_attention_forward(

@@ -22,7 +22,12 @@ from typing_extensions import Buffer
 
 from inference import edits as edits_mod
 from inference import snapshot as snapshot_mod
-from inference.backend import DECLARED_FEATURES, UnsupportedFeature, check_policies
+from inference.backend import (
+    DECLARED_FEATURES,
+    UnsupportedFeature,
+    check_attention,
+    check_policies,
+)
 from inference.config import SamplingParams
 from inference.decode import RunRequest, StopInfo, TokenModel
 from inference.edits import Edit, EditResult
@@ -120,6 +125,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         self, record: Checkpoint, policy_set: PolicySet, detok: Detokenizer | None = None
     ) -> DecodeState:
         check_policies(policy_set, self.features, self.backend)
+        check_attention(record.sampling, self.features, self.backend)
         self._check_length(len(record.prompt_ids) + len(record.generated_ids))
         if record.histories is None and record.generated_ids:  # replayed to recompute them
             state = DecodeState.from_checkpoint(record, Detokenizer(), policy_set, None, UNKNOWN)

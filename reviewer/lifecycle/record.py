@@ -54,8 +54,9 @@ def stored_record(state: DecodeState) -> StoredRecord:
 
 def engine_meta(record: Checkpoint) -> dict[str, Any]:
     meta = {k: v for k, v in record.to_dict().items() if k not in IN_COLUMNS}
-    if not meta.get("notes"):  # most sessions have none; their meta stays as it was
-        meta.pop("notes", None)
+    for key in ("notes", "anchors", "recall"):  # most sessions have none: meta stays as it was
+        if not meta.get(key):
+            meta.pop(key, None)
     return meta
 
 

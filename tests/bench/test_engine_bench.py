@@ -43,3 +43,21 @@ def test_it_prints_every_figure_the_benchmark_promises():
     assert snapshot["bytes_per_token"] > 40_000  # 30 layers x 2 x 3 heads x 64 x 4 bytes
     assert snapshot["write_mb_s"] > 0 and snapshot["read_mb_s"] > 0
     assert report["setup"]["quick"] is True
+
+
+def test_the_gating_row_runs_alone_and_reports_its_figures():
+    done = subprocess.run(
+        [sys.executable, "bench/engine.py", "--only", "gating", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    row = report["gating_128"]  # gating_2048 in the full run
+    assert {"full_step_ms", "gated_step_ms"} <= set(row) and row["gated_step_ms"] > 0
+    for fraction in ("top1_agreement", "attention_mass_kept", "anchors_kept"):
+        assert 0 <= row[fraction] <= 1
+    assert row["anchors_kept"] == 1.0
+    assert report["gated_speedup"] > 0 and 0 < report["gate_memory_fraction"] <= 0.05

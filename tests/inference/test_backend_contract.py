@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from inference.backend import Backend, UnsupportedFeature
+from inference.backend import GATED_ATTENTION, Backend, UnsupportedFeature
 from inference.control import ControlHandle
 from inference.decode import DeliveryFloor, RunRequest
 from inference.sink import (
@@ -31,6 +31,8 @@ SYSTEM = "You are a careful clinical assistant."
 PROMPT = "A patient has a mild headache. What can they take? Answer in two sentences."
 GREEDY = {"temperature": 0.0, "max_new_tokens": 24}
 SEEDED = {"temperature": 0.9, "top_p": 0.95, "seed": 11, "max_new_tokens": 24}
+# Small enough that the gate leaves positions out of these short contexts.
+GATED = {"mode": "gated", "sinks": 4, "window": 16, "top_k": 8, "wide_top_k": 24}
 _references: dict[tuple[str, str], list[int]] = {}
 
 
@@ -42,6 +44,16 @@ def reference(engine, params: dict) -> list[int]:
         engine.run(state)
         _references[key] = list(state.generated_ids)
     return _references[key]
+
+
+@pytest.fixture(params=["full", "gated"])
+def attention(request, backend) -> dict:
+    """The identity tests run with full and with gated attention (where the backend has it)."""
+    if request.param == "full":
+        return {}
+    if GATED_ATTENTION not in backend.features:
+        pytest.skip(f"the {backend.backend} backend refuses gated attention (tested below)")
+    return {"attention": GATED}
 
 
 class PauseAfter(Sink):
@@ -63,13 +75,14 @@ def test_both_backends_satisfy_the_protocol(backend):
     assert backend.backend in ("transformers", "vllm")
 
 
-def test_it_pauses_at_the_asked_token_and_resumes_identically(backend):
-    state = backend.start(PROMPT, GREEDY, system=SYSTEM)
+def test_it_pauses_at_the_asked_token_and_resumes_identically(backend, attention):
+    params = {**GREEDY, **attention}
+    state = backend.start(PROMPT, params, system=SYSTEM)
     stop = backend.run(state, RunRequest(pause_at=7))
     assert (stop.reason, stop.position, len(state.generated_ids)) == ("pause", 7, 7)
     assert stop.decision.kind == "manual"
     backend.run(state)
-    assert state.generated_ids == reference(backend, GREEDY)
+    assert state.generated_ids == reference(backend, params)
 
 
 def test_a_manual_pause_stops_at_the_next_boundary(backend):
@@ -97,7 +110,10 @@ def test_a_policy_pause_lands_on_the_triggering_token(backend):
 
 
 @pytest.mark.parametrize("params", [GREEDY, SEEDED], ids=["greedy", "seeded"])
-def test_several_pauses_and_a_snapshot_resume_to_the_uninterrupted_tokens(backend, params):
+def test_several_pauses_and_a_snapshot_resume_to_the_uninterrupted_tokens(
+    backend, params, attention
+):
+    params = {**params, **attention}
     state = backend.start(PROMPT, params, system=SYSTEM)
     for at in (3, 9, 10):
         assert backend.run(state, RunRequest(pause_at=at)).reason == "pause"
@@ -136,14 +152,14 @@ def test_the_backends_agree_on_tokens_alternatives_and_entropy(real_engine, vllm
     ],
     ids=["replace", "truncate", "choose"],
 )
-def test_an_edit_then_continuing_equals_a_fresh_run_from_the_edited_ids(backend, edit):
-    state = backend.start(PROMPT, GREEDY, system=SYSTEM)
+def test_an_edit_then_continuing_equals_a_fresh_run_from_the_edited_ids(backend, edit, attention):
+    state = backend.start(PROMPT, {**GREEDY, **attention}, system=SYSTEM)
     backend.run(state, RunRequest(pause_at=7))
     [result] = backend.edit(state, edit)
     assert result.kind == edit["kind"]
     edited = list(state.generated_ids)
     backend.run(state)
-    fresh = backend.rebuild(Checkpoint(state.prompt_ids, edited, state.params))
+    fresh = backend.rebuild(Checkpoint(state.prompt_ids, edited, state.params.to_dict()))
     backend.run(fresh)
     assert fresh.generated_ids == state.generated_ids and fresh.text == state.text
 
@@ -165,6 +181,23 @@ def test_vllm_refuses_what_it_cannot_do(vllm_engine):
     state = vllm_engine.start(PROMPT, GREEDY)
     with pytest.raises(UnsupportedFeature, match="attention"):
         vllm_engine.run(state, RunRequest(live_attention="mean"))
+
+
+def test_vllm_refuses_a_gated_run(vllm_engine):
+    assert GATED_ATTENTION not in vllm_engine.features
+    with pytest.raises(UnsupportedFeature, match="cannot gate attention"):
+        vllm_engine.start(PROMPT, {**GREEDY, "attention": GATED}, system=SYSTEM)
+
+
+def test_a_gated_pause_shows_what_the_gate_left_out(real_engine):
+    gated = real_engine.start(PROMPT, {**GREEDY, "attention": GATED}, system=SYSTEM)
+    real_engine.run(gated, RunRequest(pause_at=12))
+    full = reference(real_engine, GREEDY)
+    view = real_engine.attention(gated).gate
+    assert view["mode"] == "gated" and view["kept"] < view["total"] == gated.position
+    assert 0.5 < view["hit_rate"] < 1.0
+    real_engine.run(gated)
+    assert len(gated.generated_ids) == len(full)
 
 
 def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_engine, vllm_engine):
