@@ -28,11 +28,12 @@ BACKENDS = ("transformers", "vllm")
 LIVE_ATTENTION = "live_attention"  # an attention row with every token
 HIDDEN_STATES = "hidden_states"  # policies that read hidden states (drift)
 BATCHING = "batching"  # several sessions decode in one batch
+GATED_ATTENTION = "gated_attention"  # attention gating (inference/gating.py)
 
 # What each backend declares, readable without importing it (the web process shows or hides
 # what depends on a feature and loads no engine).
 DECLARED_FEATURES: dict[str, frozenset[str]] = {
-    "transformers": frozenset({LIVE_ATTENTION, HIDDEN_STATES}),
+    "transformers": frozenset({LIVE_ATTENTION, HIDDEN_STATES, GATED_ATTENTION}),
     "vllm": frozenset({BATCHING}),
 }
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeGuard
+
+from inference.gating import GateConfig
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
 TASK_PRESETS: dict[str, dict[str, Any]] = {
@@ -31,16 +33,19 @@ class SamplingParams:
     seed: int = 0
     max_new_tokens: int = 256
     top_alternatives: int = 5  # k of the top-k alternatives reported per step
+    attention: GateConfig = field(default_factory=GateConfig)  # full attention, or the gate
 
     def __post_init__(self) -> None:
         # Types first: 2.5 tokens or an infinite temperature must fail here, not in torch.
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if field.type == "int":
-                _check(_is_int(value), f"{field.name} must be an integer, not {_shown(value)}")
+        for each in fields(self):
+            value = getattr(self, each.name)
+            if each.type == "GateConfig":
+                _check(isinstance(value, GateConfig), "attention must be a GateConfig")
+            elif each.type == "int":
+                _check(_is_int(value), f"{each.name} must be an integer, not {_shown(value)}")
             else:
                 _check(
-                    _is_finite(value), f"{field.name} must be a finite number, not {_shown(value)}"
+                    _is_finite(value), f"{each.name} must be a finite number, not {_shown(value)}"
                 )
         # Outside these ranges float32 logits overflow and the draw fails mid-generation.
         _check(
@@ -67,15 +72,17 @@ class SamplingParams:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         _check(not unknown, f"unknown sampling parameter(s): {', '.join(unknown)}")
+        if "attention" in d:
+            d["attention"] = GateConfig.from_dict(d["attention"])
         return cls(**d)
 
     @classmethod
     def for_task(cls, task_type: str, **overrides: Any) -> SamplingParams:
         _check(task_type in TASK_PRESETS, f"unknown task type {task_type!r}")
-        return cls(**{**TASK_PRESETS[task_type], **overrides})
+        return cls.from_dict({**TASK_PRESETS[task_type], **overrides})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "attention": self.attention.to_dict()}
 
     def conservative(self) -> SamplingParams:
         return replace(self, **CONSERVATIVE)

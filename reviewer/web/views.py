@@ -211,6 +211,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
     decision = last_decision(session) if session.is_final else None
     context = {
         "session": session,
+        "case_text": session.case_text,  # without the anchor markup
         "status_label": status_label,
         "can_pause": session.status == ReviewSession.RUNNING,
         "can_resume": session.status in statuses.RESUMABLE,

@@ -1,0 +1,55 @@
+"""The attention gate a session starts with: the request's own, else its domain's; refused
+where the configured backend cannot gate. And the case text as a reviewer reads it: without
+the anchor markup, which only the engine reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.backend import GATED_ATTENTION
+from inference.gating import RECALL_MARKER, GateConfig, GateConfigError, parse_anchors
+from reviewer.models import Domain
+from reviewer.web.arguments import InvalidInput
+from reviewer.web.features import backend_features
+
+NO_GATE_HERE = (
+    "attention: gated attention needs the transformers backend; this installation runs {backend},"
+    " which does not offer it. Set the domain's attention to full, or ask for"
+    ' "attention": {{"mode": "full"}}.'
+)
+
+
+def session_gate(domain: Domain, asked: Any) -> dict[str, Any]:
+    """The gate as the session's params carry it (``params["attention"]``)."""
+    try:
+        gate = GateConfig.from_dict(domain.gate() if asked is None else asked)
+    except GateConfigError as exc:
+        raise InvalidInput(f"Bad decoding parameters: {exc}") from None
+    if gate.gated and GATED_ATTENTION not in backend_features():
+        raise InvalidInput(NO_GATE_HERE.format(backend=backend_name()))
+    return gate.to_dict()
+
+
+def backend_name() -> str:
+    from django.conf import settings
+
+    return str(settings.CAESURA_BACKEND)
+
+
+def check_markup(text: str) -> str:
+    """The case text as given, once its anchor markup is known to be well formed."""
+    try:
+        parse_anchors(text)
+    except ValueError as exc:
+        raise InvalidInput(f"input: {exc}") from None
+    return text
+
+
+def case_text(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """What a reviewer reads (no markup) and where the anchors sit in it (code points). Text
+    stored before anchors existed may not parse: it is shown as it is."""
+    try:
+        clean, anchors = parse_anchors(text)
+    except ValueError:
+        return text.replace(RECALL_MARKER, ""), []
+    return clean, [anchor._asdict() for anchor in anchors]
