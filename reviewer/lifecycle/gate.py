@@ -53,3 +53,21 @@ def case_text(text: str) -> tuple[str, list[dict[str, Any]]]:
     except ValueError:
         return text.replace(RECALL_MARKER, ""), []
     return clean, [anchor._asdict() for anchor in anchors]
+
+
+COUNTS = ("sinks", "window", "top_k", "wide_top_k")
+
+
+def schema() -> dict[str, Any]:
+    """The attention gate (inference/gating.py GateConfig); absent: the domain's."""
+    counts = {name: {"type": "integer", "minimum": 0} for name in COUNTS}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "mode": {"type": "string", "enum": ["full", "gated"]},
+            **counts,
+            "triggers": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        },
+        "description": "Attention gating; absent: the domain's setting",
+    }

@@ -1,0 +1,202 @@
+"""Attention gating on the web side: a domain's gate and recall words reach the sessions started
+in it (the reviewer's API and the gateway); a request's own gate wins; bad settings, bad anchor
+markup and a gate the backend cannot run are refused with a 400 naming the field, and nothing
+is created. The admin audits a change and warns where the gate cannot run. The session page
+reads the case text without its markup.
+
+Personas: alice reviews clinical notes; root is staff; the "drafter" application calls /v1/."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client, override_settings
+
+from inference.gating import GateConfig, GateConfigError, parse_anchors
+from reviewer.lifecycle import application_keys, gateway
+from reviewer.models import AuditRecord, Domain, ReviewSession
+from tests.session_factory import clinical_notes, stub_worker
+from tests.test_admin_applications import domain_form
+
+pytestmark = pytest.mark.django_db
+
+CASE = "<ANCHOR:diagnosis>Pneumonia</ANCHOR> with <ANCHOR:symptoms>fever and cough</ANCHOR>."
+
+
+@pytest.fixture(autouse=True)
+def dispatched(monkeypatch) -> list[int]:
+    return stub_worker(monkeypatch)
+
+
+@pytest.fixture
+def api(alice) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def gated() -> Domain:
+    domain = clinical_notes()
+    domain.attention, domain.gate_top_k = "gated", 12
+    domain.recall_words_en, domain.recall_words_zh = "history, earlier", "病史，既往"
+    domain.save()
+    return domain
+
+
+def start(client: Client, **body) -> tuple[int, dict]:
+    body = {"domain": "clinical-notes", "input": "Fever.", **body}
+    response = client.post("/api/sessions", json.dumps(body), content_type="application/json")
+    return response.status_code, response.json()
+
+
+def test_it_strips_anchor_markup_and_finds_each_span_in_the_clean_text():
+    clean, anchors = parse_anchors(CASE + " <RECALL>")
+    assert clean == "Pneumonia with fever and cough. "
+    assert [(a.name, clean[a.start : a.end]) for a in anchors] == [
+        ("diagnosis", "Pneumonia"),
+        ("symptoms", "fever and cough"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("<ANCHOR:a>x<ANCHOR:b>y</ANCHOR></ANCHOR>", "nested"),
+        ("<ANCHOR:a>never closed", "not closed"),
+        ("stray </ANCHOR>", "closes no anchor"),
+        ("<ANCHOR:two words>x</ANCHOR>", "NAME"),
+    ],
+)
+def test_it_refuses_bad_anchor_markup_with_a_clear_message(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse_anchors(text)
+
+
+def test_it_names_the_field_of_a_bad_gate_setting():
+    with pytest.raises(GateConfigError, match="attention.top_k"):
+        GateConfig.from_dict({"mode": "gated", "top_k": -1})
+    with pytest.raises(GateConfigError, match="warp"):
+        GateConfig.from_dict({"warp": 1})
+    gate = GateConfig.from_dict({"mode": "gated", "triggers": ["history"]})
+    assert gate.gated and GateConfig.from_dict(gate.to_dict()) == gate
+
+
+def test_it_gives_a_session_its_domains_gate_and_both_languages_recall_words(api, gated):
+    status, body = start(api)
+    assert status == 201
+    attention = ReviewSession.objects.get(pk=body["id"]).decoding["attention"]
+    assert attention == {
+        "mode": "gated",
+        "sinks": 4,
+        "window": 64,
+        "top_k": 12,
+        "wide_top_k": 50,
+        "triggers": ["history", "earlier", "病史", "既往"],
+    }
+
+
+def test_it_gives_a_session_in_a_default_domain_full_attention(api):
+    clinical_notes()
+    status, body = start(api)
+    assert status == 201
+    assert ReviewSession.objects.get(pk=body["id"]).decoding["attention"]["mode"] == "full"
+
+
+def test_it_lets_the_request_set_its_own_gate(api, gated):
+    status, body = start(api, decoding={"attention": {"mode": "full"}})
+    assert status == 201
+    attention = ReviewSession.objects.get(pk=body["id"]).decoding["attention"]
+    assert attention["mode"] == "full" and attention["top_k"] == 10  # not the domain's 12
+
+
+@pytest.mark.parametrize(
+    "attention, field",
+    [
+        ({"mode": "gated", "window": 0}, "attention.window"),
+        ({"mode": "sparse"}, "attention.mode"),
+        ({"mode": "gated", "top_k": 60, "wide_top_k": 50}, "attention.wide_top_k"),
+        ({"mode": "gated", "triggers": "history"}, "attention.triggers"),
+        ({"sink": 4}, "sink"),
+        ("gated", "attention must be an object"),
+    ],
+)
+def test_it_refuses_a_bad_gate_naming_the_field_and_creates_nothing(api, gated, attention, field):
+    status, body = start(api, decoding={"attention": attention})
+    assert status == 400 and field in body["error"]
+    assert not ReviewSession.objects.exists() and not AuditRecord.objects.exists()
+
+
+def test_it_refuses_bad_anchor_markup_in_the_case_naming_the_input(api, gated):
+    status, body = start(api, input="<ANCHOR:diagnosis>Pneumonia")
+    assert status == 400 and body["error"].startswith("input:") and "not closed" in body["error"]
+    assert not ReviewSession.objects.exists()
+
+
+@override_settings(CAESURA_BACKEND="vllm")
+def test_it_refuses_a_gated_session_where_the_backend_cannot_gate(api, gated):
+    status, body = start(api)
+    assert status == 400 and "gated attention" in body["error"] and "vllm" in body["error"]
+    assert not ReviewSession.objects.exists()
+    status, _ = start(api, decoding={"attention": {"mode": "full"}})
+    assert status == 201  # the request can still ask for full attention
+
+
+def test_it_gives_a_gateway_generation_its_domains_gate(gated, monkeypatch):
+    monkeypatch.setattr(gateway, "_check_prompt_fits", lambda *args: None)  # no tokenizer
+    _, key = application_keys.create("drafter", [gated], "root")
+    client = Client(headers={"Authorization": f"Bearer {key}"})
+    body = {"model": "caesura:clinical-notes", "input": "Fever.", "background": True}
+    response = client.post("/v1/responses", json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    session = ReviewSession.objects.get()
+    assert session.decoding["attention"]["mode"] == "gated"
+    with override_settings(CAESURA_BACKEND="vllm"):
+        response = client.post("/v1/responses", json.dumps(body), content_type="application/json")
+    assert response.status_code == 400 and "gated attention" in response.json()["error"]["message"]
+    assert ReviewSession.objects.count() == 1
+
+
+def test_it_audits_a_change_of_attention_with_before_and_after(client, admin_user, gated):
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/domain/{gated.pk}/change/"
+    page = client.get(url).content.decode()
+    assert 'name="recall_words_zh"' in page and "errornote" not in page  # transformers gates
+    form = domain_form(gated, attention="full", recall_words_zh="上次")
+    assert client.post(url, form).status_code == 302
+    record = AuditRecord.objects.get(action="domain_attention_changed")
+    assert record.payload["before"]["attention"] == "gated"
+    assert record.payload["after"]["attention"] == "full"
+    assert record.payload["after"]["recall_words_zh"] == "上次"
+    assert client.post(url, domain_form(Domain.objects.get())).status_code == 302
+    assert AuditRecord.objects.count() == 1  # saving without a change audits nothing
+
+
+def test_it_refuses_a_narrower_wide_gate_in_the_admin(client, admin_user, gated):
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/domain/{gated.pk}/change/"
+    response = client.post(url, domain_form(gated, gate_top_k=80, gate_wide_top_k=50))
+    assert response.status_code == 200 and "wide_top_k must be" in response.content.decode()
+    assert Domain.objects.get().gate_top_k == 12 and not AuditRecord.objects.exists()
+
+
+@override_settings(CAESURA_BACKEND="vllm")
+def test_it_warns_in_the_admin_where_the_backend_cannot_gate(client, admin_user, gated):
+    client.force_login(admin_user)
+    page = client.get(f"/admin/reviewer/domain/{gated.pk}/change/").content.decode()
+    assert "errornote" in page and "vllm backend does not" in page
+
+
+@pytest.mark.model  # the page maps the case text onto the model's tokens
+def test_it_shows_the_case_text_without_markup_and_tells_the_page_the_anchors(client, alice):
+    from tests.session_factory import make_session
+
+    session = make_session(alice)
+    ReviewSession.objects.filter(pk=session.pk).update(input_text=CASE)
+    client.force_login(alice)
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "ANCHOR" not in page
+    assert "Pneumonia with fever and cough." in page
+    data = page.split('id="page-data"')[1]
+    assert '"caseAnchors": [{"name": "diagnosis", "start": 0, "end": 9}' in data
