@@ -9,13 +9,16 @@ Personas: alice reviews clinical notes; root is staff; the "drafter" application
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 from django.test import Client, override_settings
 
 from inference.gating import GateConfig, GateConfigError, parse_anchors
+from inference.sink import TokenEvent
 from reviewer.lifecycle import application_keys, gateway
 from reviewer.models import AuditRecord, Domain, ReviewSession
+from reviewer.worker.relay import Relay
 from tests.session_factory import clinical_notes, stub_worker
 from tests.test_admin_applications import domain_form
 
@@ -200,3 +203,35 @@ def test_it_shows_the_case_text_without_markup_and_tells_the_page_the_anchors(cl
     assert "Pneumonia with fever and cough." in page
     data = page.split('id="page-data"')[1]
     assert '"caseAnchors": [{"name": "diagnosis", "start": 0, "end": 9}' in data
+
+
+@dataclass(frozen=True)
+class GatedToken(TokenEvent):
+    """A token of a gated run, as the engine reports one: on a sampled step, the hit rate."""
+
+    gate_hit_rate: float | None = None
+    gate_kept: int = 0
+
+
+def test_it_exports_the_hit_rate_of_the_gated_steps_the_engine_measured(alice):
+    from tests.session_factory import make_session
+    from tests.test_metrics import scrape, value
+    from tests.test_relay import SIGNALS
+
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    relay = Relay(session, None, lambda state: None, lambda *args: None)
+    name, labels = "caesura_dynamic_mask_hit_rate", {"domain": "clinical-notes"}
+    before = scrape()
+    for position, rate in enumerate([0.97, None, None, 0.88]):
+        relay.on_token(GatedToken(position, 1, "x", position, SIGNALS, 0, gate_hit_rate=rate))
+    after = scrape()
+    grew = value(after, f"{name}_count", **labels) - value(before, f"{name}_count", **labels)
+    added = value(after, f"{name}_sum", **labels) - value(before, f"{name}_sum", **labels)
+    assert grew == 2 and added == pytest.approx(0.97 + 0.88)
+    under_09 = {**labels, "le": "0.9"}
+    assert (
+        value(after, f"{name}_bucket", **under_09) - value(before, f"{name}_bucket", **under_09)
+        == 1
+    )
+    text = Client().get("/metrics").content.decode()
+    assert "share of the full attention mass the gated positions hold" in text
