@@ -235,3 +235,25 @@ def test_it_exports_the_hit_rate_of_the_gated_steps_the_engine_measured(alice):
     )
     text = Client().get("/metrics").content.decode()
     assert "share of the full attention mass the gated positions hold" in text
+
+
+def test_it_marks_the_key_spans_of_the_clinical_demo_cases_and_keeps_the_demo_full(tmp_path):
+    from reviewer.demo.demo_data import CASES
+    from reviewer.demo.loading import load_demo_data
+
+    for case in CASES["clinical-note"]:
+        clean, anchors = parse_anchors(case["input"])
+        assert 4 <= len(anchors) <= 5 and "<" not in clean
+        assert {"diagnosis", "findings", "follow-up"} <= {a.name for a in anchors}
+    load_demo_data(tmp_path / "demo")
+    assert set(Domain.objects.values_list("attention", flat=True)) == {"full"}
+
+
+def test_it_classifies_the_case_by_its_words_not_its_markup(api, gated):
+    from reviewer.lifecycle import task_types
+
+    status, body = start(api, input=CASE)
+    assert status == 201
+    session = ReviewSession.objects.get(pk=body["id"])
+    assert session.input_text == CASE  # the engine reads the anchors
+    assert session.task_type == task_types.choose(parse_anchors(CASE)[0])[0]

@@ -36,7 +36,7 @@ def task_type(text: str, override: Any) -> tuple[str, str]:
     if override not in (None, ""):
         override = arguments.TASK_TYPE(override)
     try:
-        return task_types.choose(text, override)
+        return task_types.choose(gate.case_text(text)[0], override)  # the words, not the markup
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
 
