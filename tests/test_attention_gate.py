@@ -257,3 +257,17 @@ def test_it_classifies_the_case_by_its_words_not_its_markup(api, gated):
     session = ReviewSession.objects.get(pk=body["id"])
     assert session.input_text == CASE  # the engine reads the anchors
     assert session.task_type == task_types.choose(parse_anchors(CASE)[0])[0]
+
+
+@pytest.mark.parametrize(
+    "triggers, says",
+    [
+        (["his\x00tory"], "attention.triggers[]"),
+        (["x" * 101], "limit is 100"),
+        (["w"] * 101, "limit"),
+    ],
+)
+def test_it_refuses_recall_words_it_could_not_store(api, gated, triggers, says):
+    status, body = start(api, decoding={"attention": {"mode": "gated", "triggers": triggers}})
+    assert status == 400 and says in body["error"]
+    assert not ReviewSession.objects.exists()

@@ -9,7 +9,7 @@ from typing import Any
 from inference.backend import GATED_ATTENTION
 from inference.gating import RECALL_MARKER, GateConfig, GateConfigError, parse_anchors
 from reviewer.models import Domain
-from reviewer.web.arguments import InvalidInput
+from reviewer.web.arguments import InvalidInput, Text
 from reviewer.web.features import backend_features
 
 NO_GATE_HERE = (
@@ -19,8 +19,14 @@ NO_GATE_HERE = (
 )
 
 
+TRIGGER = Text("attention.triggers[]", max_chars=100)
+MAX_TRIGGERS = 100
+
+
 def session_gate(domain: Domain, asked: Any) -> dict[str, Any]:
     """The gate as the session's params carry it (``params["attention"]``)."""
+    if isinstance(asked, dict) and isinstance(asked.get("triggers"), list):
+        check_triggers(asked["triggers"])
     try:
         gate = GateConfig.from_dict(domain.gate() if asked is None else asked)
     except GateConfigError as exc:
@@ -28,6 +34,17 @@ def session_gate(domain: Domain, asked: Any) -> dict[str, Any]:
     if gate.gated and GATED_ATTENTION not in backend_features():
         raise InvalidInput(NO_GATE_HERE.format(backend=backend_name()))
     return gate.to_dict()
+
+
+def check_triggers(words: list[Any]) -> None:
+    """Words a session stores: bounded, and storable in Postgres (the engine only checks
+    that they are words)."""
+    if len(words) > MAX_TRIGGERS:
+        raise InvalidInput(
+            f"attention.triggers holds {len(words)} words; the limit is {MAX_TRIGGERS}"
+        )
+    for word in words:
+        TRIGGER(word)
 
 
 def backend_name() -> str:
@@ -67,7 +84,11 @@ def schema() -> dict[str, Any]:
         "properties": {
             "mode": {"type": "string", "enum": ["full", "gated"]},
             **counts,
-            "triggers": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "triggers": {
+                "type": "array",
+                "maxItems": MAX_TRIGGERS,
+                "items": TRIGGER.schema(),
+            },
         },
         "description": "Attention gating; absent: the domain's setting",
     }
