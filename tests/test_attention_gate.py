@@ -271,3 +271,19 @@ def test_it_refuses_recall_words_it_could_not_store(api, gated, triggers, says):
     status, body = start(api, decoding={"attention": {"mode": "gated", "triggers": triggers}})
     assert status == 400 and says in body["error"]
     assert not ReviewSession.objects.exists()
+
+
+def new_session_form(client: Client, domain: Domain):
+    form = {"domain": domain.pk, "input_text": CASE, "max_new_tokens": 20}
+    return client.post("/sessions/new", form)
+
+
+def test_it_gives_a_session_from_the_reviewers_form_its_domains_gate(client, alice, gated):
+    client.force_login(alice)
+    assert new_session_form(client, gated).status_code == 302
+    session = ReviewSession.objects.get()
+    assert session.decoding["attention"]["mode"] == "gated"
+    with override_settings(CAESURA_BACKEND="vllm"):
+        response = new_session_form(client, gated)
+    assert response.status_code == 200 and "gated attention needs" in response.content.decode()
+    assert ReviewSession.objects.count() == 1

@@ -132,6 +132,8 @@ def decoding_summary(decoding: dict[str, Any]) -> str:
     shown = [
         f"{label} {decoding[name]}" for name, label in SHOWN_DECODING.items() if name in decoding
     ]
+    if (decoding.get("attention") or {}).get("mode") == "gated":
+        shown.append(str(gettext_lazy("gated attention")))
     return " · ".join(shown)
 
 
