@@ -11,6 +11,7 @@ import pytest
 from reviewer.models import PauseEvent, SessionEvent
 from tests.browser.conftest import VIEWPORT, log_in, screenshot
 from tests.browser.stored_sessions import CASE, WORDS, paused_session, prompt
+from tests.browser.test_review_desk import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -101,6 +102,7 @@ def test_it_shows_what_the_model_was_not_looking_at_and_why(page, server_url, al
     assert generated[-1]["line"] == "dotted" and "recent window" in generated[-1]["title"]
     page.mouse.move(0, 0)
     screenshot(page, "gate-paused-en", full_page=True)
+    assert axe_violations(page) == []  # the struck grey words keep their contrast
 
     # Unticking "Show where the model looked" takes the marks away, and ticking brings them back.
     page.uncheck("#attention-show")
