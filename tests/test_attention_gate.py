@@ -287,3 +287,19 @@ def test_it_gives_a_session_from_the_reviewers_form_its_domains_gate(client, ali
         response = new_session_form(client, gated)
     assert response.status_code == 200 and "gated attention needs" in response.content.decode()
     assert ReviewSession.objects.count() == 1
+
+
+@pytest.mark.model  # the model's tokenizer maps the case onto the prompt
+def test_it_finds_an_anchored_case_among_the_prompts_tokens(alice):
+    from inference.prompt import encode_prompt
+    from reviewer.analytics.case_attention import case_positions
+    from reviewer.web.tokenizer import tokenizer
+    from tests.session_factory import make_session
+
+    clean = parse_anchors(CASE)[0]
+    session = make_session(alice)
+    session.input_text, session.prompt_ids = (
+        CASE,
+        encode_prompt(tokenizer(), clean, "Write a note."),
+    )
+    assert case_positions(session) and len(case_positions(session)) >= 5
