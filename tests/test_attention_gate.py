@@ -166,6 +166,7 @@ def test_it_audits_a_change_of_attention_with_before_and_after(client, admin_use
     url = f"/admin/reviewer/domain/{gated.pk}/change/"
     page = client.get(url).content.decode()
     assert 'name="recall_words_zh"' in page and "errornote" not in page  # transformers gates
+    assert "&lt;ANCHOR:NAME&gt;" in page  # the markup, as text
     form = domain_form(gated, attention="full", recall_words_zh="上次")
     assert client.post(url, form).status_code == 302
     record = AuditRecord.objects.get(action="domain_attention_changed")

@@ -13,7 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
-from django.utils.html import format_html
+from django.utils.functional import lazy
+from django.utils.html import escape, format_html
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
@@ -27,6 +28,8 @@ from reviewer.models import (
 )
 from reviewer.models.domain import GATED
 from reviewer.web.features import backend_features
+
+escaped = lazy(escape, str)  # in the page's language, as text
 
 
 def gate_unavailable() -> str:
@@ -96,12 +99,15 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
             _("Attention"),
             {
                 "fields": [*ATTENTION],
-                "description": _(
-                    "Gated attention: at each step the model looks only at the first positions"
-                    " (sinks), the latest ones (window), those it paid the most attention"
-                    " (heavy hitters) and the case text's anchors (<ANCHOR:NAME>…</ANCHOR>)."
-                    " A recall word in the recent text widens the gate; <RECALL> in a case"
-                    " turns it off for that session. Changes are audited."
+                # The admin shows a description as HTML: the markup must read as text.
+                "description": escaped(
+                    _(
+                        "Gated attention: at each step the model looks only at the first positions"
+                        " (sinks), the latest ones (window), those it paid the most attention"
+                        " (heavy hitters) and the case text's anchors (<ANCHOR:NAME>…</ANCHOR>)."
+                        " A recall word in the recent text widens the gate; <RECALL> in a case"
+                        " turns it off for that session. Changes are audited."
+                    )
                 ),
             },
         ),
