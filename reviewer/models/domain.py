@@ -174,9 +174,10 @@ class Domain(models.Model):
         try:
             GateConfig.from_dict(self.gate())
         except GateConfigError as exc:
-            field = str(exc).split(" ")[0].removeprefix("attention.")
-            names = {"top_k": "gate_top_k", "wide_top_k": "gate_wide_top_k"}
-            raise ValidationError({names.get(field, NON_FIELD_ERRORS): str(exc)}) from exc
+            # Shown next to the field the message names (attention.top_k: gate_top_k).
+            named = str(exc).split(" ")[0].removeprefix("attention.")
+            field = f"gate_{named}" if named in ("sinks", "window", "top_k", "wide_top_k") else ""
+            raise ValidationError({field or NON_FIELD_ERRORS: str(exc)}) from exc
 
     @property
     def display_name(self) -> str:
