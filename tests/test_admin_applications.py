@@ -123,7 +123,8 @@ def test_it_audits_a_change_of_domains_and_limits_with_before_and_after(
 def domain_form(domain: Domain, **changes: Any) -> dict[str, Any]:
     fields = ["name", "name_zh", "slug", "specialty", "system_prompt", "max_pauses_per_100_tokens"]
     fields += ["min_pause_distance", "resume_time_after_s", "delivery_mode", "delay_sentences"]
-    fields += ["max_wait_s", "claim_minutes", "review_sla_minutes"]
+    fields += ["max_wait_s", "claim_minutes", "review_sla_minutes", "attention", "gate_sinks"]
+    fields += ["gate_window", "gate_top_k", "gate_wide_top_k", "recall_words_en", "recall_words_zh"]
     data: dict[str, Any] = {name: getattr(domain, name) for name in fields}
     data["decoding"] = "{}"
     data["reviewers"] = list(domain.reviewers.values_list("pk", flat=True))

@@ -158,7 +158,8 @@ def test_it_describes_the_configured_text_limits():
 
 def test_it_describes_every_sampling_parameter_with_its_json_type():
     decoding = openapi.description()["components"]["schemas"]["Decoding"]
-    expected = {f.name: "integer" if f.type == "int" else "number" for f in fields(SamplingParams)}
+    kinds = {"int": "integer", "GateConfig": "object"}
+    expected = {f.name: kinds.get(str(f.type), "number") for f in fields(SamplingParams)}
     assert {name: p["type"] for name, p in decoding["properties"].items()} == expected
     assert decoding["additionalProperties"] is False
 

@@ -6,15 +6,19 @@ from collections.abc import Callable
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
+from django.utils.functional import lazy
+from django.utils.html import escape, format_html
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
+from inference.backend import GATED_ATTENTION
 from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.lifecycle import audit
 from reviewer.models import (
@@ -22,9 +26,28 @@ from reviewer.models import (
     Glossary,
     GlossaryTerm,
 )
+from reviewer.models.domain import GATED
+from reviewer.web.features import backend_features
+
+escaped = lazy(escape, str)  # in the page's language, as text
+
+
+def gate_unavailable() -> str:
+    return str(
+        _(
+            "This domain is set to gated attention, which the %(backend)s backend does not"
+            " offer: its sessions will be refused until attention is set to full or the"
+            " transformers backend runs."
+        )
+        % {"backend": settings.CAESURA_BACKEND}
+    )
+
 
 # What an application's call receives from the domain: a change is audited with before/after.
 DELIVERY = ["delivery_mode", "delay_sentences", "auto_approve_unpaused", "max_wait_s"]
+# Where the model looks while it decodes (attention gating): audited the same way.
+ATTENTION = ["attention", "gate_sinks", "gate_window", "gate_top_k", "gate_wide_top_k"]
+ATTENTION += ["recall_words_en", "recall_words_zh"]
 
 
 class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
@@ -41,6 +64,7 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
         "max_pauses_per_100_tokens",
         "min_pause_distance",
         "delivery_mode",
+        "attention",
         "reviewer_count",
     ]
     prepopulated_fields = {"slug": ["name"]}
@@ -71,6 +95,22 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
                 ),
             },
         ),
+        (
+            _("Attention"),
+            {
+                "fields": [*ATTENTION],
+                # The admin shows a description as HTML: the markup must read as text.
+                "description": escaped(
+                    _(
+                        "Gated attention: at each step the model looks only at the first positions"
+                        " (sinks), the latest ones (window), those it paid the most attention"
+                        " (heavy hitters) and the case text's anchors (<ANCHOR:NAME>…</ANCHOR>)."
+                        " A recall word in the recent text widens the gate; <RECALL> in a case"
+                        " turns it off for that session. Changes are audited."
+                    )
+                ),
+            },
+        ),
     ]
     filter_horizontal = ["reviewers"]
 
@@ -84,16 +124,31 @@ class DomainAdmin(admin.ModelAdmin[Domain]):
             sorted(stored.reviewers.values_list("username", flat=True)) if stored else []
         )
         super().save_model(request, obj, form, change)
-        if stored is not None and any(name in form.changed_data for name in DELIVERY):
-            audit.append(
-                "domain_delivery_changed",
-                request.user.get_username(),
-                payload={
-                    "domain": obj.slug,
-                    "before": {name: getattr(stored, name) for name in DELIVERY},
-                    "after": {name: getattr(obj, name) for name in DELIVERY},
-                },
-            )
+        for action, names in (
+            ("domain_delivery_changed", DELIVERY),
+            ("domain_attention_changed", ATTENTION),
+        ):
+            if stored is not None and any(name in form.changed_data for name in names):
+                audit.append(
+                    action,
+                    request.user.get_username(),
+                    payload={
+                        "domain": obj.slug,
+                        "before": {name: getattr(stored, name) for name in names},
+                        "after": {name: getattr(obj, name) for name in names},
+                    },
+                )
+        if obj.attention == GATED and GATED_ATTENTION not in backend_features():
+            self.message_user(request, gate_unavailable(), messages.WARNING)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Domain | None = None) -> Any:
+        """The attention section warns where this domain's gate cannot run here."""
+        sets = super().get_fieldsets(request, obj)
+        if obj is None or obj.attention != GATED or GATED_ATTENTION in backend_features():
+            return sets
+        *rest, (title, options) = sets
+        warning = format_html('<strong class="errornote">{}</strong> ', gate_unavailable())
+        return [*rest, (title, {**options, "description": warning + options["description"]})]
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)

@@ -16,7 +16,7 @@ def case_positions(session: ReviewSession) -> frozenset[int] | None:
     told (no prompt stored yet, the model's tokenizer not here)."""
     if not session.prompt_ids:
         return None
-    return _positions(tuple(session.prompt_ids), session.domain.system_prompt, session.input_text)
+    return _positions(tuple(session.prompt_ids), session.domain.system_prompt, session.case_text)
 
 
 @functools.lru_cache(maxsize=64)

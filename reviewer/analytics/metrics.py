@@ -63,6 +63,12 @@ DECODE_STEP = Histogram(
     "Time between two generated tokens of one segment",
     buckets=(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5),
 )
+DYNAMIC_MASK_HIT_RATE = Histogram(
+    "caesura_dynamic_mask_hit_rate",
+    "dynamic_mask_hit_rate: share of the full attention mass the gated positions hold",
+    ["domain"],
+    buckets=(0.5, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99, 1.0),
+)
 MANUAL_PAUSE_LATENCY = Histogram(
     "caesura_manual_pause_latency_seconds",
     "From a reviewer's pause request to the halted engine",
@@ -111,6 +117,12 @@ class StepTimer:
         if self.last is not None:
             DECODE_STEP.observe(now - self.last)
         self.last = now
+
+
+def gate_hit(domain: str, hit_rate: float | None) -> None:
+    """A gated step's hit rate, where the engine measured one (on a sample of steps)."""
+    if hit_rate is not None:
+        DYNAMIC_MASK_HIT_RATE.labels(domain=domain).observe(hit_rate)
 
 
 def process_ended() -> None:

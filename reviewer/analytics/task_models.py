@@ -42,10 +42,10 @@ def corrected_examples() -> list[Example]:
     rows = TaskCorrection.objects.select_related("session__domain").order_by("session_id")
     return [
         Example(
-            c.session.input_text,
+            c.session.case_text,  # the words, not the anchor markup
             c.corrected,
             c.session.domain.slug,
-            language_of(c.session.input_text),
+            language_of(c.session.case_text),
         )
         for c in rows
     ]

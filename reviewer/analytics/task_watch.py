@@ -25,6 +25,7 @@ from django.db.models import Q
 from reviewer.analytics import task_models
 from reviewer.analytics.ks_test import KsResult, ks_2samp
 from reviewer.lifecycle import task_types
+from reviewer.lifecycle.gate import case_text
 from reviewer.lifecycle.task_types import Example, TaskClassifier
 from reviewer.models import ReviewSession, statuses
 
@@ -132,7 +133,8 @@ def compare(
 def recent_texts(size: int = DRIFT_WINDOW) -> list[str]:
     """The input texts of the most recent sessions, whoever chose their task type: drift is
     in what arrives, and the classifier's confidence is measured on each all the same."""
-    return list(ReviewSession.objects.order_by("-id").values_list("input_text", flat=True)[:size])
+    texts = ReviewSession.objects.order_by("-id").values_list("input_text", flat=True)[:size]
+    return [case_text(text)[0] for text in texts]  # the words, not the anchor markup
 
 
 def drift_check(size: int = DRIFT_WINDOW) -> Drift:

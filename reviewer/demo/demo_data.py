@@ -184,28 +184,38 @@ APPLICATION_NAME = "Demo application"  # bound to every demo domain; its key is 
 
 # Case texts a reviewer of each demo domain would start from, with fixed seeds: the demo's
 # pause policies are tuned so that these pause at most 3 times per 200 generated tokens in
-# median (tests/test_demo_pause_rate.py measures them with the real model).
+# median (tests/test_demo_pause_rate.py measures them with the real model). The clinical
+# cases mark their key spans as anchors, which gated attention keeps in view; the engine
+# strips the markup, so under full attention (the demo's default) the model reads the same.
 CASES: dict[str, list[dict[str, Any]]] = {
     "clinical-note": [
         {
             "seed": 11,
             "input": (
-                "Write a progress note: 64-year-old man, 2 days of chest pain on exertion, "
-                "blood pressure 150/95, known high blood pressure and sugar diabetes, ECG "
-                "shows no ST elevation, troponin pending."
+                "Write a progress note: 64-year-old man, <ANCHOR:symptoms>2 days of chest pain"
+                " on exertion</ANCHOR>, <ANCHOR:findings>blood pressure 150/95</ANCHOR>, "
+                "<ANCHOR:diagnosis>known high blood pressure and sugar diabetes</ANCHOR>, "
+                "<ANCHOR:ecg>ECG shows no ST elevation</ANCHOR>, <ANCHOR:follow-up>troponin "
+                "pending</ANCHOR>."
             ),
         },
         {
             "seed": 12,
             "input": (
-                "Summarise this admission for the discharge letter: 71-year-old woman admitted "
-                "with a lung infection, treated with amoxicillin for 5 days, oxygen weaned, "
-                "now walking independently."
+                "Summarise this admission for the discharge letter: <ANCHOR:patient>71-year-old"
+                " woman</ANCHOR> admitted with <ANCHOR:diagnosis>a lung infection</ANCHOR>, "
+                "<ANCHOR:treatment>treated with amoxicillin for 5 days</ANCHOR>, "
+                "<ANCHOR:findings>oxygen weaned</ANCHOR>, <ANCHOR:follow-up>now walking "
+                "independently</ANCHOR>."
             ),
         },
         {
             "seed": 13,
-            "input": "为一位有高血压和2型糖尿病的58岁女性写一份门诊随访记录,血压控制良好。",
+            "input": (
+                "为一位有<ANCHOR:diagnosis>高血压和2型糖尿病</ANCHOR>的<ANCHOR:patient>58岁女性"
+                "</ANCHOR>写一份<ANCHOR:follow-up>门诊随访记录</ANCHOR>,<ANCHOR:findings>"
+                "血压控制良好</ANCHOR>。"
+            ),
         },
     ],
     "contract-review": [

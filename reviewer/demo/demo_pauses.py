@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.config import SamplingParams
+from inference.gating import parse_anchors
 from inference.transformers_backend.engine import Engine
 from reviewer.demo.demo_data import DOMAINS
 from reviewer.lifecycle import task_types
@@ -34,7 +35,7 @@ def system_prompt(slug: str) -> str:
 
 
 def case_params(case: dict[str, Any], max_new_tokens: int = TOKENS) -> SamplingParams:
-    task, _ = task_types.choose(case["input"])
+    task, _ = task_types.choose(parse_anchors(case["input"])[0])  # as a session classifies it
     return SamplingParams.for_task(task, seed=case["seed"], max_new_tokens=max_new_tokens)
 
 

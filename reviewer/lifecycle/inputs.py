@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from inference.config import SamplingConfigError, SamplingParams
-from reviewer.lifecycle import task_types
+from reviewer.lifecycle import gate, task_types
 from reviewer.models import Domain, GlossaryTerm, ReviewSession
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
@@ -29,14 +29,14 @@ def domain_named(name: Any) -> Domain:
 def clean_input(text: Any) -> str:
     if text is None:
         raise InvalidInput("input is required")
-    return arguments.INPUT(text)
+    return gate.check_markup(arguments.INPUT(text))
 
 
 def task_type(text: str, override: Any) -> tuple[str, str]:
     if override not in (None, ""):
         override = arguments.TASK_TYPE(override)
     try:
-        return task_types.choose(text, override)
+        return task_types.choose(gate.case_text(text)[0], override)  # the words, not the markup
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
 
@@ -48,10 +48,12 @@ def sampling_params(
     decoding: Any,
     preset: dict[str, Any] | None = None,
 ) -> SamplingParams:
-    """The domain's defaults, then the task type's preset, then what the request asked for."""
+    """The domain's defaults, then the task type's preset, then what the request asked for;
+    the attention gate is the request's, else the domain's."""
     if decoding is not None and not isinstance(decoding, dict):
         raise InvalidInput("decoding must be an object")
     values = {**domain.decoding, **(preset or {}), **(decoding or {})}
+    values["attention"] = gate.session_gate(domain, (decoding or {}).get("attention"))
     values["seed"] = arguments.SEED(seed) if seed is not None else random.randrange(2**31)
     limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
     values["max_new_tokens"] = (

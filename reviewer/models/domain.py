@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
@@ -16,6 +18,12 @@ def in_page_language(name: str, name_zh: str) -> str:
 
 
 AFTER_REVIEW, DELAYED = "after_review", "delayed"
+FULL, GATED = "full", "gated"
+
+
+def word_list(text: str) -> list[str]:
+    """Words separated by commas (either width) or new lines."""
+    return [word.strip() for word in re.split(r"[,，、\n]", text) if word.strip()]
 
 
 class Domain(models.Model):
@@ -95,11 +103,81 @@ class Domain(models.Model):
         help_text="A waiting item older than this stands out in the queue and in /metrics",
     )
 
+    # Attention gating (inference/gating.py): which history positions a decode step looks at.
+    attention = models.CharField(
+        max_length=5,
+        choices=[
+            (FULL, "full: every position, every step"),
+            (GATED, "gated: sinks, a recent window, heavy hitters and the anchors"),
+        ],
+        default=FULL,
+        help_text="Gated attention looks at fewer positions per step: faster at long context",
+    )
+    gate_sinks = models.PositiveSmallIntegerField(
+        "sinks", default=4, validators=[MaxValueValidator(64)], help_text="First positions kept"
+    )
+    gate_window = models.PositiveSmallIntegerField(
+        "recent window",
+        default=64,
+        validators=[MinValueValidator(1), MaxValueValidator(4096)],
+        help_text="Latest positions kept",
+    )
+    gate_top_k = models.PositiveSmallIntegerField(
+        "heavy hitters",
+        default=10,
+        validators=[MaxValueValidator(4096)],
+        help_text="Positions kept because the model paid them the most attention",
+    )
+    gate_wide_top_k = models.PositiveSmallIntegerField(
+        "heavy hitters after a recall word",
+        default=50,
+        validators=[MaxValueValidator(4096)],
+        help_text="The gate widens to this many when the recent text names the history",
+    )
+    recall_words_en = models.CharField(
+        "recall words (English)",
+        max_length=500,
+        blank=True,
+        default="history, previously, prior",
+        help_text="Comma-separated; any of them in the recent text widens the gate",
+    )
+    recall_words_zh = models.CharField(
+        "recall words (Chinese)",
+        max_length=500,
+        blank=True,
+        default="病史, 既往, 上次",
+        help_text="Comma-separated (，or 、 too)",
+    )
+
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def gate(self) -> dict[str, Any]:
+        """The engine's GateConfig as JSON: a session started here carries it in its params."""
+        return {
+            "mode": self.attention,
+            "sinks": self.gate_sinks,
+            "window": self.gate_window,
+            "top_k": self.gate_top_k,
+            "wide_top_k": self.gate_wide_top_k,
+            "triggers": word_list(self.recall_words_en) + word_list(self.recall_words_zh),
+        }
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.gating import GateConfig, GateConfigError
+
+        try:
+            GateConfig.from_dict(self.gate())
+        except GateConfigError as exc:
+            # Shown next to the field the message names (attention.top_k: gate_top_k).
+            named = str(exc).split(" ")[0].removeprefix("attention.")
+            field = f"gate_{named}" if named in ("sinks", "window", "top_k", "wide_top_k") else ""
+            raise ValidationError({field or NON_FIELD_ERRORS: str(exc)}) from exc
 
     @property
     def display_name(self) -> str:

@@ -153,6 +153,13 @@ class ReviewSession(models.Model):
         self.decoding = {**self.decoding, "max_new_tokens": value}
 
     @property
+    def case_text(self) -> str:
+        """The input as a reviewer reads it: without the anchor markup the engine reads."""
+        from reviewer.lifecycle.gate import case_text
+
+        return case_text(self.input_text)[0]
+
+    @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
 

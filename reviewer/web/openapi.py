@@ -14,6 +14,7 @@ from typing import Any
 
 from inference.config import MAX_SCALE, MIN_SCALE, SamplingParams
 from reviewer.gateway import openapi as gateway
+from reviewer.lifecycle import gate
 from reviewer.models import statuses
 from reviewer.web import arguments
 from reviewer.web.command_table import COMMANDS, Reader
@@ -137,6 +138,9 @@ def decoding_schema() -> dict[str, Any]:
     finite numbers for its float fields, nothing else."""
     properties = {}
     for field in fields(SamplingParams):
+        if field.name == "attention":
+            properties["attention"] = gate.schema()
+            continue
         low, high, hint = DECODING_RANGES.get(field.name, (None, None, ""))
         schema: dict[str, Any] = {"type": "integer" if field.type in ("int", int) else "number"}
         schema.update({"minimum": low} if low is not None else {})

@@ -11,6 +11,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from inference.prompt import encode_prompt, user_text_spans
 from inference.text import Tokenizer
+from reviewer.lifecycle.gate import case_text
 
 
 @functools.cache
@@ -26,7 +27,9 @@ def context_length() -> int:
 
 
 def prompt_length(system_prompt: str, text: str) -> int:
-    """Tokens of the prompt exactly as the engine will build it (see inference/prompt.py)."""
+    """Tokens of the prompt exactly as the engine will build it (see inference/prompt.py):
+    the anchor markup is the engine's to read, not the model's."""
+    text = case_text(text)[0]
     return len(encode_prompt(tokenizer(), text, system=system_prompt or None))
 
 
@@ -42,6 +45,7 @@ def case_map(prompt_ids: list[int], system_prompt: str, text: str) -> dict[str, 
     and the system prompt. ``prompt_ids`` may be empty before the worker has started: the
     prompt is then built as the engine will build it."""
     system = system_prompt or None
+    text, anchors = case_text(text)
     ids = list(prompt_ids) or encode_prompt(tokenizer(), text, system=system)
     spans = user_text_spans(tokenizer(), ids, text, system=system)
     return {
@@ -49,4 +53,5 @@ def case_map(prompt_ids: list[int], system_prompt: str, text: str) -> dict[str, 
         "promptTokens": [tokenizer().decode([i], skip_special_tokens=False) for i in ids],
         "caseSpans": [list(span) if span else None for span in spans],
         "caseText": text,
+        "caseAnchors": anchors,  # [{name, start, end}] in code points of caseText
     }

@@ -166,6 +166,7 @@ def attention_labels() -> dict[str, str | dict[str, str]]:
             "Words without a row: %(count)s. An edit put them in place (the words it wrote and "
             "those after them), and the model reads an edit in one step."
         ),
+        **gate_labels(),
         "kinds": {
             "template": _("system prompt and template"),
             "case": _("case text"),
@@ -270,3 +271,33 @@ def stop_reasons(limit: int | str) -> dict[str, str]:
 def stop_reason_text(reason: str, limit: int | str) -> str:
     """How generation ended, e.g. "Stopped: reached the 200-token limit." """
     return stop_reasons(limit).get(reason, reason)
+
+
+def gate_labels() -> dict[str, str | dict[str, str]]:
+    """What the page says of gated attention at a pause (frontend/static/reviewer/gate-view.js)."""
+    return {
+        "gateSummary": _("Looking at %(kept)s of %(total)s positions"),
+        "gateMass": _("; %(share)s of the attention mass."),
+        "gateModes": {
+            "gated": "",
+            "wide": _("A recall word in the recent text widened the gate."),
+            "recall": _("The case asks for recall: full attention, every position."),
+        },
+        "gateNotLooked": _("Not looked at in this step"),
+        "gateLookedAt": _("Looked at: %(reason)s"),
+        "gateReasonNames": {
+            "sink": _("sink"),
+            "window": _("recent window"),
+            "anchor": _("anchor"),
+            "heavy": _("heavy hitter"),
+            "recall": _("recall"),
+        },
+        "gateReasons": {
+            "sink": _("sink: the first positions, where models park attention"),
+            "window": _("recent window: the latest positions"),
+            "anchor": _("anchor: a key span of the case text, always in view"),
+            "heavy": _("heavy hitter: a position the model paid much attention"),
+            "recall": _("recall: full attention, asked for by the case"),
+            "off": _("struck through: not looked at in this step"),
+        },
+    }

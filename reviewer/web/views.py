@@ -132,6 +132,8 @@ def decoding_summary(decoding: dict[str, Any]) -> str:
     shown = [
         f"{label} {decoding[name]}" for name, label in SHOWN_DECODING.items() if name in decoding
     ]
+    if (decoding.get("attention") or {}).get("mode") == "gated":
+        shown.append(str(gettext_lazy("gated attention")))
     return " · ".join(shown)
 
 
@@ -211,6 +213,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
     decision = last_decision(session) if session.is_final else None
     context = {
         "session": session,
+        "case_text": session.case_text,  # without the anchor markup
         "status_label": status_label,
         "can_pause": session.status == ReviewSession.RUNNING,
         "can_resume": session.status in statuses.RESUMABLE,

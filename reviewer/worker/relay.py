@@ -41,6 +41,15 @@ JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 
 
+def gate_hit_rate(event: TokenEvent) -> float | None:
+    """The share of the attention mass a gated step kept, on the steps the engine measured."""
+    for holder in (event, event.signals):
+        rate = getattr(holder, "gate_hit_rate", None)
+        if rate is not None:
+            return float(rate)
+    return None
+
+
 class Aborted(Exception):
     """The relay could not write what the engine produced; the run stops here."""
 
@@ -57,6 +66,7 @@ class Relay(Sink):
         self.capture, self.finish = capture, finish
         self.since_checkpoint = 0
         self.step_timer = metrics.StepTimer()
+        self.domain = session.domain.slug  # the gate's hit rate is exported by domain
         self.failed: BaseException | None = None  # set by the relay's thread
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
         self.notice: PauseNotice | None = None  # what the engine said of its pause, if it paused
@@ -76,6 +86,7 @@ class Relay(Sink):
     def on_token(self, event: TokenEvent) -> None:
         self._go_on()
         self.step_timer.tick()
+        metrics.gate_hit(self.domain, gate_hit_rate(event))
         self._queued += 1
         self._queue.put(("token", event))
         self.since_checkpoint += 1

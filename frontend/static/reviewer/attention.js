@@ -5,6 +5,8 @@
 // out). Clicking a generated word (or `w` on it) shows where that word looked when it was
 // written, from the rows the worker streamed live. The heatmaps are attention-plots.js's.
 import { caseKnown, caseWords, contextWords, layout, livePromptLength, map, meanRows, notesFromRows, robustMax, tokenTextFor, weigh, wordLabel } from "./attention-context.js";
+import { gateOf } from "./attention-gate.js";
+import { clearGate, drawGate, markAnchors, showGate } from "./gate-view.js";
 import { $, fill, hasFeature, L } from "./page.js";
 import { store } from "./store.js";
 import { groupWords, percent, wordHolding } from "./words.js";
@@ -39,20 +41,25 @@ function source() {
   if (!attention) return null;
   const layers = attention.layers;
   const row = layers[0].map((_, p) => layers.reduce((sum, layer) => sum + (layer[p] || 0), 0) / layers.length);
-  return { row, lay: layout(attention.prompt_length, attention.notes, row.length), tokens: attention.tokens };
+  const lay = layout(attention.prompt_length, attention.notes, row.length);
+  return { row, lay, tokens: attention.tokens, gate: gateOf(attention) };
 }
 
 export function refresh() {
   if (state.status === "running") focus = null;
   const found = source();
+  clearGate();
   clearBars();
   renderLegend(found);
+  // The gate is the pause's: a clicked word's live rows were read with the gate of their step.
+  const gate = found && !focus ? found.gate : null;
+  showGate(gate);
   if (found && found.missing) markFocus();
   if (!found || found.missing || !$("attention-show").checked) return;
   const groups = contextWords(found.lay, tokenTextFor(found.lay, found.tokens), false);
   const total = found.row.reduce((a, b) => a + (b || 0), 0);
   const content = groups.reduce((sum, group) => sum + weigh(group, found.row), 0);
-  if (!content) return;
+  if (!content) return gate && drawGate(gate, groups, elementsOf);
   // A clicked word's own pieces count in the whole but get no bar: it is the one looking.
   const own = (group) => focus && group.kind === "generated" && group.first === focus.first;
   const others = groups.filter((group) => !own(group));
@@ -61,6 +68,7 @@ export function refresh() {
   for (const group of others) drawBar(group, shown.get(key(group)), top);
   if (focus) markFocus();
   renderTop(others);
+  if (gate) drawGate(gate, groups, elementsOf);
   $("attention-rest").textContent = fill(L.attentionRest, {
     share: percent(content / total),
     first: percent((found.row[0] || 0) / total),
@@ -191,6 +199,7 @@ function drawCase() {
   });
   if (at < text.length) parts.push(text.slice(at).replace(/\r/g, ""));
   box.replaceChildren(...parts);
+  markAnchors(text, caseWords, map.caseAnchors, (index) => box.querySelector(`.cw[data-word="${index}"]`));
 }
 
 export function bindAttention() {
