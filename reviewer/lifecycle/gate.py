@@ -4,6 +4,7 @@ the anchor markup, which only the engine reads."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from inference.backend import GATED_ATTENTION
@@ -69,7 +70,7 @@ def case_text(text: str) -> tuple[str, list[dict[str, Any]]]:
         clean, anchors = parse_anchors(text)
     except ValueError:
         return text.replace(RECALL_MARKER, ""), []
-    return clean, [anchor._asdict() for anchor in anchors]
+    return clean, [asdict(anchor) for anchor in anchors]
 
 
 COUNTS = ("sinks", "window", "top_k", "wide_top_k")
