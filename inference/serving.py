@@ -42,6 +42,9 @@ class ServingLoop:
         self._waiting: dict[str, tuple[Run, Future[StopInfo]]] = {}
         self._wake = threading.Event()
         self._stopping = False
+        # When the loop's current turn began (the step before it had ended) and when its step
+        # began (after the calls and the pacing): a halt's latency is read against them.
+        self.timing: dict[str, float] = {"turn": 0.0, "step": 0.0}
         self._thread = threading.Thread(target=self._loop, name="caesura-serving", daemon=True)
         self._thread.start()
 
@@ -92,13 +95,11 @@ class ServingLoop:
     # ---- the loop thread -----------------------------------------------------------------
     def _loop(self) -> None:
         while not self._stopping:
+            self.timing["turn"] = time.time()
             self._take_calls()
             if self.engine.active:
                 self._pace()
-                try:
-                    self.engine.step()
-                except Exception as exc:  # vLLM itself failed: every waiting run hears it
-                    self._fail_all(exc)
+                self._step()
             else:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
@@ -111,14 +112,27 @@ class ServingLoop:
         deadline = time.monotonic() + PACE_WAIT_S
         while time.monotonic() < deadline:
             runs = list(self.engine.active.values())
-            if any(run.asked for run in runs):
+            if self._asked():
                 return
             if not any(run.sink.backlog() > MAX_BACKLOG for run in runs):
                 return
             time.sleep(0.002)
 
+    def _step(self) -> None:
+        self.timing["step"] = time.time()
+        try:
+            self.engine.step()
+        except Exception as exc:  # vLLM itself failed: every waiting run hears it
+            self._fail_all(exc)
+
+    def _asked(self) -> bool:
+        return any(run.asked for run in list(self.engine.active.values()))
+
     def _take_calls(self) -> None:
-        while True:
+        while not self._stopping:
+            if self._asked():  # a pause or cancel goes before the calls waiting (a preview's
+                self._step()  # forwards, another session's prefill): the asked run halts first
+                self._resolve()
             try:
                 fn, args, kwargs, future = self._calls.get_nowait()
             except queue.Empty:

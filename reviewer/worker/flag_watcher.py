@@ -45,6 +45,7 @@ class FlagWatcher:
         # When the rounds that failed since Redis last answered began; None while it answers.
         # (A round held up by a busy CPU is not an outage: only a failed one counts.)
         self.failing_since: float | None = None
+        self.woke_at: float | None = None  # when the last wake message arrived (this thread's)
         self._thread: threading.Thread | None = None
 
     def register(self, control: RedisControl) -> None:
@@ -88,6 +89,7 @@ class FlagWatcher:
                 listener = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
                 listener.subscribe(wake_channel())
             if listener.get_message(timeout=INTERVAL_S) is not None:
+                self.woke_at = time.time()
                 while listener.get_message(timeout=0) is not None:
                     pass  # one round reads every request announced so far
             return listener
@@ -114,7 +116,7 @@ class FlagWatcher:
             raise
         self.failing_since = None
         for control, raw in zip(controls, values, strict=True):
-            control.update(raw)
+            control.update(raw, self.woke_at)
 
 
 def _close(listener: PubSub | None) -> None:

@@ -85,6 +85,9 @@ class RedisControl(ControlHandle):
         self.session_id = session_id
         self.key = control_key(session_id)
         self.requested_at: float | None = None
+        # When the request's path reached each stage in this process (epoch seconds): the
+        # watcher woke, the flag was in memory, the engine honoured it.
+        self.stamps: dict[str, float] = {}
         self.grace_s = settings.CAESURA_REDIS_GRACE_S
         self._honoured: float | None = None  # the request the engine cleared last
         self._since = time.monotonic()
@@ -110,14 +113,18 @@ class RedisControl(ControlHandle):
         raw = self.read()
         return json.loads(raw)["command"] if raw is not None else None
 
-    def update(self, raw: bytes | str | None) -> None:
-        """The watcher's answer for this key; the request the engine already honoured (its
-        delete still on its way) is not taken up again."""
+    def update(self, raw: bytes | str | None, woke_at: float | None = None) -> None:
+        """The watcher's answer for this key (read after a wake message at ``woke_at``); the
+        request the engine already honoured (its delete still on its way) is not taken up again."""
         message = json.loads(raw) if raw is not None else None
         with self._lock:
             if message is None:
                 self._command = None
             elif message.get("requested_at") != self._honoured:
+                if message.get("requested_at") != self.requested_at:  # a new request: stamp it
+                    self.stamps = {"read": time.time()}
+                    if woke_at is not None and woke_at >= message.get("requested_at", 0):
+                        self.stamps["woke"] = woke_at
                 self._command = message["command"]
                 self.requested_at = message.get("requested_at")
 
@@ -128,6 +135,7 @@ class RedisControl(ControlHandle):
 
     def clear(self) -> None:
         with self._lock:
+            self.stamps["honoured"] = time.time()
             self._honoured = self.requested_at
             self._command, self._reason = None, "manual"
         self.watcher.delete(self.key)

@@ -12,11 +12,13 @@ message, is what brings it back if this process dies (reviewer/worker/heartbeat.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
 import signal
 import threading
+import time
 
 from django.conf import settings
 from django.db import transaction
@@ -103,8 +105,9 @@ def start_generating(session: ReviewSession, state: DecodeState) -> None:
         state,
         record.stored_record,
         lambda stop, halted_at, notice: finish_segment(
-            session, state, stop, control, halted_at, notice
+            session, state, stop, control, halted_at, notice, relay.halt_timing
         ),
+        loop_timing=serving().timing,
     )
     run = serving().submit(
         state,
@@ -171,13 +174,18 @@ def finish_segment(
     control: RedisControl,
     halted_at: float | None = None,
     notice: PauseNotice | None = None,
+    halt_timing: dict[str, float] | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session. A pause is
     reported at once; its details follow (keep_paused)."""
+    reported = time.time()
     if stop.reason == "stop":
         request.cut_stop_string(session, state, engine())
     save_record(session, state)
     report = stop_report(state, stop, control, halted_at, notice)
+    if report.requested_at is not None:
+        stamps = {**control.stamps, **(halt_timing or {}), "reported": reported}
+        report = dataclasses.replace(report, stamps=stamps)
     outcome = lifecycle.record_stop(session, report)
     if outcome == "pause":
         keep_paused(session, state)
