@@ -46,12 +46,26 @@ def request_cancel(session_id: int) -> None:
     _write(lambda client: _announce(client, session_id, payload))
 
 
+# Store the request (NX: never over a request waiting) and, when stored, publish it on the
+# wake channel: the worker's flag watcher takes it from the message, without a round trip
+# back to Redis. One round trip, atomic: a request not stored is never announced.
+ANNOUNCE = """
+local stored
+if ARGV[3] == 'nx' then
+    stored = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 3600)
+else
+    stored = redis.call('SET', KEYS[1], ARGV[1], 'EX', 3600)
+end
+if stored then redis.call('PUBLISH', ARGV[2], ARGV[4]) end
+return stored and 1 or 0
+"""
+
+
 def _announce(client: redis.Redis, session_id: int, payload: str, nx: bool = False) -> None:
-    """Store the request, and wake the workers' flag watchers to read it now: one round trip."""
-    pipe = client.pipeline(transaction=False)
-    pipe.set(control_key(session_id), payload, nx=nx, ex=3600)
-    pipe.publish(flag_watcher.wake_channel(), session_id)
-    pipe.execute()
+    """Store the request, and wake the workers' flag watchers with it."""
+    key = control_key(session_id)
+    message = json.dumps({"key": key, "request": payload})
+    client.eval(ANNOUNCE, 1, key, payload, flag_watcher.wake_channel(), "nx" if nx else "", message)
 
 
 def clear(session_id: int) -> None:
