@@ -20,9 +20,11 @@ With 1 and with 8 sessions generating (``--quick``: 1 and 2), ``--pauses`` times
 - ``status_ms``: ``POST /api/sessions/<id>/pause`` to the session's status no longer
   ``running`` (read from Postgres every 5 ms); on another of the generating sessions.
 - ``halt_minus_step_ms``: the server's own request-to-halt time of those manual pauses
-  (``PauseEvent.latency_ms``) minus the engine's step time then (``step_ms``: the median
-  spacing of all sessions' tokens, as stored, in the 3 s before the request): what the stack
-  adds to waiting for the step in progress.
+  (``PauseEvent.latency_ms``) minus the engine's step time then (``step_ms``: the serving
+  loop's median step, as the pause event's ``stages`` carry it; one vLLM step serves every
+  session at once, one transformers step one session; else the median spacing of all
+  sessions' tokens, as stored, in the 3 s before the request): what the stack adds to
+  waiting for the step in progress. ``halt_stages_ms``: where the time went, stage by stage.
 
 Watchers: one session generates ``--tokens`` tokens with no socket open, then the same
 generation (same input and seed) with ``--clients`` plain websocket clients on it (the
@@ -169,9 +171,14 @@ def halts(sessions: list[int], since: float) -> tuple[list[float], list[float], 
     rows = PauseEvent.objects.filter(
         session_id__in=sessions, kind="manual", requested_at__gte=datetime.fromtimestamp(since, UTC)
     )
+    stages = desk_clients.stages_by_pause(sessions)
     latency, steps, minus = [], [], []
     for pause in rows:
-        step = step_ms(times, pause.requested_at.timestamp())
+        # the serving loop's own median step (a vLLM step serves every session at once);
+        # the stored tokens' spacing where the pause does not carry it
+        step = stages.get(pause.pk, {}).get("step_ms") or step_ms(
+            times, pause.requested_at.timestamp()
+        )
         if pause.latency_ms is None or step is None:
             continue
         latency.append(pause.latency_ms)

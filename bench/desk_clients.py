@@ -80,7 +80,7 @@ def pause_stages(sessions: list[int], since: float) -> dict:
     boundary of the turn that halted)."""
     from datetime import UTC, datetime
 
-    from reviewer.models import PauseEvent, SessionEvent
+    from reviewer.models import PauseEvent
 
     ids = set(
         PauseEvent.objects.filter(
@@ -89,14 +89,21 @@ def pause_stages(sessions: list[int], since: float) -> dict:
             requested_at__gte=datetime.fromtimestamp(since, UTC),
         ).values_list("pk", flat=True)
     )
-    rows = SessionEvent.objects.filter(session_id__in=sessions, type="pause")
-    paths = [p["stages"] for p in rows.values_list("payload", flat=True)
-             if p.get("pause_id") in ids and p.get("stages")]  # fmt: skip
-    out = {k: percentiles([p[k] for p in paths if k in p]) for k in STAGES}
+    paths = [p for pk, p in stages_by_pause(sessions).items() if pk in ids]
+    out = {k: percentiles([p[k] for p in paths if k in p]) for k in (*STAGES, "step_ms")}
     out["turn_to_halt"] = percentiles(
         [p["honoured"] - p["turn"] for p in paths if "honoured" in p and "turn" in p]
     )
     return out
+
+
+def stages_by_pause(sessions: list[int]) -> dict[int, dict]:
+    """The ``stages`` of these sessions' pause events, by pause id (manual pauses only)."""
+    from reviewer.models import SessionEvent
+
+    rows = SessionEvent.objects.filter(session_id__in=sessions, type="pause")
+    payloads = rows.values_list("payload", flat=True)
+    return {p["pause_id"]: p["stages"] for p in payloads if p.get("stages")}
 
 
 def token_times(sessions: list[int], after: dict[int, int] | None = None) -> list[float]:

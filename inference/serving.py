@@ -10,7 +10,9 @@ waits at most for the step in progress, never for another session's generation t
 
 from __future__ import annotations
 
+import collections
 import queue
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +29,7 @@ IDLE_WAIT_S = 0.5  # how long an idle loop sleeps before looking for work again
 # at most PACE_WAIT_S a step, so that one stuck sink cannot stall the others for long.
 MAX_BACKLOG = 2
 PACE_WAIT_S = 0.05
+STEPS_TIMED = 32  # the steps whose median time ``timing["step_s"]`` gives
 
 # fn(engine, *args, **kwargs), its arguments, and the future that takes its result
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
@@ -44,7 +47,10 @@ class ServingLoop:
         self._stopping = False
         # When the loop's current turn began (the step before it had ended) and when its step
         # began (after the calls and the pacing): a halt's latency is read against them.
-        self.timing: dict[str, float] = {"turn": 0.0, "step": 0.0}
+        # ``step_s``: the median time of the last steps (a halt waits for at most the step in
+        # progress: this is what it is measured against).
+        self.timing: dict[str, float] = {"turn": 0.0, "step": 0.0, "step_s": 0.0}
+        self._durations: collections.deque[float] = collections.deque(maxlen=STEPS_TIMED)
         self._thread = threading.Thread(target=self._loop, name="caesura-serving", daemon=True)
         self._thread.start()
 
@@ -119,11 +125,13 @@ class ServingLoop:
             time.sleep(0.002)
 
     def _step(self) -> None:
-        self.timing["step"] = time.time()
+        self.timing["step"] = began = time.time()
         try:
             self.engine.step()
         except Exception as exc:  # vLLM itself failed: every waiting run hears it
             self._fail_all(exc)
+        self._durations.append(time.time() - began)
+        self.timing["step_s"] = statistics.median(self._durations)
 
     def _asked(self) -> bool:
         return any(run.asked for run in list(self.engine.active.values()))
