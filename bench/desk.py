@@ -5,6 +5,7 @@ halts, how late tokens reach many watchers. Prints one JSON object.
     python bench/desk.py --quick      # tiny sizes: checks that it runs
     python bench/desk.py --pauses=10 --clients=20 --tokens=64 --rounds=2
     python bench/desk.py --watchers-only   # the token path alone (no browser, no pauses)
+    python bench/desk.py --backend vllm    # the worker on vLLM (CAESURA_BACKEND=vllm)
 
 The stack is the one `make run` starts: a daphne server and one Celery worker process (solo
 pool, the model loaded once), here over a throwaway database (created, migrated, dropped at
@@ -19,9 +20,11 @@ With 1 and with 8 sessions generating (``--quick``: 1 and 2), ``--pauses`` times
 - ``status_ms``: ``POST /api/sessions/<id>/pause`` to the session's status no longer
   ``running`` (read from Postgres every 5 ms); on another of the generating sessions.
 - ``halt_minus_step_ms``: the server's own request-to-halt time of those manual pauses
-  (``PauseEvent.latency_ms``) minus the engine's step time then (``step_ms``: the median
-  spacing of all sessions' tokens, as stored, in the 3 s before the request): what the stack
-  adds to waiting for the step in progress.
+  (``PauseEvent.latency_ms``) minus the engine's step time then (``step_ms``: the serving
+  loop's median step, as the pause event's ``stages`` carry it; one vLLM step serves every
+  session at once, one transformers step one session; else the median spacing of all
+  sessions' tokens, as stored, in the 3 s before the request): what the stack adds to
+  waiting for the step in progress. ``halt_stages_ms``: where the time went, stage by stage.
 
 Watchers: one session generates ``--tokens`` tokens with no socket open, then the same
 generation (same input and seed) with ``--clients`` plain websocket clients on it (the
@@ -83,7 +86,20 @@ def flag(name: str, default: int) -> int:
     )
 
 
+def choice(name: str) -> str | None:
+    """``--name=value`` or ``--name value``."""
+    args = sys.argv[1:]
+    for i, a in enumerate(args):
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+        if a == f"--{name}" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
 QUICK = "--quick" in sys.argv[1:]
+if (BACKEND := choice("backend")) is not None:  # the worker's (and settings') CAESURA_BACKEND
+    os.environ["CAESURA_BACKEND"] = BACKEND
 CONCURRENCY = (1, 2) if QUICK else (1, 8)
 PAUSES = flag("pauses", 2 if QUICK else 10)  # pauses of each kind (click, API) per concurrency
 CLIENTS = flag("clients", 20)  # websocket watchers of one session
@@ -145,7 +161,8 @@ def step_ms(times: list[float], at: float) -> float | None:
 
 
 def halts(sessions: list[int], since: float) -> tuple[list[float], list[float], list[float]]:
-    """The phase's manual pauses: latency, step, and latency minus step (ms)."""
+    """The phase's manual pauses: latency, step, and latency minus step (ms); the stages
+    of their paths (``halt_stages_ms``) come from their pause events."""
     from datetime import UTC, datetime
 
     from reviewer.models import PauseEvent
@@ -154,9 +171,14 @@ def halts(sessions: list[int], since: float) -> tuple[list[float], list[float], 
     rows = PauseEvent.objects.filter(
         session_id__in=sessions, kind="manual", requested_at__gte=datetime.fromtimestamp(since, UTC)
     )
+    stages = desk_clients.stages_by_pause(sessions)
     latency, steps, minus = [], [], []
     for pause in rows:
-        step = step_ms(times, pause.requested_at.timestamp())
+        # the serving loop's own median step (a vLLM step serves every session at once);
+        # the stored tokens' spacing where the pause does not carry it
+        step = stages.get(pause.pk, {}).get("step_ms") or step_ms(
+            times, pause.requested_at.timestamp()
+        )
         if pause.latency_ms is None or step is None:
             continue
         latency.append(pause.latency_ms)
@@ -204,7 +226,8 @@ def pause_phase(api: desk_clients.Api, desk: desk_clients.Desk, n: int, meter) -
     stop(sessions, api)
     latency, steps, minus = halts(sessions, since)
     return {"panel": panels, "status": statuses, "latency": latency, "step": steps,
-            "minus": minus, "load": load}  # fmt: skip
+            "minus": minus, "stages": desk_clients.pause_stages(sessions, since),
+            "load": load}  # fmt: skip
 
 
 def stop(sessions: list[int], api: desk_clients.Api) -> None:
@@ -326,7 +349,7 @@ def targets(report: dict) -> dict:
 
 def main() -> None:
     report: dict = {"panel_ms": {}, "status_ms": {}, "halt_minus_step_ms": {}, "step_ms": {},
-                    "latency_ms": {}, "load": {}}  # fmt: skip
+                    "latency_ms": {}, "halt_stages_ms": {}, "load": {}}  # fmt: skip
     with gateway_stack.running(prepare=desk_floor) as stack:
         from reviewer.web.auth import issue_token
 
@@ -349,6 +372,7 @@ def main() -> None:
                 report["halt_minus_step_ms"][key] = percentiles(phase["minus"])
                 report["step_ms"][key] = percentiles(phase["step"])
                 report["latency_ms"][key] = percentiles(phase["latency"])
+                report["halt_stages_ms"][key] = phase["stages"]
                 report["load"][f"pauses_{key}"] = phase["load"]
         finally:
             if desk:

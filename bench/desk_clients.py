@@ -70,6 +70,42 @@ def last_seq(sid: int) -> int:
     return ReviewSession.objects.filter(pk=sid).values_list("last_seq", flat=True).get()
 
 
+STAGES = ("woke", "read", "turn", "step", "honoured", "reported", "stored")
+
+
+def pause_stages(sessions: list[int], since: float) -> dict:
+    """The manual pauses' paths since ``since``, stage by stage (reviewer.lifecycle.stages_ms:
+    ms from the request, as their pause events carry them), each as percentiles, and the
+    time from the halt's turn to the halt (``turn_to_halt``: the calls, the pacing and the
+    boundary of the turn that halted)."""
+    from datetime import UTC, datetime
+
+    from reviewer.models import PauseEvent
+
+    ids = set(
+        PauseEvent.objects.filter(
+            session_id__in=sessions,
+            kind="manual",
+            requested_at__gte=datetime.fromtimestamp(since, UTC),
+        ).values_list("pk", flat=True)
+    )
+    paths = [p for pk, p in stages_by_pause(sessions).items() if pk in ids]
+    out = {k: percentiles([p[k] for p in paths if k in p]) for k in (*STAGES, "step_ms")}
+    out["turn_to_halt"] = percentiles(
+        [p["honoured"] - p["turn"] for p in paths if "honoured" in p and "turn" in p]
+    )
+    return out
+
+
+def stages_by_pause(sessions: list[int]) -> dict[int, dict]:
+    """The ``stages`` of these sessions' pause events, by pause id (manual pauses only)."""
+    from reviewer.models import SessionEvent
+
+    rows = SessionEvent.objects.filter(session_id__in=sessions, type="pause")
+    payloads = rows.values_list("payload", flat=True)
+    return {p["pause_id"]: p["stages"] for p in payloads if p.get("stages")}
+
+
 def token_times(sessions: list[int], after: dict[int, int] | None = None) -> list[float]:
     """When each token event of these sessions was stored (after the given seq of each)."""
     from reviewer.models import SessionEvent

@@ -25,6 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+# A first start compiles the decode step (or loads vLLM) on a busy machine: minutes.
+START_WAIT_S = 600
 LOG_PREFIX = "bench"  # var/<prefix>-daphne.log, var/<prefix>-worker.log: each benchmark its own
 
 
@@ -115,7 +117,7 @@ def start_processes(port: int, worker: str) -> list[subprocess.Popen]:
 def wait_ready(url: str, worker: str, processes: list[subprocess.Popen]) -> None:
     from webapp.celery import app
 
-    deadline, served, pinged = time.monotonic() + 180, False, False
+    deadline, served, pinged = time.monotonic() + START_WAIT_S, False, False
     while not (served and pinged):
         if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
             raise RuntimeError(f"daphne or the worker did not start; see var/{LOG_PREFIX}-*.log")

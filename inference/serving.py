@@ -10,7 +10,9 @@ waits at most for the step in progress, never for another session's generation t
 
 from __future__ import annotations
 
+import collections
 import queue
+import statistics
 import sys
 import threading
 import time
@@ -34,6 +36,7 @@ PACE_WAIT_S = 0.05
 # made a worker with eight sessions decode markedly slower than the same loop alone, so a
 # process that serves asks for the GIL back sooner.
 SWITCH_INTERVAL_S = 0.0005
+STEPS_TIMED = 32  # the steps whose median time ``timing["step_s"]`` gives
 
 Prepare = Callable[[Backend], DecodeState]  # makes a state in the loop thread (a prefill)
 # fn(engine, *args, **kwargs), its arguments, and the future that takes its result
@@ -51,6 +54,12 @@ class ServingLoop:
         self._wake = threading.Event()
         self._stopping = False
         hand_back_gil_sooner()
+        # When the loop's current turn began (the step before it had ended) and when its step
+        # began (after the calls and the pacing): a halt's latency is read against them.
+        # ``step_s``: the median time of the last steps (a halt waits for at most the step in
+        # progress: this is what it is measured against).
+        self.timing: dict[str, float] = {"turn": 0.0, "step": 0.0, "step_s": 0.0}
+        self._durations: collections.deque[float] = collections.deque(maxlen=STEPS_TIMED)
         self._thread = threading.Thread(target=self._loop, name="caesura-serving", daemon=True)
         self._thread.start()
 
@@ -107,13 +116,11 @@ class ServingLoop:
     # ---- the loop thread -----------------------------------------------------------------
     def _loop(self) -> None:
         while not self._stopping:
+            self.timing["turn"] = time.time()
             self._take_calls()
             if self.engine.active:
                 self._pace()
-                try:
-                    self.engine.step()
-                except Exception as exc:  # vLLM itself failed: every waiting run hears it
-                    self._fail_all(exc)
+                self._step()
             else:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
@@ -126,14 +133,29 @@ class ServingLoop:
         deadline = time.monotonic() + PACE_WAIT_S
         while time.monotonic() < deadline:
             runs = list(self.engine.active.values())
-            if any(run.asked for run in runs):
+            if self._asked():
                 return
             if not any(run.sink.backlog() > MAX_BACKLOG for run in runs):
                 return
             time.sleep(0.002)
 
+    def _step(self) -> None:
+        self.timing["step"] = began = time.time()
+        try:
+            self.engine.step()
+        except Exception as exc:  # vLLM itself failed: every waiting run hears it
+            self._fail_all(exc)
+        self._durations.append(time.time() - began)
+        self.timing["step_s"] = statistics.median(self._durations)
+
+    def _asked(self) -> bool:
+        return any(run.asked for run in list(self.engine.active.values()))
+
     def _take_calls(self) -> None:
-        while True:
+        while not self._stopping:
+            if self._asked():  # a pause or cancel goes before the calls waiting (a preview's
+                self._step()  # forwards, another session's prefill): the asked run halts first
+                self._resolve()
             try:
                 fn, args, kwargs, future = self._calls.get_nowait()
             except queue.Empty:

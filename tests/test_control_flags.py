@@ -17,7 +17,8 @@ from inference.decode import RunRequest
 from inference.sink import Sink
 from inference.transformers_backend.engine import Engine
 from inference.transformers_backend.runner import ModelRunner
-from reviewer.worker import pause_flags
+from reviewer.web.health import redis_client
+from reviewer.worker import flag_watcher, pause_flags
 from tests.inference.tiny import tiny_model, tiny_tokenizer
 from tests.redis_server import RedisServer
 
@@ -115,3 +116,36 @@ def test_a_pause_asked_during_a_stall_lands_once_redis_answers(engine, redis_ser
     assert stop.reason == "pause" and stop.decision.kind == "manual"
     # It paused once Redis answered, not before (the announced request lands at once).
     assert halted and halted[0] >= thawing_at
+
+
+class NoRounds(flag_watcher.FlagWatcher):
+    """A watcher that reads no flag from Redis: only what the wake channel brings."""
+
+    def _round(self, client) -> None:
+        pass
+
+
+def wait_for(check, seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return check()
+
+
+def test_an_announced_request_reaches_its_control_from_the_message_itself(redis_server):
+    control = pause_flags.RedisControl(SESSION, NoRounds())
+    client = redis_client()
+    assert wait_for(lambda: client.pubsub_numsub(flag_watcher.wake_channel())[0][1] >= 1)
+    try:
+        pause_flags.request_pause(SESSION)
+        assert wait_for(lambda: control.poll() == "pause")  # no round trip back to Redis
+        assert control.stamps["woke"] <= control.stamps["read"]
+        control.clear()
+        assert "honoured" in control.stamps
+        pause_flags.request_cancel(SESSION)
+        assert wait_for(lambda: control.poll() == "cancel")
+        pause_flags.request_pause(SESSION)  # a cancel waits: the pause is neither stored nor told
+        time.sleep(0.2)
+        assert control.poll() == "cancel" and control.waiting() == "cancel"
+    finally:
+        control.close()

@@ -54,6 +54,11 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     paused = session(sid)
     pause = paused.pauses.get()
     assert pause.trigger == "manual" and pause.latency_ms is not None and pause.latency_ms >= 0
+    # The request's path on the worker, stage by stage, in the order it took them.
+    stages = paused.events.get(type="pause").payload["stages"]
+    path = [stages[k] for k in ("read", "honoured", "reported", "stored")]
+    assert path == sorted(path) and path[0] >= 0 and stages["step_ms"] > 0
+    assert stages["honoured"] <= pause.latency_ms + 1  # the halt follows the boundary at once
     # Another layer's heads, read from the frozen state by the worker.
     lifecycle.attention(alice, sid, 3)
     wait_for(lambda: paused.events.filter(type="attention").exists(), what="layer 3's heads")

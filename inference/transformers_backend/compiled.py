@@ -29,6 +29,11 @@ from inference.transformers_backend.step_graph import Dims, Linear, StepOut, Wei
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 15.0  # how often a long compile says it is still at work
+# On a CPU the step runs as one C++ function that lets go of the GIL (inductor's Python
+# wrapper calls each kernel holding it): during a step the worker's other threads (the flag
+# watcher, the relays writing tokens and pauses) run on, so a pause is read while the step
+# in progress computes, not after it.
+CPU_OPTIONS: dict[str, str | int | bool | Callable[..., Any]] = {"cpp_wrapper": True}
 
 
 def unsupported(model: PreTrainedModel) -> str | None:
@@ -64,7 +69,10 @@ class CompiledStep:
         # One graph for every capacity (the cache's capacity is its one dynamic size), so a
         # start compiles, or loads, a single graph. On a GPU a replay per capacity is recorded.
         self._graph: Callable[..., StepOut] = torch.compile(
-            decode_step, fullgraph=True, mode="reduce-overhead" if cuda else None
+            decode_step,
+            fullgraph=True,
+            mode="reduce-overhead" if cuda else None,
+            options=None if cuda else CPU_OPTIONS,
         )
 
     def covers(self, cache: DynamicCache) -> bool:

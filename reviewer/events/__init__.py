@@ -162,8 +162,13 @@ def _rounded_attention(attention: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def pause(report: PauseReport, pause_id: int, latency_ms: float | None) -> Pause:
-    return {**report, "pause_id": pause_id, "latency_ms": latency_ms}
+def pause(
+    report: PauseReport,
+    pause_id: int,
+    latency_ms: float | None,
+    stages: dict[str, float] | None = None,
+) -> Pause:
+    return {**report, "pause_id": pause_id, "latency_ms": latency_ms, "stages": stages or {}}
 
 
 def resumed(position: int) -> Resumed:

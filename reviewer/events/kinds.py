@@ -42,6 +42,7 @@ class Pause(PauseReport):
 
     pause_id: int
     latency_ms: float | None
+    stages: dict[str, float]  # a manual pause's path, ms from its request (lifecycle.stages_ms)
 
 
 class Resumed(TypedDict):

@@ -5,6 +5,7 @@ applied or refused, where and why the engine stopped). The decisions those facts
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class StopReport:
     requested_at: float | None = None  # when a reviewer asked for the pause it honoured
     cancel_waiting: bool = False  # a cancel request was waiting when it stopped
     halted_at: float | None = None  # when the engine stopped (before the pause was described)
+    # A manual pause: when its request reached each stage on the worker (epoch seconds; see
+    # stages_ms)
+    stamps: Mapping[str, float] | None = None
 
 
 # --- a segment ---------------------------------------------------------------------------
@@ -166,7 +170,7 @@ def record_stop(session: ReviewSession, stop: StopReport) -> str:
     if reason == "pause":
         if stop.pause is None:
             raise ValueError("a pause is reported with what the page shows of it")
-        record_pause(session, stop.pause, stop.requested_at, stop.halted_at)
+        record_pause(session, stop.pause, stop.requested_at, stop.halted_at, stop.stamps)
     elif reason == "cancel":
         record_cancelled(session)
     else:
@@ -188,11 +192,13 @@ def record_pause(
     pause: events.PauseReport,
     requested_at: float | None,
     halted_at: float | None = None,
+    stamps: Mapping[str, float] | None = None,
 ) -> PauseEvent:
     # The latency a reviewer waits for: their request to the engine's halt (describing the
     # pause, its attention and look-ahead, comes after and is not part of it).
     halted = datetime.fromtimestamp(halted_at, tz=UTC) if halted_at else timezone.now()
     requested = datetime.fromtimestamp(requested_at, tz=UTC) if requested_at else None
+    stages = stages_ms(requested_at, {**(stamps or {}), "stored": time.time()})
     with transaction.atomic():
         record = PauseEvent.objects.create(
             session=session,
@@ -211,9 +217,27 @@ def record_pause(
         paused = {"trigger": record.trigger, "reason": record.reason, "position": record.position}
         told = audit.append("paused", "engine", session, paused)
         set_status(session, S.PAUSED)
-        events.emit(session.pk, events.PAUSE, events.pause(pause, record.pk, record.latency_ms))
+        told_page = events.pause(pause, record.pk, record.latency_ms, stages)
+        events.emit(session.pk, events.PAUSE, told_page)
     _explain(session, "pause", told, record.position, pause=record)
     return record
+
+
+def stages_ms(requested_at: float | None, stamps: Mapping[str, float]) -> dict[str, float]:
+    """A manual pause's path in ms from its request, stage by stage (the worker's clock and
+    the web's are one machine's or NTP's): woke (the flag watcher heard the wake message),
+    read (the flag in memory), turn (the serving loop's turn that halted began: the step in
+    progress had ended), step (that turn's step began, after the calls and pacing before it),
+    honoured (the engine cleared the flag at the token boundary), reported (the relay took
+    the stop), stored (the pause's transaction began); and step_ms, the serving loop's median
+    step time then. Empty for a policy's pause."""
+    if requested_at is None:
+        return {}
+    order = ("woke", "read", "turn", "step", "honoured", "reported", "stored")
+    stages = {k: round((stamps[k] - requested_at) * 1000, 1) for k in order if stamps.get(k)}
+    if stamps.get("step_s"):  # not a stage: the loop's median step then, a halt's yardstick
+        stages["step_ms"] = round(stamps["step_s"] * 1000, 1)
+    return stages
 
 
 def record_generated(session: ReviewSession, reason: str) -> None:

@@ -3,14 +3,16 @@
 The serving loop reads a session's flag once per step; it must never wait on Redis (a stall
 would stop every session of the worker at once). One thread per process reads every
 registered flag in one round trip and hands the answers to the sessions' control handles;
-the loop reads those from memory. It reads as soon as a request is published on the wake
-channel (so a pause lands at the next step, not a poll later), and at least every
-INTERVAL_S in case a message was missed. A stall or an outage holds up this thread only: a
+the loop reads those from memory. A request published on the wake channel carries itself:
+it reaches its control as the message arrives (so a pause lands at the next step, with no
+round trip back to Redis on a busy machine), and a round follows; rounds also run at least
+every INTERVAL_S in case a message was missed. A stall or an outage holds up this thread only: a
 flag set meanwhile is read once Redis answers again.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -45,6 +47,7 @@ class FlagWatcher:
         # When the rounds that failed since Redis last answered began; None while it answers.
         # (A round held up by a busy CPU is not an outage: only a failed one counts.)
         self.failing_since: float | None = None
+        self.woke_at: float | None = None  # when the last wake message arrived (this thread's)
         self._thread: threading.Thread | None = None
 
     def register(self, control: RedisControl) -> None:
@@ -87,15 +90,31 @@ class FlagWatcher:
             if listener is None:
                 listener = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
                 listener.subscribe(wake_channel())
-            if listener.get_message(timeout=INTERVAL_S) is not None:
-                while listener.get_message(timeout=0) is not None:
-                    pass  # one round reads every request announced so far
+            message = listener.get_message(timeout=INTERVAL_S)
+            if message is not None:
+                self.woke_at = time.time()
+                while message is not None:
+                    self._take(message["data"])
+                    message = listener.get_message(timeout=0)
             return listener
         except Exception as exc:
             log.debug("wake channel not read: %s", exc)
             _close(listener)
             time.sleep(INTERVAL_S)
             return None
+
+    def _take(self, data: bytes | str) -> None:
+        """A request as announced (pause_flags.ANNOUNCE): into its session's control at once;
+        the round after reads every flag from Redis all the same."""
+        try:
+            message = json.loads(data)
+            key, request = message["key"], message["request"]
+        except (ValueError, TypeError, KeyError):
+            return  # not an announcement this version makes: the round reads the flags
+        with self._lock:
+            control = self._controls.get(key)
+        if control is not None:
+            control.update(request, self.woke_at)
 
     def _round(self, client: redis.Redis) -> None:
         started = time.monotonic()
@@ -114,7 +133,7 @@ class FlagWatcher:
             raise
         self.failing_since = None
         for control, raw in zip(controls, values, strict=True):
-            control.update(raw)
+            control.update(raw, self.woke_at)
 
 
 def _close(listener: PubSub | None) -> None:

@@ -46,12 +46,26 @@ def request_cancel(session_id: int) -> None:
     _write(lambda client: _announce(client, session_id, payload))
 
 
+# Store the request (NX: never over a request waiting) and, when stored, publish it on the
+# wake channel: the worker's flag watcher takes it from the message, without a round trip
+# back to Redis. One round trip, atomic: a request not stored is never announced.
+ANNOUNCE = """
+local stored
+if ARGV[3] == 'nx' then
+    stored = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 3600)
+else
+    stored = redis.call('SET', KEYS[1], ARGV[1], 'EX', 3600)
+end
+if stored then redis.call('PUBLISH', ARGV[2], ARGV[4]) end
+return stored and 1 or 0
+"""
+
+
 def _announce(client: redis.Redis, session_id: int, payload: str, nx: bool = False) -> None:
-    """Store the request, and wake the workers' flag watchers to read it now: one round trip."""
-    pipe = client.pipeline(transaction=False)
-    pipe.set(control_key(session_id), payload, nx=nx, ex=3600)
-    pipe.publish(flag_watcher.wake_channel(), session_id)
-    pipe.execute()
+    """Store the request, and wake the workers' flag watchers with it."""
+    key = control_key(session_id)
+    message = json.dumps({"key": key, "request": payload})
+    client.eval(ANNOUNCE, 1, key, payload, flag_watcher.wake_channel(), "nx" if nx else "", message)
 
 
 def clear(session_id: int) -> None:
@@ -85,6 +99,9 @@ class RedisControl(ControlHandle):
         self.session_id = session_id
         self.key = control_key(session_id)
         self.requested_at: float | None = None
+        # When the request's path reached each stage in this process (epoch seconds): the
+        # watcher woke, the flag was in memory, the engine honoured it.
+        self.stamps: dict[str, float] = {}
         self.grace_s = settings.CAESURA_REDIS_GRACE_S
         self._honoured: float | None = None  # the request the engine cleared last
         self._since = time.monotonic()
@@ -110,14 +127,18 @@ class RedisControl(ControlHandle):
         raw = self.read()
         return json.loads(raw)["command"] if raw is not None else None
 
-    def update(self, raw: bytes | str | None) -> None:
-        """The watcher's answer for this key; the request the engine already honoured (its
-        delete still on its way) is not taken up again."""
+    def update(self, raw: bytes | str | None, woke_at: float | None = None) -> None:
+        """The watcher's answer for this key (read after a wake message at ``woke_at``); the
+        request the engine already honoured (its delete still on its way) is not taken up again."""
         message = json.loads(raw) if raw is not None else None
         with self._lock:
             if message is None:
                 self._command = None
             elif message.get("requested_at") != self._honoured:
+                if message.get("requested_at") != self.requested_at:  # a new request: stamp it
+                    self.stamps = {"read": time.time()}
+                    if woke_at is not None and woke_at >= message.get("requested_at", 0):
+                        self.stamps["woke"] = woke_at
                 self._command = message["command"]
                 self.requested_at = message.get("requested_at")
 
@@ -128,6 +149,7 @@ class RedisControl(ControlHandle):
 
     def clear(self) -> None:
         with self._lock:
+            self.stamps["honoured"] = time.time()
             self._honoured = self.requested_at
             self._command, self._reason = None, "manual"
         self.watcher.delete(self.key)

@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -61,6 +61,7 @@ class Relay(Sink):
         state: DecodeState | None,
         capture: Callable[[DecodeState], StoredRecord],
         finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
+        loop_timing: Mapping[str, float] | None = None,
     ) -> None:
         self.session, self.state = session, state
         self.capture, self.finish = capture, finish
@@ -69,6 +70,9 @@ class Relay(Sink):
         self.domain = session.domain.slug  # the gate's hit rate is exported by domain
         self.failed: BaseException | None = None  # set by the relay's thread
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
+        # The serving loop's turn and step that ended the run (ServingLoop.timing), copied then
+        self.loop_timing = loop_timing
+        self.halt_timing: dict[str, float] = {}
         self.notice: PauseNotice | None = None  # what the engine said of its pause, if it paused
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._done: Callable[[], Any] = lambda: None
@@ -129,6 +133,7 @@ class Relay(Sink):
     def _ended(self, run: Future[StopInfo]) -> None:
         """In the loop's thread, as the run ends: the moment the session halted."""
         self.halted_at = time.time()  # read by the relay's thread after the item below
+        self.halt_timing = dict(self.loop_timing or {})
         error = run.exception()
         self._queue.put(("error", error) if error is not None else ("stop", run.result()))
 

@@ -12,11 +12,13 @@ message, is what brings it back if this process dies (reviewer/worker/heartbeat.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -109,9 +111,11 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
 
     def finish(stop: StopInfo, halted_at: float | None, notice: PauseNotice | None) -> str:
         assert relay.state is not None, "a run stops after its state is made"
-        return finish_segment(session, relay.state, stop, control, halted_at, notice)
+        return finish_segment(
+            session, relay.state, stop, control, halted_at, notice, relay.halt_timing
+        )
 
-    relay = Relay(session, state, record.stored_record, finish)
+    relay = Relay(session, state, record.stored_record, finish, loop_timing=serving().timing)
     run = serving().submit(
         state if state is not None else prefill(session, relay),
         RunRequest(
@@ -192,13 +196,18 @@ def finish_segment(
     control: RedisControl,
     halted_at: float | None = None,
     notice: PauseNotice | None = None,
+    halt_timing: dict[str, float] | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session. A pause is
     reported at once; its details follow (keep_paused)."""
+    reported = time.time()
     if stop.reason == "stop":
         request.cut_stop_string(session, state, engine())
     save_record(session, state)
     report = stop_report(state, stop, control, halted_at, notice)
+    if report.requested_at is not None:
+        stamps = {**control.stamps, **(halt_timing or {}), "reported": reported}
+        report = dataclasses.replace(report, stamps=stamps)
     outcome = lifecycle.record_stop(session, report)
     if outcome == "pause":
         keep_paused(session, state)

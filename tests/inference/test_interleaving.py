@@ -3,6 +3,8 @@ when it runs alone, and a waiting pause halts its session before anyone's next t
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -278,5 +280,42 @@ def test_it_prefills_new_sessions_in_the_loop_without_the_caller_waiting(engine)
         with pytest.raises(ValueError, match="prompt: too long"):
             failing.result(10)
         assert loop.run(engine.start(PROMPTS[2], PARAMS[2])).reason == "max_tokens"  # serves on
+    finally:
+        loop.close()
+
+
+def test_a_pause_asked_while_calls_wait_halts_before_they_run(engine):
+    """A preview's forwards or another session's prefill queued in the loop never hold up a
+    halt: the asked run stops at the token it was asked at, before the next call runs."""
+    loop = ServingLoop(engine)
+    try:
+        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
+        control = ControlHandle()
+        run = loop.submit(state, RunRequest(None, control))
+        while len(state.generated_ids) < 2:
+            time.sleep(0.001)
+        held, hold = threading.Event(), threading.Event()
+
+        def busy(_engine) -> None:  # the loop is inside a long call
+            held.set()
+            hold.wait(30)
+
+        seen: list[bool] = []
+        calls = [
+            threading.Thread(target=loop.call, args=(busy,)),
+            threading.Thread(target=loop.call, args=(lambda _e: seen.append(run.done()),)),
+        ]
+        calls[0].start()
+        held.wait(30)
+        calls[1].start()  # queued behind the long call
+        time.sleep(0.2)
+        asked_at = len(state.generated_ids)  # the loop is held: no token comes meanwhile
+        control.request_pause()
+        hold.set()
+        for thread in calls:
+            thread.join(30)
+        assert seen == [True]  # the run had halted before the queued call ran
+        stop = run.result(timeout=30)
+        assert stop.reason == "pause" and stop.position == asked_at
     finally:
         loop.close()
