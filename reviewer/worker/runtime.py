@@ -105,10 +105,8 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
 
 
 def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
-    """Generate in the serving loop. A new session (``state`` None) is prefilled there, with
-    every other new one waiting, as the loop takes them: this task does not wait for it."""
+    """Generate in the serving loop; a new session (``state`` None) is prefilled there."""
     control = RedisControl(session.pk)
-
     def finish(stop: StopInfo, halted_at: float | None, notice: PauseNotice | None) -> str:
         assert relay.state is not None, "a run stops after its state is made"
         return finish_segment(
@@ -144,8 +142,7 @@ def _forget(session_id: int, relay: Relay, control: RedisControl) -> None:
 
 
 def prefill(session: ReviewSession, relay: Relay) -> Callable[[Backend], DecodeState]:
-    """A new session's state, made in the loop thread (read here what needs the database);
-    the relay stores its prompt ids before anything else."""
+    """A new session's state, made in the loop thread; the relay stores its prompt ids first."""
     prompt, system = request.prompt_of(session), session.domain.system_prompt
     decoding, specs, budget = session.decoding, session.policy_specs, session.pause_budget
 
