@@ -62,10 +62,11 @@ class GateConfig:
         for name in ("sinks", "window", "top_k", "wide_top_k"):
             value = getattr(self, name)
             ok = isinstance(value, int) and not isinstance(value, bool)
+            low = 1 if name == "window" else 0  # the newest positions are always looked at
             _require(
-                ok and 0 <= value <= MAX_POSITIONS,
+                ok and low <= value <= MAX_POSITIONS,
                 name,
-                f"must be an integer in [0, {MAX_POSITIONS}]",
+                f"must be an integer in [{low}, {MAX_POSITIONS}]",
             )
         _require(self.wide_top_k >= self.top_k, "wide_top_k", "must be >= top_k")
         words = self.triggers
@@ -83,7 +84,7 @@ class GateConfig:
         if not isinstance(d, dict):
             raise GateConfigError(f"attention must be an object, not {type(d).__name__}")
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
-        _require(not unknown, ", ".join(map(str, unknown)), "unknown attention setting")
+        _require(not unknown, ", ".join(map(str, unknown)), "is not an attention setting")
         values = dict(d)
         if "triggers" in values:
             words = values["triggers"]
@@ -103,7 +104,7 @@ class GateConfig:
 
 def _require(ok: bool, field: str, message: str) -> None:
     if not ok:
-        raise GateConfigError(f"attention.{field}: {message}")
+        raise GateConfigError(f"attention.{field} {message}")
 
 
 def triggered(text: str, triggers: tuple[str, ...]) -> bool:

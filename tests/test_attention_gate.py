@@ -66,10 +66,10 @@ def test_it_strips_anchor_markup_and_finds_each_span_in_the_clean_text():
 @pytest.mark.parametrize(
     "text, says",
     [
-        ("<ANCHOR:a>x<ANCHOR:b>y</ANCHOR></ANCHOR>", "nested"),
-        ("<ANCHOR:a>never closed", "not closed"),
-        ("stray </ANCHOR>", "closes no anchor"),
-        ("<ANCHOR:two words>x</ANCHOR>", "NAME"),
+        ("<ANCHOR:a>x<ANCHOR:b>y</ANCHOR></ANCHOR>", "do not nest"),
+        ("<ANCHOR:a>never closed", "never closed"),
+        ("stray </ANCHOR>", "closes no open anchor"),
+        ("<ANCHOR:two words>x</ANCHOR>", "letters, digits"),
     ],
 )
 def test_it_refuses_bad_anchor_markup_with_a_clear_message(text, says):
@@ -133,7 +133,7 @@ def test_it_refuses_a_bad_gate_naming_the_field_and_creates_nothing(api, gated, 
 
 def test_it_refuses_bad_anchor_markup_in_the_case_naming_the_input(api, gated):
     status, body = start(api, input="<ANCHOR:diagnosis>Pneumonia")
-    assert status == 400 and body["error"].startswith("input:") and "not closed" in body["error"]
+    assert status == 400 and body["error"].startswith("input:") and "never closed" in body["error"]
     assert not ReviewSession.objects.exists()
 
 
