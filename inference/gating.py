@@ -23,6 +23,7 @@ prompt itself is prefilled with full attention.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -108,10 +109,17 @@ def _require(ok: bool, field: str, message: str) -> None:
 
 
 def triggered(text: str, triggers: tuple[str, ...]) -> bool:
-    """Whether a trigger word occurs in ``text`` (case-insensitive, as a substring: Chinese
-    has no spaces to bound a word)."""
-    lowered = text.lower()
-    return any(word.lower() in lowered for word in triggers)
+    """Whether a trigger word occurs in ``text``, case-insensitive. A Latin word must stand
+    alone ("prior", not "priority"); a Chinese one is found inside others, as Chinese has no
+    spaces to bound a word."""
+    return any(_trigger_pattern(word).search(text) for word in triggers)
+
+
+@functools.cache
+def _trigger_pattern(word: str) -> re.Pattern[str]:
+    before = r"(?<![A-Za-z0-9])" if word[:1].isascii() and word[:1].isalnum() else ""
+    after = r"(?![A-Za-z0-9])" if word[-1:].isascii() and word[-1:].isalnum() else ""
+    return re.compile(before + re.escape(word) + after, re.IGNORECASE)
 
 
 def has_recall(text: str) -> bool:

@@ -9,7 +9,7 @@ import torch
 from inference.backend import GATED_ATTENTION, UnsupportedFeature, check_attention
 from inference.config import SamplingConfigError, SamplingParams
 from inference.decode import RunRequest
-from inference.gating import AnchorSpan, GateConfig, GateConfigError, parse_anchors
+from inference.gating import AnchorSpan, GateConfig, GateConfigError, parse_anchors, triggered
 from inference.sink import CollectingSink, TokenEvent
 from inference.state import Checkpoint
 from inference.transformers_backend import gate as gate_mod
@@ -94,6 +94,23 @@ def test_the_anchor_positions_spell_the_anchored_text(engine, tokenizer):
     spelled = tokenizer.decode(state.prompt_ids[anchor.start : anchor.end])
     assert "Dr. Smith agrees." in spelled and "<ANCHOR" not in tokenizer.decode(state.prompt_ids)
     assert len(spelled) < len("Dr. Smith agrees.") + 4  # no more than the anchored text
+
+
+@pytest.mark.parametrize(
+    ("text", "fires"),
+    [
+        ("The patient was Previously", True),
+        ("no prior", True),
+        ("a prior, then", True),
+        ("top priority", False),
+        ("prehistory", False),
+        ("患者既往", True),
+        ("既往病史", True),
+        ("nothing here", False),
+    ],
+)
+def test_a_latin_trigger_stands_alone_and_a_chinese_one_is_found_inside_words(text, fires):
+    assert triggered(text, GateConfig().triggers) is fires
 
 
 def test_vllm_declares_no_gate_and_refuses_a_gated_run():
