@@ -107,6 +107,7 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
 def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
     """Generate in the serving loop; a new session (``state`` None) is prefilled there."""
     control = RedisControl(session.pk)
+
     def finish(stop: StopInfo, halted_at: float | None, notice: PauseNotice | None) -> str:
         assert relay.state is not None, "a run stops after its state is made"
         return finish_segment(
