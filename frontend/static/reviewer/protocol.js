@@ -40,7 +40,7 @@ export const EVENT_FIELDS = deepFreeze({
   "flag": {"required": ["action", "evidence", "kind", "policy", "position", "reason", "rollback_to", "span"], "optional": []},
   "lookahead": {"required": ["branches", "edit", "ms", "pause_id", "position"], "optional": []},
   "muted": {"required": ["muted", "muted_policies", "policy"], "optional": []},
-  "pause": {"required": ["alternatives", "attention", "decisions", "evidence", "history", "kind", "latency_ms", "lookahead", "pause_id", "position", "reason", "span", "text", "trigger"], "optional": []},
+  "pause": {"required": ["alternatives", "attention", "decisions", "evidence", "history", "kind", "latency_ms", "lookahead", "pause_id", "position", "reason", "span", "stages", "text", "trigger"], "optional": []},
   "pause_attention": {"required": ["attention", "edit", "pause_id", "position"], "optional": []},
   "resumed": {"required": ["position"], "optional": []},
   "rollback": {"required": ["attempt", "conservative", "decision", "removed_from", "removed_ids", "removed_text", "removed_to", "rollbacks"], "optional": []},
