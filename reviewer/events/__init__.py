@@ -58,6 +58,7 @@ from reviewer.events.kinds import (
     Resumed,
     Rollback,
     Snapshot,
+    Stages,
     Status,
     Token,
     Truncated,
@@ -162,13 +163,8 @@ def _rounded_attention(attention: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def pause(
-    report: PauseReport,
-    pause_id: int,
-    latency_ms: float | None,
-    stages: dict[str, float] | None = None,
-) -> Pause:
-    return {**report, "pause_id": pause_id, "latency_ms": latency_ms, "stages": stages or {}}
+def pause(report: PauseReport, pause_id: int, latency: float | None, stages: Stages) -> Pause:
+    return {**report, "pause_id": pause_id, "latency_ms": latency, "stages": stages}
 
 
 def resumed(position: int) -> Resumed:

@@ -37,12 +37,15 @@ class PauseReport(TypedDict):
     ]  # branches: per top alternative, the greedy words after it; ms: its cost
 
 
+Stages = dict[str, float]  # a manual pause's path, ms from its request (lifecycle.stages_ms)
+
+
 class Pause(PauseReport):
     """The engine paused, for a policy or the reviewer."""
 
     pause_id: int
     latency_ms: float | None
-    stages: dict[str, float]  # a manual pause's path, ms from its request (lifecycle.stages_ms)
+    stages: Stages
 
 
 class Resumed(TypedDict):
