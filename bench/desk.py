@@ -6,6 +6,7 @@ halts, how late tokens reach many watchers. Prints one JSON object.
     python bench/desk.py --pauses=10 --clients=20 --tokens=64 --rounds=2
     python bench/desk.py --watchers-only   # the token path alone (no browser, no pauses)
     python bench/desk.py --backend vllm    # the worker on vLLM (CAESURA_BACKEND=vllm)
+    python bench/desk.py --sessions=1 --pauses-only   # one concurrency, no watchers
 
 The stack is the one `make run` starts: a daphne server and one Celery worker process (solo
 pool, the model loaded once), here over a throwaway database (created, migrated, dropped at
@@ -100,12 +101,13 @@ def choice(name: str) -> str | None:
 QUICK = "--quick" in sys.argv[1:]
 if (BACKEND := choice("backend")) is not None:  # the worker's (and settings') CAESURA_BACKEND
     os.environ["CAESURA_BACKEND"] = BACKEND
-CONCURRENCY = (1, 2) if QUICK else (1, 8)
+CONCURRENCY = tuple(int(n) for n in (choice("sessions") or ("1,2" if QUICK else "1,8")).split(","))
 PAUSES = flag("pauses", 2 if QUICK else 10)  # pauses of each kind (click, API) per concurrency
 CLIENTS = flag("clients", 20)  # websocket watchers of one session
 TOKENS = flag("tokens", 12 if QUICK else 64)  # tokens of each watched / unwatched run
 ROUNDS = flag("rounds", 1 if QUICK else 2)  # unwatched, watched; again
 WATCHERS_ONLY = "--watchers-only" in sys.argv[1:]  # no browser, no pauses: the token path alone
+PAUSES_ONLY = "--pauses-only" in sys.argv[1:]  # no watchers: the pause figures alone
 LONG = 1500  # max_new_tokens of the sessions generating: they must outlast the phase
 ROTATE = 150  # events after which a paused session is replaced by a new one
 PASSWORD = uuid.uuid4().hex
@@ -340,10 +342,10 @@ def targets(report: dict) -> dict:
         met[f"halt_minus_step_p95_{n}_within_20ms"] = (
             report["halt_minus_step_ms"][n]["p95"] or 1e9
         ) <= 20
-    watchers = report["watchers"]
-    met["watcher_delay_p95_within_25ms"] = watchers["delay_ms"]["p95"] <= 25
-    met["tok_s_ratio_at_least_0.9"] = watchers["tok_s_ratio"] >= 0.9
-    met["every_event_in_order"] = watchers["complete_in_order"]
+    if (watchers := report.get("watchers")) is not None:
+        met["watcher_delay_p95_within_25ms"] = watchers["delay_ms"]["p95"] <= 25
+        met["tok_s_ratio_at_least_0.9"] = watchers["tok_s_ratio"] >= 0.9
+        met["every_event_in_order"] = watchers["complete_in_order"]
     return {**met, "all": all(met.values())}
 
 
@@ -377,8 +379,9 @@ def main() -> None:
         finally:
             if desk:
                 desk.close()
-        report["watchers"] = watchers_phase(stack, api, meter)
-        report["load"]["watchers"] = report["watchers"].pop("load")
+        if not PAUSES_ONLY:
+            report["watchers"] = watchers_phase(stack, api, meter)
+            report["load"]["watchers"] = report["watchers"].pop("load")
     from django.conf import settings
 
     report["targets"] = targets(report)

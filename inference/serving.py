@@ -16,7 +16,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from typing import Any
 
@@ -41,6 +41,8 @@ STEPS_TIMED = 32  # the steps whose median time ``timing["step_s"]`` gives
 Prepare = Callable[[Backend], DecodeState]  # makes a state in the loop thread (a prefill)
 # fn(engine, *args, **kwargs), its arguments, and the future that takes its result
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
+# A long read in slices: each ``next`` is one slice (a forward), the return value the result.
+Slices = Generator[None, None, Any]
 
 
 class ServingLoop:
@@ -51,6 +53,7 @@ class ServingLoop:
         self.on_failure = on_failure  # told once if the engine fails and the loop stops
         self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
         self._waiting: dict[str, tuple[Run, Future[StopInfo]]] = {}
+        self._sliced: collections.deque[tuple[Slices, Future[Any]]] = collections.deque()
         self._wake = threading.Event()
         self._stopping = False
         hand_back_gil_sooner()
@@ -68,6 +71,19 @@ class ServingLoop:
         """``fn(engine, *args, **kwargs)`` in the loop thread; its result or exception."""
         future: Future[Any] = Future()
         self._put(fn, args, kwargs, future)
+        return future.result()
+
+    def call_in_slices(self, fn: Callable[..., Slices], *args: Any, **kwargs: Any) -> Any:
+        """``fn(engine, *args, **kwargs)`` makes a generator; the loop runs one slice of it (up
+        to its next ``yield``) a turn, between steps and calls, and this returns its return
+        value. A long read (a look-ahead's forwards) so never keeps a pause, an edit or another
+        session's step waiting for more than one slice."""
+        future: Future[Any] = Future()
+
+        def begin(engine: Backend) -> None:
+            self._sliced.append((fn(engine, *args, **kwargs), future))
+
+        self._put(begin, (), {}, None)
         return future.result()
 
     def submit(
@@ -112,16 +128,18 @@ class ServingLoop:
         self._stopping = True
         self._wake.set()
         self._thread.join()
+        self._drop_sliced(RuntimeError("the serving loop has stopped"))
 
     # ---- the loop thread -----------------------------------------------------------------
     def _loop(self) -> None:
         while not self._stopping:
             self.timing["turn"] = time.time()
             self._take_calls()
+            self._next_slice()
             if self.engine.active:
                 self._pace()
                 self._step()
-            else:
+            elif not self._sliced:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
             self._resolve()
@@ -170,6 +188,26 @@ class ServingLoop:
                 future.set_result(result)
             self._resolve()  # a call that stepped the engine may have ended runs
 
+    def _next_slice(self) -> None:
+        """One slice of the oldest sliced call (then it waits behind the others)."""
+        if not self._sliced or self._asked():  # an asked run halts first (next turn's calls)
+            return
+        slices, future = self._sliced.popleft()
+        try:
+            next(slices)
+        except StopIteration as done:
+            future.set_result(done.value)
+        except Exception as exc:
+            future.set_exception(exc)
+        else:
+            self._sliced.append((slices, future))
+
+    def _drop_sliced(self, exc: Exception) -> None:
+        while self._sliced:
+            slices, future = self._sliced.popleft()
+            slices.close()
+            future.set_exception(exc)
+
     def _resolve(self) -> None:
         for key, (generation, future) in list(self._waiting.items()):
             if generation.done:
@@ -187,6 +225,7 @@ class ServingLoop:
         for _generation, future in self._waiting.values():
             future.set_exception(exc)
         self._waiting.clear()
+        self._drop_sliced(exc)
         if self.on_failure is not None:
             self.on_failure(exc)
 

@@ -31,8 +31,10 @@ class Engine:
         self.reads.append(name)
         self.during.get(name, lambda: None)()
 
-    def look_ahead(self, state, ids, steps):
-        self._read("lookahead")
+    def look_ahead_in_slices(self, state, ids, steps):
+        self._read("lookahead")  # the first forward
+        yield
+        self._read("lookahead-more")  # the next: not read once the state moved on
         return []
 
     def attention(self, state):
@@ -50,6 +52,14 @@ class Loop:
 
     def call(self, fn, *args):
         return fn(self.engine, *args)
+
+    def call_in_slices(self, fn, *args):
+        slices = fn(self.engine, *args)
+        while True:
+            try:
+                next(slices)
+            except StopIteration as done:
+                return done.value
 
 
 @dataclass
@@ -77,7 +87,8 @@ def test_it_reads_each_detail_in_order_and_records_it_for_the_pause(alice):
     session, engine, kept = make_session(alice), Engine(), []
     describer = describer_over(engine, kept)
     describer._run(job_for(describer, session, State([11, 12, 13, 14, 15])))
-    assert engine.reads == ["lookahead", "attention", "snapshot"] and kept == [b"frozen"]
+    assert engine.reads == ["lookahead", "lookahead-more", "attention", "snapshot"]
+    assert kept == [b"frozen"]
     assert kinds(session) == ["lookahead", "pause_attention", "snapshot"]
     snapshot = SessionEvent.objects.get(session=session, type="snapshot").payload
     assert snapshot["bytes"] == 6 and snapshot["pause_id"] == session.pauses.get().pk
@@ -88,7 +99,8 @@ def test_it_stops_reading_once_a_new_segment_began(alice):
     session, kept = make_session(alice), []
     engine = Engine()
     describer = describer_over(engine, kept)
-    engine.during["lookahead"] = lambda: describer.supersede(session.pk)  # a resume meanwhile
+    # a resume between two of the look-ahead's forwards: the next one is not run
+    engine.during["lookahead"] = lambda: describer.supersede(session.pk)
     job = job_for(describer, session, State([11, 12, 13, 14, 15]))
     with pytest.raises(Stale):
         describer._run(job)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -293,9 +294,17 @@ class Engine(edits_mod.EditShortcuts):
         self, state: DecodeState, token_ids: list[int], steps: int = 5
     ) -> list[lookahead_mod.Branch]:
         """For each candidate next token, the greedy tokens after it; the state is untouched."""
+        return lookahead_mod.drain(self.look_ahead_in_slices(state, token_ids, steps))
+
+    def look_ahead_in_slices(
+        self, state: DecodeState, token_ids: list[int], steps: int = 5
+    ) -> Generator[None, None, list[lookahead_mod.Branch]]:
+        """``look_ahead`` a forward at a time (``ServingLoop.call_in_slices``)."""
         self.settle(state)
-        return lookahead_mod.look_ahead(
-            state, self.runner, self.tokenizer, token_ids, steps, self.eos_ids
+        return (
+            yield from lookahead_mod.in_slices(
+                state, self.runner, self.tokenizer, token_ids, steps, self.eos_ids
+            )
         )
 
     def signals(self, state: DecodeState) -> Signals:

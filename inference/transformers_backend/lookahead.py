@@ -9,7 +9,7 @@ next_logits, histories, detokenizer) is only read.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Generator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,19 @@ def look_ahead(
     eos_ids: Collection[int],
 ) -> list[Branch]:
     """Each candidate in ``token_ids`` followed by up to ``steps - 1`` greedy tokens."""
+    return drain(in_slices(state, runner, tokenizer, token_ids, steps, eos_ids))
+
+
+def in_slices(
+    state: DecodeState,
+    runner: ModelRunner,
+    tokenizer: Tokenizer,
+    token_ids: Sequence[int],
+    steps: int,
+    eos_ids: Collection[int],
+) -> Generator[None, None, list[Branch]]:
+    """``look_ahead`` one forward at a time: it yields after each (the serving loop steps the
+    sessions in between) and returns the branches. The state is read again only at the end."""
     if not token_ids:
         return []
     if steps < 1:
@@ -62,8 +75,18 @@ def look_ahead(
                     done[b] = token in eos_ids
             if all(done):
                 break
+            yield
         del cache
     return [_branch(state, tokenizer, row, eos_ids) for row in rows]
+
+
+def drain(slices: Generator[None, None, list[Branch]]) -> list[Branch]:
+    """Run every slice at once; the branches."""
+    while True:
+        try:
+            next(slices)
+        except StopIteration as done:
+            return list(done.value)
 
 
 def _fork(runner: ModelRunner, cache: Any, batch: int) -> Any:

@@ -14,7 +14,7 @@ The object is not thread-safe: one thread submits and steps (see inference/servi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -92,6 +92,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         # loaded on first use by what the loader handed over
         self.load_reference = reference
         self.reference: Engine | None = None
+        self._reference_copy: tuple[Checkpoint, DecodeState] | None = None
         self.steps = 0  # vLLM steps run, for tests and benchmarks
 
     @property
@@ -299,9 +300,25 @@ class VllmEngine(edits_mod.EditShortcuts):
     def look_ahead(self, state: DecodeState, token_ids: list[int], steps: int = 5) -> list[Branch]:
         """As ``Engine.look_ahead``, through the transformers runner over the paused context
         (the same weights; one prefill, the state untouched)."""
+        return self._reference_engine().look_ahead(self._reference_state(state), token_ids, steps)
+
+    def look_ahead_in_slices(
+        self, state: DecodeState, token_ids: list[int], steps: int = 5
+    ) -> Generator[None, None, list[Branch]]:
+        """``look_ahead`` in slices (``ServingLoop.call_in_slices``): the prefill, then each
+        forward of the branches."""
+        copy = self._reference_state(state)
+        yield
         reference = self._reference_engine()
-        copy = reference.rebuild(dataclasses.replace(state.to_checkpoint(), policy_specs=[]))
-        return reference.look_ahead(copy, token_ids, steps)
+        return (yield from reference.look_ahead_in_slices(copy, token_ids, steps))
+
+    def _reference_state(self, state: DecodeState) -> DecodeState:
+        """The paused context rebuilt on the reference engine, kept for the next question
+        about the same context (a pause's look-ahead, then its attention: one prefill)."""
+        record = dataclasses.replace(state.to_checkpoint(), policy_specs=[])
+        if self._reference_copy is None or self._reference_copy[0] != record:
+            self._reference_copy = (record, self._reference_engine().rebuild(record))
+        return self._reference_copy[1]
 
     def _reference_engine(self) -> Engine:
         if self.reference is None:
@@ -316,6 +333,4 @@ class VllmEngine(edits_mod.EditShortcuts):
         """Attention at a pause, from the same weights through the transformers runner:
         one prefill over the paused context on the CPU (about 4 s at 1,024 tokens here),
         and the transformers model kept in memory once asked for."""
-        reference = self._reference_engine()
-        copy = reference.rebuild(dataclasses.replace(state.to_checkpoint(), policy_specs=[]))
-        return reference.attention(copy, layer)
+        return self._reference_engine().attention(self._reference_state(state), layer)

@@ -4,10 +4,12 @@ The pause (status, reason, alternatives, history) is stored and sent at the engi
 the reviewer can act at once. What takes longer follows as events of its own: the look-ahead
 branches, the attention at the pause and the snapshot in the vault (after an edit at a pause,
 the same for the edited state). One thread per worker process reads them, in order. Each read
-is one serving-loop call that first checks the state is still the one paused: a resume or an
-edit since makes the rest stale, and it is skipped. So nothing a reviewer does waits for
-more than the one detail being read, and nothing they sent meanwhile is lost: edits and
-resumes are segments of their own, applied in order by the loop.
+is a serving-loop call that first checks the state is still the one paused: a resume or an
+edit since makes the rest stale, and it is skipped. The look-ahead's forwards are read one a
+turn (``call_in_slices``): a pause, an edit or any session's step waits for one forward at
+most. So nothing a reviewer does waits for more than the one detail being read, and nothing
+they sent meanwhile is lost: edits and resumes are segments of their own, applied in order
+by the loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from django.db import connection
 
-from inference.serving import ServingLoop
+from inference.serving import ServingLoop, Slices
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
@@ -105,8 +107,8 @@ class Describer:
         started = time.perf_counter()
         candidates = list(job.candidates)
         try:
-            branches = self._read(
-                job, lambda eng: eng.look_ahead(job.state, candidates, LOOKAHEAD_STEPS)
+            branches = self._read_in_slices(
+                job, lambda eng: eng.look_ahead_in_slices(job.state, candidates, LOOKAHEAD_STEPS)
             )
         except (RuntimeError, ValueError) as exc:  # a preview is never worth losing the pause
             log.warning("look-ahead failed (%s); the pause shows no previews", exc)
@@ -139,6 +141,25 @@ class Describer:
 
         value = self.loop().call(unless_stale)
         self._check(job)  # a resume that came during the read makes it stale too
+        return value
+
+    def _read_in_slices(self, job: Job, read: Callable[[Any], Slices]) -> Any:
+        """``_read`` for a read in slices: the sessions step between them, and a resume or an
+        edit that came meanwhile ends the read at the next slice."""
+        self._check(job)
+
+        def unless_stale(engine: Any) -> Slices:
+            slices = read(engine)
+            while True:
+                self._check(job)
+                try:
+                    next(slices)
+                except StopIteration as done:
+                    return done.value
+                yield
+
+        value = self.loop().call_in_slices(unless_stale)
+        self._check(job)
         return value
 
     def _check(self, job: Job) -> None:

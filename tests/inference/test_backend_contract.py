@@ -214,6 +214,34 @@ def test_vllm_shows_attention_at_a_pause_through_the_transformers_runner(real_en
     assert torch.allclose(torch.tensor(a.heads), torch.tensor(b.heads), atol=1e-5)
 
 
+def test_vllm_looks_ahead_in_slices_as_the_transformers_engine_does(real_engine, vllm_engine):
+    """The prefill over the paused context is a slice of its own, each branch forward one
+    more; the attention asked next reuses that prefill."""
+    branches, slices_run = [], []
+    for engine in (real_engine, vllm_engine):
+        state = engine.start(PROMPT, GREEDY, system=SYSTEM)
+        engine.run(state, RunRequest(pause_at=5))
+        candidates = [alt.token_id for alt in engine.signals(state).alternatives[:2]]
+        slices, yields = engine.look_ahead_in_slices(state, candidates, 4), 0
+        while True:
+            try:
+                next(slices)
+            except StopIteration as done:
+                branches.append(done.value)
+                break
+            yields += 1
+        slices_run.append(yields)
+    assert branches[0] == branches[1] and len(branches[0]) == 2
+    assert slices_run[1] == slices_run[0] + 1  # the prefill, then the same forwards
+    reference = vllm_engine.reference
+    forwards = reference.runner.forward_calls
+    vllm_engine.attention(state)
+    assert reference.runner.forward_calls == forwards  # no new prefill
+    vllm_engine.run(state, RunRequest(pause_at=7))
+    vllm_engine.attention(state)  # another context: rebuilt
+    assert reference.runner.forward_calls == forwards + 1
+
+
 def test_a_vllm_pause_computes_nothing_past_it(vllm_engine):
     state = vllm_engine.start(PROMPT, GREEDY, system=SYSTEM)
     generation = vllm_engine.submit(state, RunRequest(pause_at=6))

@@ -319,3 +319,51 @@ def test_a_pause_asked_while_calls_wait_halts_before_they_run(engine):
         assert stop.reason == "pause" and stop.position == asked_at
     finally:
         loop.close()
+
+
+def test_a_read_in_slices_lets_the_sessions_step_between_its_slices(engine):
+    """A long read (a look-ahead's forwards) runs a slice a turn: the generating session
+    writes a token between any two slices, and a pause asked meanwhile halts where asked."""
+    loop = ServingLoop(engine)
+    try:
+        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
+        control = ControlHandle()
+        run = loop.submit(state, RunRequest(None, control))
+        while len(state.generated_ids) < 2:
+            time.sleep(0.001)
+        seen: list[int] = []
+
+        def read(_engine):
+            for _ in range(4):
+                seen.append(len(state.generated_ids))
+                yield
+            return "read"
+
+        assert loop.call_in_slices(read) == "read"
+        assert all(b > a for a, b in zip(seen, seen[1:], strict=False))  # a step between
+
+        def ask_then_read(_engine):
+            control.request_pause()  # asked while the read is in progress
+            yield
+            return len(state.generated_ids)
+
+        length_after = loop.call_in_slices(ask_then_read)
+        stop = run.result(timeout=30)
+        assert stop.reason == "pause" and length_after == stop.position
+    finally:
+        loop.close()
+
+
+def test_a_read_in_slices_that_fails_tells_its_caller_and_the_loop_serves_on(engine):
+    loop = ServingLoop(engine)
+    try:
+
+        def failing(_engine):
+            yield
+            raise ValueError("the second slice failed")
+
+        with pytest.raises(ValueError, match="second slice"):
+            loop.call_in_slices(failing)
+        assert loop.run(engine.start(PROMPTS[2], PARAMS[2])).reason == "max_tokens"
+    finally:
+        loop.close()

@@ -134,3 +134,19 @@ def test_on_the_real_model_each_branch_is_exact(real_engine):
         assert branch.ids == expected[: len(branch.ids)]
     # The cost is printed, not asserted: on a shared CPU it says more about the neighbours.
     print(f"look-ahead: 3 branches x 6 tokens at {state.position} positions: {cost * 1000:.0f} ms")
+
+
+def test_in_slices_it_yields_after_each_forward_and_gives_the_same_branches(engine):
+    state = paused(engine)
+    whole = engine.look_ahead(state, top3(engine, state), STEPS)
+    slices = engine.look_ahead_in_slices(state, top3(engine, state), STEPS)
+    before, yields = engine.runner.forward_calls, 0
+    while True:
+        try:
+            next(slices)
+        except StopIteration as done:
+            branches = done.value
+            break
+        yields += 1
+        assert engine.runner.forward_calls - before == yields  # one forward a slice
+    assert yields == STEPS - 1 and branches == whole
