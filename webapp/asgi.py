@@ -17,6 +17,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from reviewer.web.routing import websocket_urlpatterns  # noqa: E402
+from webapp.heap import freeze_startup_objects  # noqa: E402
 
 # Static assets are small and few; serving them from the app spares a separate web server.
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
@@ -29,3 +30,4 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+freeze_startup_objects()  # the app is built: collections need not walk it again

@@ -12,6 +12,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from reviewer import lifecycle
 from reviewer.analytics import metrics
 from reviewer.worker import dispatch, failures, heartbeat, runtime
+from webapp.heap import freeze_startup_objects
 
 if TYPE_CHECKING:
     from celery import Task
@@ -50,6 +51,7 @@ def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
     heartbeat.start(sender.hostname)
     runtime.engine()  # load the model once, before the first session arrives
+    freeze_startup_objects()  # the model and its modules: collections need not walk them
     metrics.serve_worker_metrics()
 
 
