@@ -42,3 +42,20 @@ def test_it_prints_the_promised_shape_and_drops_its_database():
     assert isinstance(report["targets"]["all"], bool)
     assert report["setup"]["quick"] is True
     assert bench_databases() == before
+
+
+def test_a_p95_of_zero_is_within_its_target_and_a_missing_one_is_not():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import desk
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    figures = {"p50": -20.0, "p95": 0.0, "n": 20}
+    report = {
+        "panel_ms": {"1": {"p50": 100.0, "p95": 200.0, "n": 10}},
+        "status_ms": {"1": {"p50": None, "p95": None, "n": 0}},
+        "halt_minus_step_ms": {"1": figures},
+    }
+    met = desk.targets(report)
+    assert met["halt_minus_step_p95_1_within_20ms"] and met["panel_p95_1_within_300ms"]
+    assert not met["status_p95_1_within_250ms"] and not met["all"]
