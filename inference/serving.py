@@ -5,6 +5,7 @@ core; the transformers engine's turn order and live-attention recorder), so the 
 alone touches the engine: it takes submitted runs and calls (start, edit, snapshot, ...)
 between two steps, and steps while any run is active. A session's pause, edit or snapshot
 waits at most for the step in progress, never for another session's generation to finish.
+A long read (a pause's look-ahead) runs in slices, a forward a turn (``call_in_slices``).
 ``Served`` is the engine as other threads see it: each method call runs in the loop.
 """
 
