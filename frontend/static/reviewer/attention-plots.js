@@ -7,7 +7,7 @@ import { contextWords, layout, livePromptLength, meanRows, notesFromRows, robust
 import { pauseAttention } from "./attention.js";
 import { command } from "./commands.js";
 import { notify } from "./notice.js";
-import { $, fill, L } from "./page.js";
+import { $, afterPaint, fill, L } from "./page.js";
 import { store } from "./store.js";
 import { groupWords } from "./words.js";
 
@@ -169,7 +169,7 @@ function columnShades(columns) {
 }
 
 export function bindAttentionPlots() {
-  const pauseShown = () => state.live && pauseAttention() && renderPauseHeatmap();
+  const pauseShown = () => afterPaint(() => state.live && pauseAttention() && renderPauseHeatmap());
   for (const topic of ["pause", "status"]) store.subscribe(topic, pauseShown);
   store.subscribe("heads", renderPauseHeatmap);
   for (const topic of ["tokens", "live"]) store.subscribe(topic, scheduleLive);

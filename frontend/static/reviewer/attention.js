@@ -7,7 +7,7 @@
 import { caseKnown, caseWords, contextWords, layout, livePromptLength, map, meanRows, notesFromRows, robustMax, tokenTextFor, weigh, wordLabel } from "./attention-context.js";
 import { gateOf } from "./attention-gate.js";
 import { clearGate, drawGate, markAnchors, showGate } from "./gate-view.js";
-import { $, fill, hasFeature, L } from "./page.js";
+import { $, afterPaint, fill, hasFeature, L } from "./page.js";
 import { store } from "./store.js";
 import { groupWords, percent, wordHolding } from "./words.js";
 
@@ -204,7 +204,8 @@ function drawCase() {
 
 export function bindAttention() {
   drawCase();
-  for (const topic of ["drawn", "pause", "status"]) store.subscribe(topic, refresh);
+  store.subscribe("drawn", refresh);
+  for (const topic of ["pause", "status"]) store.subscribe(topic, () => afterPaint(refresh));
   $("attention-show").addEventListener("change", refresh);
   $("attention-back").addEventListener("click", back);
 }

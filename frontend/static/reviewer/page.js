@@ -4,6 +4,10 @@ export const data = JSON.parse(document.getElementById("page-data").textContent)
 export const L = data.labels;
 export const $ = (id) => document.getElementById(id);
 
+// Work that can wait until the frame now being prepared is on screen: at a pause the panel is
+// painted first, the plots and the attention bars a frame later.
+export const afterPaint = (work) => requestAnimationFrame(() => setTimeout(work, 0));
+
 // A label's `%(name)s` places filled from `values`.
 export const fill = (template, values) => template.replace(/%\((\w+)\)s/g, (_, key) => String(values[key] ?? ""));
 
