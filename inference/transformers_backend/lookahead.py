@@ -35,18 +35,6 @@ class Branch:
         return asdict(self)
 
 
-def look_ahead(
-    state: DecodeState,
-    runner: ModelRunner,
-    tokenizer: Tokenizer,
-    token_ids: Sequence[int],
-    steps: int,
-    eos_ids: Collection[int],
-) -> list[Branch]:
-    """Each candidate in ``token_ids`` followed by up to ``steps - 1`` greedy tokens."""
-    return drain(in_slices(state, runner, tokenizer, token_ids, steps, eos_ids))
-
-
 def in_slices(
     state: DecodeState,
     runner: ModelRunner,
@@ -55,8 +43,10 @@ def in_slices(
     steps: int,
     eos_ids: Collection[int],
 ) -> Generator[None, None, list[Branch]]:
-    """``look_ahead`` one forward at a time: it yields after each (the serving loop steps the
-    sessions in between) and returns the branches. The state is read again only at the end."""
+    """Each candidate in ``token_ids`` followed by up to ``steps - 1`` greedy tokens, one
+    forward at a time: it yields after each (the serving loop steps the sessions in between)
+    and returns the branches (``drain`` runs it at once). The state is read again only at
+    the end."""
     if not token_ids:
         return []
     if steps < 1:

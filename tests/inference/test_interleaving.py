@@ -284,16 +284,22 @@ def test_it_prefills_new_sessions_in_the_loop_without_the_caller_waiting(engine)
         loop.close()
 
 
+def generating(loop: ServingLoop):
+    """A long greedy run in ``loop`` that has written its first tokens; its control."""
+    state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
+    control = ControlHandle()
+    run = loop.submit(state, RunRequest(None, control))
+    while len(state.generated_ids) < 2:
+        time.sleep(0.001)
+    return state, control, run
+
+
 def test_a_pause_asked_while_calls_wait_halts_before_they_run(engine):
     """A preview's forwards or another session's prefill queued in the loop never hold up a
     halt: the asked run stops at the token it was asked at, before the next call runs."""
     loop = ServingLoop(engine)
     try:
-        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
-        control = ControlHandle()
-        run = loop.submit(state, RunRequest(None, control))
-        while len(state.generated_ids) < 2:
-            time.sleep(0.001)
+        state, control, run = generating(loop)
         held, hold = threading.Event(), threading.Event()
 
         def busy(_engine) -> None:  # the loop is inside a long call
@@ -326,11 +332,7 @@ def test_a_read_in_slices_lets_the_sessions_step_between_its_slices(engine):
     writes a token between any two slices, and a pause asked meanwhile halts where asked."""
     loop = ServingLoop(engine)
     try:
-        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
-        control = ControlHandle()
-        run = loop.submit(state, RunRequest(None, control))
-        while len(state.generated_ids) < 2:
-            time.sleep(0.001)
+        state, control, run = generating(loop)
         seen: list[int] = []
 
         def read(_engine):
