@@ -363,8 +363,11 @@ def main() -> None:
         from inference.serving import ServingLoop
         from reviewer.models import ReviewSession
 
-        backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
-        loop = ServingLoop(backend)
+        loop = ServingLoop(  # loaded in the loop's thread, as the worker's (inference/serving.py)
+            load=lambda: load_backend(
+                settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True
+            )
+        )
         try:
             log("stack ready; warming up")
             warm = gateway_stack.in_threads(

@@ -55,9 +55,13 @@ LOOKAHEAD_BRANCHES = 3  # the top alternatives previewed (reviewer/worker/detail
 def serving() -> ServingLoop:
     """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop. It
     records every token's similarity to the prompt where it can, so that drift can be
-    calibrated on any session."""
-    backend = load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
-    return ServingLoop(backend, on_failure=engine_failed)
+    calibrated on any session. The loop thread loads it: no other thread of the worker may
+    run the model's parallel work (inference/serving.py)."""
+
+    def load() -> Backend:
+        return load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
+
+    return ServingLoop(load=load, on_failure=engine_failed)
 
 
 def engine_failed(exc: BaseException) -> None:

@@ -236,6 +236,35 @@ def test_it_paces_the_loop_to_a_sink_that_falls_behind(engine):
         loop.close()
 
 
+def test_it_loads_its_engine_in_its_own_thread_and_serves_it(engine):
+    loaded_in = []
+
+    def load():
+        loaded_in.append(threading.current_thread())
+        return engine
+
+    loop = ServingLoop(load=load)
+    try:
+        assert loaded_in == [loop._thread] and loop.engine is engine
+        state = Served(loop).start(PROMPTS[0], PARAMS[0])
+        assert loop.run(state).reason == "max_tokens"
+        assert len(state.generated_ids) == PARAMS[0]["max_new_tokens"]
+    finally:
+        loop.close()
+
+
+def test_it_raises_a_failed_load_to_whoever_made_the_loop(engine):
+    def load():
+        raise OSError("no model in /nowhere")
+
+    with pytest.raises(OSError, match="nowhere"):
+        ServingLoop(load=load)
+    with pytest.raises(TypeError, match="engine or a function"):
+        ServingLoop()
+    with pytest.raises(TypeError, match="engine or a function"):
+        ServingLoop(engine, load=lambda: engine)
+
+
 def test_it_makes_other_threads_hand_the_gil_back_to_the_loop_sooner(engine):
     import sys
 
