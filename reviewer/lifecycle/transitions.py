@@ -119,7 +119,8 @@ def set_status(session: ReviewSession, status: str) -> None:
     session.status = status
     session.waiting_since = waiting_since(session, current, status)
     session.save(update_fields=["status", "waiting_since", "updated_at"])
-    if status in STORY_ENDS:  # a resume or a decision: the reviewer's part is on record
+    # A resume or a decision: the reviewer's part is on record (a new session has no story yet)
+    if status in STORY_ENDS and current != S.DRAFT:
         audit_graph.complete_open(session)
     events.emit(session.pk, events.STATUS, events.status(status))
     queue.announce(session, "status")
