@@ -78,10 +78,11 @@ class ServingLoop:
         # progress: this is what it is measured against).
         self.timing: dict[str, float] = {"turn": 0.0, "step": 0.0, "step_s": 0.0}
         self._durations: collections.deque[float] = collections.deque(maxlen=STEPS_TIMED)
+        make: Callable[[], Backend | None] = load if load is not None else (lambda: engine)
         loaded: Future[Backend] = Future()
         self._thread = threading.Thread(
             target=self._serve,
-            args=(load or (lambda: engine), loaded),
+            args=(make, loaded),
             name="caesura-serving",
             daemon=True,
         )
