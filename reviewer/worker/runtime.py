@@ -53,14 +53,10 @@ LOOKAHEAD_BRANCHES = 3  # the top alternatives previewed (reviewer/worker/detail
 
 @functools.cache
 def serving() -> ServingLoop:
-    """The backend CAESURA_BACKEND names, loaded once per process, in its serving loop. It
-    records every token's similarity to the prompt where it can, so that drift can be
-    calibrated on any session. The loop thread loads it: no other thread of the worker may
-    run the model's parallel work (inference/serving.py)."""
-
-    def load() -> Backend:
-        return load_backend(settings.CAESURA_BACKEND, settings.MODEL_DIR, record_similarity=True)
-
+    """CAESURA_BACKEND's engine, loaded once by its loop's thread (inference/serving.py says why),
+    recording each token's similarity to the prompt where it can: drift calibrates on any session."""
+    model = settings.CAESURA_BACKEND, settings.MODEL_DIR
+    load = functools.partial(load_backend, *model, record_similarity=True)
     return ServingLoop(load=load, on_failure=engine_failed)
 
 
