@@ -149,3 +149,40 @@ def test_an_announced_request_reaches_its_control_from_the_message_itself(redis_
         assert control.poll() == "cancel" and control.waiting() == "cancel"
     finally:
         control.close()
+
+
+class HeldRounds(flag_watcher.FlagWatcher):
+    """A watcher whose rounds run only when the test lets one: a delete waits as it may for
+    INTERVAL_S."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allowed = threading.Semaphore(0)
+        self.rounds = 0
+
+    def _round(self, client) -> None:
+        if self.allowed.acquire(blocking=False):
+            super()._round(client)
+            self.rounds += 1
+
+
+def test_it_never_deletes_a_request_made_after_the_one_it_honoured(redis_server):
+    watcher = HeldRounds()
+    control = pause_flags.RedisControl(SESSION, watcher)
+    client = redis_client()
+    assert wait_for(lambda: client.pubsub_numsub(flag_watcher.wake_channel())[0][1] >= 1)
+    try:
+        pause_flags.request_pause(SESSION)
+        assert wait_for(lambda: control.poll() == "pause")
+        control.clear()  # honoured: its delete waits for the next round
+        pause_flags.clear(SESSION)  # a resume clears the flag, and the reviewer pauses again
+        pause_flags.request_pause(SESSION)
+        assert wait_for(lambda: control.poll() == "pause")
+        watcher.allowed.release()  # the round with the first pause's late delete
+        assert wait_for(lambda: watcher.rounds == 1)
+        assert control.waiting() == "pause" and control.poll() == "pause"
+        control.clear()
+        watcher.allowed.release()
+        assert wait_for(lambda: control.waiting() is None)  # the honoured one is deleted
+    finally:
+        control.close()

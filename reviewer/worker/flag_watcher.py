@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTERVAL_S = 0.02  # the longest a request waits to be read when its wake message is lost
+INTERVAL_S = 0.25  # the longest a request waits to be read when its wake message is lost
+# (a wake carries its request, so rounds are the fallback: every 20 ms they cost a decoding
+# worker about 1 ms of CPU per token, which its two busy cores pay as step time)
 
 
 def wake_channel() -> str:
@@ -42,7 +44,8 @@ def wake_channel() -> str:
 class FlagWatcher:
     def __init__(self) -> None:
         self._controls: dict[str, RedisControl] = {}  # by key
-        self._deletes: list[str] = []  # keys whose request was honoured, to delete
+        # (key, request) the engine honoured: deleted unless a newer request replaced it
+        self._deletes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         # When the rounds that failed since Redis last answered began; None while it answers.
         # (A round held up by a busy CPU is not an outage: only a failed one counts.)
@@ -62,11 +65,11 @@ class FlagWatcher:
             if self._controls.get(control.key) is control:
                 del self._controls[control.key]
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, request: str) -> None:
         """Delete a flag the engine honoured, from this thread (never the loop's), in the
-        next round."""
+        next round; a newer request stored meanwhile stays."""
         with self._lock:
-            self._deletes.append(key)
+            self._deletes.append((key, request))
 
     def _run(self) -> None:
         client: redis.Redis | None = None
@@ -123,7 +126,8 @@ class FlagWatcher:
             controls = list(self._controls.values())
         try:
             if deletes:
-                client.delete(*deletes)
+                keys, requests = zip(*deletes, strict=True)
+                client.eval(DELETE_HONOURED, len(keys), *keys, *requests)
             values = client.mget([c.key for c in controls]) if controls else []
         except Exception:
             with self._lock:
@@ -134,6 +138,16 @@ class FlagWatcher:
         self.failing_since = None
         for control, raw in zip(controls, values, strict=True):
             control.update(raw, self.woke_at)
+
+
+# Each key whose value is still the request honoured: a pause asked after a resume must not
+# be deleted by the previous pause's late delete (rounds come only every INTERVAL_S).
+DELETE_HONOURED = """
+for i, key in ipairs(KEYS) do
+    if redis.call('GET', key) == ARGV[i] then redis.call('DEL', key) end
+end
+return 0
+"""
 
 
 def _close(listener: PubSub | None) -> None:

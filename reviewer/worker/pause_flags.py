@@ -99,6 +99,7 @@ class RedisControl(ControlHandle):
         self.session_id = session_id
         self.key = control_key(session_id)
         self.requested_at: float | None = None
+        self._request: str | None = None  # the stored request, as stored
         # When the request's path reached each stage in this process (epoch seconds): the
         # watcher woke, the flag was in memory, the engine honoured it.
         self.stamps: dict[str, float] = {}
@@ -141,6 +142,7 @@ class RedisControl(ControlHandle):
                         self.stamps["woke"] = woke_at
                 self._command = message["command"]
                 self.requested_at = message.get("requested_at")
+                self._request = raw.decode() if isinstance(raw, bytes) else raw
 
     def poll(self) -> str | None:
         self._check_reachable()
@@ -152,7 +154,9 @@ class RedisControl(ControlHandle):
             self.stamps["honoured"] = time.time()
             self._honoured = self.requested_at
             self._command, self._reason = None, "manual"
-        self.watcher.delete(self.key)
+            request = self._request
+        if request is not None:
+            self.watcher.delete(self.key, request)
 
     def request_pause(self, reason: str = "manual") -> None:
         request_pause(self.session_id)
