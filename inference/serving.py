@@ -47,8 +47,10 @@ SWITCH_INTERVAL_S = 0.0005
 STEPS_TIMED = 32  # the steps whose median time ``timing["step_s"]`` gives
 
 Prepare = Callable[[Backend], DecodeState]  # makes a state in the loop thread (a prefill)
-# fn(engine, *args, **kwargs), its arguments, and the future that takes its result
+# fn(engine, *args, **kwargs), its arguments, and the future that takes its result (or, if
+# the loop stops before the call runs, the reason it never will)
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], "Future[Any] | None"]
+LATER = object()  # what a call returns whose future is answered later (a run, a sliced read)
 # A long read in slices: each ``next`` is one slice (a forward), the return value the result.
 Slices = Generator[None, None, Any]
 
@@ -71,6 +73,7 @@ class ServingLoop:
         self._sliced: collections.deque[tuple[Slices, Future[Any]]] = collections.deque()
         self._wake = threading.Event()
         self._stopping = False
+        self._accepting = threading.Lock()  # a call is queued before the loop stops, or refused
         hand_back_gil_sooner()
         # When the loop's current turn began (the step before it had ended) and when its step
         # began (after the calls and the pacing): a halt's latency is read against them.
@@ -103,10 +106,11 @@ class ServingLoop:
         session's step waiting for more than one slice."""
         future: Future[Any] = Future()
 
-        def begin(engine: Backend) -> None:
+        def begin(engine: Backend) -> object:
             self._sliced.append((fn(engine, *args, **kwargs), future))
+            return LATER
 
-        self._put(begin, (), {}, None)
+        self._put(begin, (), {}, future)
         return future.result()
 
     def submit(
@@ -119,16 +123,13 @@ class ServingLoop:
         and the caller does not wait for it; a failure to make it is the future's."""
         future: Future[StopInfo] = Future()
 
-        def start(engine: Backend) -> None:
-            try:
-                begun = state if isinstance(state, DecodeState) else state(engine)
-                generation = engine.submit(begun, request)
-            except Exception as exc:
-                future.set_exception(exc)
-                return
+        def start(engine: Backend) -> object:
+            begun = state if isinstance(state, DecodeState) else state(engine)
+            generation = engine.submit(begun, request)
             self._waiting[generation.key] = (generation, future)
+            return LATER
 
-        self._put(start, (), {}, None)
+        self._put(start, (), {}, future)
         return future
 
     def run(self, state: DecodeState, request: RunRequest | None = None) -> StopInfo:
@@ -142,16 +143,34 @@ class ServingLoop:
         kwargs: dict[str, Any],
         future: Future[Any] | None,
     ) -> None:
-        if self._stopping:
-            raise RuntimeError("the serving loop has stopped")
-        self._calls.put((fn, args, kwargs, future))
+        with self._accepting:
+            if self._stopping:
+                raise RuntimeError("the serving loop has stopped")
+            self._calls.put((fn, args, kwargs, future))
         self._wake.set()
 
     def close(self) -> None:
-        self._stopping = True
+        stopped = RuntimeError("the serving loop has stopped")
+        self._stop(stopped)
         self._wake.set()
         self._thread.join()
-        self._drop_sliced(RuntimeError("the serving loop has stopped"))
+        self._drop_sliced(stopped)
+        for _generation, future in self._waiting.values():
+            future.set_exception(stopped)
+        self._waiting.clear()
+
+    def _stop(self, exc: Exception) -> None:
+        """Take no more calls; those queued are answered with ``exc``, so that no caller waits
+        for ever (a Celery task waiting would keep its worker from shutting down)."""
+        with self._accepting:
+            self._stopping = True
+        while True:
+            try:
+                _fn, _args, _kwargs, future = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            if future is not None:
+                future.set_exception(exc)
 
     # ---- the loop thread -----------------------------------------------------------------
     def _serve(self, load: Callable[[], Backend | None], loaded: Future[Backend]) -> None:
@@ -218,7 +237,7 @@ class ServingLoop:
                 if future is not None:
                     future.set_exception(exc)
                 continue
-            if future is not None:
+            if future is not None and result is not LATER:
                 future.set_result(result)
             self._resolve()  # a call that stepped the engine may have ended runs
 
@@ -255,7 +274,7 @@ class ServingLoop:
     def _fail_all(self, exc: Exception) -> None:
         """The engine failed mid-step (each backend catches a session's own failure): its
         state is unknown, so the loop stops serving."""
-        self._stopping = True
+        self._stop(exc)
         for _generation, future in self._waiting.values():
             future.set_exception(exc)
         self._waiting.clear()
