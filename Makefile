@@ -48,9 +48,9 @@ bench-gateway: model services
 	$(PY) bench/gateway.py
 
 # The reviewer's desk on the real stack: pause to panel in chromium, pause to halt, tokens to
-# 20 watchers (see docs/benchmarks.md).
+# 20 watchers (see docs/benchmarks.md). The worker runs as `make run` starts it.
 bench-desk: model services browser
-	OMP_WAIT_POLICY=PASSIVE $(PY) bench/desk.py
+	$(PY) bench/desk.py
 
 lint: venv vllm lint-js
 	$(VENV)/bin/ruff check .
