@@ -1,10 +1,14 @@
 """Look ahead at a pause: for a few candidate next tokens, the words the model would write
 after each, greedily, without touching the paused state.
 
-The branches share the frozen KV cache's content but not its memory: the cache is copied
-once into a batch of ``len(token_ids)`` rows, every branch runs in the same forward (batch
-dimension = branches), and the copy is dropped afterwards. The state itself (cache,
-next_logits, histories, detokenizer) is only read.
+The branches share the frozen KV cache's content but not its memory: each reads a copy,
+dropped afterwards. With the compiled decode step each branch runs on its own copy, a token
+a forward: the step is several times faster than an eager forward of the whole batch (on a
+CPU, about 25 ms against 100 ms here), so the serving loop, which runs a look-ahead a
+forward at a time between the sessions' steps, never holds a pause up for longer than one
+step. Without it the cache is copied once into a batch of ``len(token_ids)`` rows and every
+branch runs in the same eager forward (batch dimension = branches). The state itself
+(cache, next_logits, histories, detokenizer) is only read.
 """
 
 from __future__ import annotations
@@ -53,7 +57,10 @@ def in_slices(
         raise ValueError(f"steps must be at least 1, not {steps}")
     rows = [[int(t)] for t in token_ids]
     done = [row[-1] in eos_ids for row in rows]
-    if steps > 1 and not all(done):
+    if steps > 1 and runner.step is not None:
+        for row in rows:
+            yield from _one_branch(runner, state.cache, row, steps, eos_ids)
+    elif steps > 1 and not all(done):
         cache = _fork(runner, state.cache, len(rows))
         current = [row[-1] for row in rows]
         for _ in range(steps - 1):
@@ -68,6 +75,22 @@ def in_slices(
             yield
         del cache
     return [_branch(state, tokenizer, row, eos_ids) for row in rows]
+
+
+def _one_branch(
+    runner: ModelRunner, frozen: Any, row: list[int], steps: int, eos_ids: Collection[int]
+) -> Generator[None, None, None]:
+    """``row`` (its candidate) grown by greedy tokens through the compiled step, on a copy
+    of ``frozen``; it yields after each forward."""
+    if row[-1] in eos_ids:
+        return
+    cache = _fork(runner, frozen, 1)
+    while len(row) < steps:
+        logits = runner.forward([row[-1]], cache).logits[-1]
+        row.append(int(torch.argmax(logits)))
+        yield
+        if row[-1] in eos_ids:
+            break
 
 
 def drain(slices: Generator[None, None, list[Branch]]) -> list[Branch]:

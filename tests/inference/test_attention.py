@@ -1,4 +1,5 @@
-"""Attention at a pause (eager re-run of the last token) and live rows while generating."""
+"""Attention at a pause (the last token re-run: by the compiled step where there is one, else
+eagerly with every attention map) and live rows while generating."""
 
 from __future__ import annotations
 
@@ -68,3 +69,19 @@ def test_it_says_where_notes_sit_among_the_context_positions(engine):
     outside = [p for p in range(prompt, len(ids)) if not any(a <= p < b for a, b in view.notes)]
     assert [ids[p] for p in outside] == state.generated_ids
     assert engine.attention(engine.start(PROMPT, PARAMS)).notes == []
+
+
+def test_the_compiled_step_re_runs_the_last_position_as_the_eager_model_does(engine):
+    if engine.runner.step is None:
+        pytest.skip("the eager path has only the eager re-run")
+    state = engine.start(PROMPT, PARAMS)
+    engine.run(state, RunRequest(pause_at=6))
+    last = state.context_ids()[-1]
+    compiled = engine.runner.last_token_attention(state.cache, last)
+    step, engine.runner.step = engine.runner.step, None
+    try:
+        eager = engine.runner.last_token_attention(state.cache, last)
+    finally:
+        engine.runner.step = step
+    assert compiled.shape == eager.shape == (2, 4, state.position)
+    assert torch.allclose(compiled, eager, atol=1e-4)

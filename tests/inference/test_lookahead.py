@@ -1,5 +1,6 @@
-"""Look-ahead at a pause: the branches run as one batch over a fork of the frozen cache,
-each continues as a fresh greedy run would, and the paused state is left byte for byte."""
+"""Look-ahead at a pause: the branches run over forks of the frozen cache (each through the
+compiled step where there is one, else as one eager batch), each continues as a fresh greedy
+run would, and the paused state is left byte for byte."""
 
 from __future__ import annotations
 
@@ -71,7 +72,9 @@ def test_each_branch_is_what_a_fresh_greedy_run_writes(engine):
         assert branch.ids == expected
 
 
-def test_the_branches_run_as_one_batch(engine, monkeypatch):
+def test_without_a_compiled_step_the_branches_run_as_one_batch(engine, monkeypatch):
+    if engine.runner.step is not None:
+        pytest.skip("the compiled path runs each branch through the compiled step")
     state = paused(engine)
     shapes = []
     forward = engine.runner.model.forward
@@ -99,6 +102,24 @@ def test_the_text_is_what_the_branch_adds_after_the_generated_text(engine, token
     branch = engine.look_ahead(state, top3(engine, state), steps=STEPS)[0]
     whole = tokenizer.decode(state.generated_ids + branch.ids, skip_special_tokens=True)
     assert whole.rstrip(REPLACEMENT) == state.text + branch.text  # no partial character shown
+
+
+def test_with_a_compiled_step_each_forward_is_one_compiled_step(engine, monkeypatch):
+    if engine.runner.step is None:
+        pytest.skip("the eager path runs the branches as one batch")
+    state = paused(engine)
+    eager = []
+    forward = engine.runner.model.forward
+
+    def spy(*args, **kwargs):
+        eager.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(engine.runner.model, "forward", spy)
+    calls = engine.runner.forward_calls
+    branches = engine.look_ahead(state, top3(engine, state), steps=STEPS)
+    assert eager == []  # no eager forward: a slice is one compiled step, as short as a token
+    assert engine.runner.forward_calls - calls == sum(len(b.ids) - 1 for b in branches)
 
 
 def test_a_single_step_runs_no_forward(engine):
@@ -149,4 +170,8 @@ def test_in_slices_it_yields_after_each_forward_and_gives_the_same_branches(engi
             break
         yields += 1
         assert engine.runner.forward_calls - before == yields  # one forward a slice
-    assert yields == STEPS - 1 and branches == whole
+    assert branches == whole
+    if engine.runner.step is None:  # one batch: a forward per token of all branches
+        assert yields == STEPS - 1
+    else:  # a forward per token of each branch
+        assert yields == sum(len(b.ids) - 1 for b in branches)
