@@ -72,10 +72,9 @@ def test_each_branch_is_what_a_fresh_greedy_run_writes(engine):
         assert branch.ids == expected
 
 
-def test_without_a_compiled_step_the_branches_run_as_one_batch(engine, monkeypatch):
-    if engine.runner.step is not None:
-        pytest.skip("the compiled path runs each branch through the compiled step")
-    state = paused(engine)
+def eager_forwards(engine, monkeypatch) -> list[tuple[int, ...]]:
+    """The input shapes of the model's eager forwards from here on (compiled steps do not
+    call it)."""
     shapes = []
     forward = engine.runner.model.forward
 
@@ -84,6 +83,14 @@ def test_without_a_compiled_step_the_branches_run_as_one_batch(engine, monkeypat
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(engine.runner.model, "forward", spy)
+    return shapes
+
+
+def test_without_a_compiled_step_the_branches_run_as_one_batch(engine, monkeypatch):
+    if engine.runner.step is not None:
+        pytest.skip("the compiled path runs each branch through the compiled step")
+    state = paused(engine)
+    shapes = eager_forwards(engine, monkeypatch)
     engine.look_ahead(state, top3(engine, state), steps=STEPS)
     assert shapes == [(3, 1)] * (STEPS - 1)
 
@@ -108,14 +115,7 @@ def test_with_a_compiled_step_each_forward_is_one_compiled_step(engine, monkeypa
     if engine.runner.step is None:
         pytest.skip("the eager path runs the branches as one batch")
     state = paused(engine)
-    eager = []
-    forward = engine.runner.model.forward
-
-    def spy(*args, **kwargs):
-        eager.append(tuple(kwargs["input_ids"].shape))
-        return forward(*args, **kwargs)
-
-    monkeypatch.setattr(engine.runner.model, "forward", spy)
+    eager = eager_forwards(engine, monkeypatch)
     calls = engine.runner.forward_calls
     branches = engine.look_ahead(state, top3(engine, state), steps=STEPS)
     assert eager == []  # no eager forward: a slice is one compiled step, as short as a token
