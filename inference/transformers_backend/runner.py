@@ -235,7 +235,8 @@ class ModelRunner:
         the original last position back so the frozen state is untouched bit for bit. With
         the compiled step, that step re-runs it instead, on a copy (see below).
         """
-        if self.step is not None and gate_mod.of(cache) is None and self.step.covers(cache):
+        compiled = self.step is not None and self.step.covers(cache)
+        if compiled and gate_mod.of(cache) is None and cache.get_seq_length() > 1:
             return self._compiled_last_attention(cache, last_id)
         length = cache.get_seq_length()
         last = [

@@ -85,3 +85,9 @@ def test_the_compiled_step_re_runs_the_last_position_as_the_eager_model_does(eng
         engine.runner.step = step
     assert compiled.shape == eager.shape == (2, 4, state.position)
     assert torch.allclose(compiled, eager, atol=1e-4)
+
+
+def test_a_context_of_one_position_attends_to_itself(engine):
+    state = engine.start([5], {"temperature": 0.0, "max_new_tokens": 4})
+    view = engine.attention(state)
+    assert view.layers == [[pytest.approx(1.0)], [pytest.approx(1.0)]]
