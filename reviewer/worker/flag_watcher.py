@@ -47,9 +47,11 @@ class FlagWatcher:
         # (key, request) the engine honoured: deleted unless a newer request replaced it
         self._deletes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
-        # When the rounds that failed since Redis last answered began; None while it answers.
-        # (A round held up by a busy CPU is not an outage: only a failed one counts.)
+        # Since when Redis has not answered (the last round it answered, as rounds come only
+        # every INTERVAL_S); None while it answers. A round held up by a busy CPU is not an
+        # outage: only a failed one counts.
         self.failing_since: float | None = None
+        self._answered = time.monotonic()
         self.woke_at: float | None = None  # when the last wake message arrived (this thread's)
         self._thread: threading.Thread | None = None
 
@@ -133,9 +135,11 @@ class FlagWatcher:
             with self._lock:
                 self._deletes = deletes + self._deletes  # tried again next round
             if self.failing_since is None:
-                self.failing_since = started
+                self.failing_since = self._answered
             raise
         self.failing_since = None
+        if deletes or controls:
+            self._answered = started
         for control, raw in zip(controls, values, strict=True):
             control.update(raw, self.woke_at)
 
