@@ -115,8 +115,30 @@ export function showHeadsOf(layer) {
   });
 }
 
+// While the model writes, the live heatmap is drawn again at most every LIVE_EVERY_MS, and its
+// drawing takes at most LIVE_SHARE of the page's time. A Plotly redraw takes 130-460 ms on a
+// 2-core machine and grows with the figure; drawn every 400 ms it kept a core busy, which
+// held up the reviewer's Pause click and, where the browser shares the server's cores, the
+// model itself (docs/benchmarks.md). A drawing waits for the next paint, so a pause panel
+// shown meanwhile is on screen first.
+const LIVE_EVERY_MS = 400;
+const LIVE_SHARE = 0.05;
+let liveCostMs = 0; // what the last drawing took
+
+// liveTimer: the next drawing's timeout, true once it waits for a paint, null when none is due
 function scheduleLive() {
-  if (liveTimer === null) liveTimer = setTimeout(renderLive, 400);
+  if (liveTimer !== null) return;
+  const wait = state.status === "running" ? Math.max(LIVE_EVERY_MS, liveCostMs / LIVE_SHARE) : 0;
+  liveTimer = setTimeout(() => {
+    liveTimer = true;
+    afterPaint(renderLiveTimed);
+  }, wait);
+}
+
+function renderLiveTimed() {
+  const began = performance.now();
+  renderLive();
+  liveCostMs = performance.now() - began;
 }
 
 // One row per generated word that has live rows, one column per earlier word; words an edit
