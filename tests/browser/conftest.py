@@ -61,6 +61,26 @@ def log_in(page, server_url: str, username: str, password: str) -> None:
     page.wait_for_url(server_url + "/")
 
 
+# The page draws the live heatmap only while its box is on screen: scroll to it (every frame,
+# as the box moves while rows arrive) until it shows every token the page holds, and ``until``
+# (a selector) matches.
+SHOW_LIVE_HEATMAP = """(until) => {
+    // The card, not the plot: the plot's own box scrolls, and would be left scrolled.
+    document.getElementById("live-attention-card").scrollIntoView({ block: "start" });
+    const box = document.getElementById("live-heatmap");
+    const drawn = box.querySelector(".main-svg") !== null;
+    const current = Number(box.dataset.tokens) === caesura.state.tokens.length;
+    return drawn && current && (!until || document.querySelector(until) !== null);
+}"""
+
+
+def show_live_heatmap(page, until: str = "") -> None:
+    """Scroll to the live heatmap, as a reviewer does, until it is drawn and current (and
+    ``until`` matches); then back to the top."""
+    page.wait_for_function(SHOW_LIVE_HEATMAP, arg=until)
+    page.evaluate("() => window.scrollTo(0, 0)")
+
+
 def screenshot(page, name: str, full_page: bool = False) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

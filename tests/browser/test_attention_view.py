@@ -11,7 +11,7 @@ import pytest
 
 from reviewer.models import GlossaryTerm, ReviewSession, SessionEvent
 from reviewer.web.tokenizer import case_map
-from tests.browser.conftest import VIEWPORT, log_in, screenshot
+from tests.browser.conftest import VIEWPORT, log_in, screenshot, show_live_heatmap
 from tests.browser.test_review_ui import (
     CASE,
     SELECT_TEXT,
@@ -154,7 +154,7 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
     open_expert_view(page)
     assert heatmap_rows(page, "pause-heatmap")
     # The words the edit wrote have no live row: the note says so, the rest keep theirs.
-    page.wait_for_selector("#live-note:not([hidden])")
+    show_live_heatmap(page, until="#live-note:not([hidden])")
     assert heatmap_rows(page, "live-heatmap"), "the live heatmap has rows"
     page.locator("#tokens .word.edited").first.click()
     assert "No attention is recorded for" in page.locator("#attention-what").inner_text()

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from reviewer.models import Glossary, PausePolicy, ReviewSession
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, show_live_heatmap
 from tests.browser.test_review_ui import start_in_browser, wait_until_paused, ward_domain
 from tests.session_factory import make_session
 
@@ -79,8 +79,8 @@ def test_the_session_page_draws_its_plotly_heatmaps_under_the_policy(
     assert_policed(session_page.value)
     wait_until_paused(watched)
     watched.click("#attention-expert summary")
-    for plot in ("#pause-heatmap", "#live-heatmap"):
-        watched.wait_for_selector(f"{plot} .main-svg")
+    watched.wait_for_selector("#pause-heatmap .main-svg")
+    show_live_heatmap(watched)
     assert watched.locator('#connection[data-state="connected"]').count() == 1
     assert_clean(watched)
     visit(watched, server_url + "/", "table.sessions")

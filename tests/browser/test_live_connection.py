@@ -13,7 +13,7 @@ import pytest
 from reviewer import events
 from reviewer.lifecycle import audit
 from reviewer.models import AuditRecord, ReviewSession, SessionEvent
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import log_in, screenshot, show_live_heatmap
 from tests.browser.test_review_ui import start_in_browser, wait_for_status, ward_domain
 from tests.conftest import REPO, free_port, server_env, wait_for, wait_until_serving
 from tests.session_factory import TEXT, make_session
@@ -125,7 +125,7 @@ def open_and_check_final_state(page, url: str, status: str, decided: str) -> Non
     assert page.locator("#status").get_attribute("data-status") == status
     assert page.locator("#run-controls, #toggle-run").count() == 0  # not even a greyed one
     assert page.locator("#notice").is_hidden()  # the replay told nothing old as news
-    page.wait_for_selector("#live-heatmap .main-svg")
+    show_live_heatmap(page)
     page.wait_for_selector("#timeline li")
     if decided:
         assert page.locator("#decided-text").inner_text() == decided

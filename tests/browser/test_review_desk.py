@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from reviewer.models import ReviewSession
-from tests.browser.conftest import VIEWPORT, log_in, screenshot
+from tests.browser.conftest import VIEWPORT, log_in, screenshot, show_live_heatmap
 from tests.browser.stored_sessions import generated_session, paused_session
 from tests.conftest import REPO
 
@@ -78,8 +78,7 @@ def open_paused(page, server_url: str, session: ReviewSession) -> None:
     page.wait_for_selector("#attention-legend:not([hidden]) #attention-top q")
     page.click("#attention-expert summary")  # the heatmaps by layer are folded away at first
     page.wait_for_selector("#pause-heatmap .main-svg")
-    page.wait_for_selector("#live-heatmap .main-svg")
-    page.evaluate("() => window.scrollTo(0, 0)")
+    show_live_heatmap(page)
     page.wait_for_selector("#timeline li")
 
 
@@ -90,7 +89,7 @@ def open_finished(page, server_url: str, session: ReviewSession) -> None:
     page.wait_for_load_state()
     assert errors == []
     page.wait_for_function("() => caesura.state.live && caesura.state.tokens.length === 9")
-    page.wait_for_selector("#live-heatmap .main-svg")
+    show_live_heatmap(page)
     page.wait_for_selector("#timeline li")
 
 

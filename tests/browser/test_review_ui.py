@@ -7,7 +7,7 @@ import pytest
 
 from reviewer.demo.demo_data import DOMAINS
 from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy, ReviewSession
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import log_in, screenshot, show_live_heatmap
 from tests.session_factory import make_session
 
 pytestmark = [
@@ -122,7 +122,7 @@ def test_it_lets_a_doctor_pause_inspect_replace_a_term_resume_and_approve(
     assert page.locator("#pause-reason").inner_text().strip()
     page.click("#attention-expert summary")
     page.wait_for_selector("#pause-heatmap .main-svg")
-    page.wait_for_selector("#live-heatmap .main-svg")
+    show_live_heatmap(page)
     page.evaluate("() => caesura.showHeadsOf(4)")  # as clicking layer 4 in the heatmap does
     page.wait_for_function(
         "() => document.getElementById('heads-title').textContent.endsWith(' 4')", timeout=60_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reviewer.models import ReviewSession
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, show_live_heatmap
 from tests.browser.stored_sessions import WORDS, new_session, paused_session, store, tokens
 from tests.browser.test_review_desk import axe_violations
 
@@ -40,7 +40,7 @@ def test_the_session_page_has_no_serious_axe_violation(page, server_url, alice, 
     page.wait_for_function(
         "(n) => caesura.state.live && caesura.state.tokens.length === n", arg=len(LONG)
     )
-    page.wait_for_selector("#live-heatmap .main-svg")
+    show_live_heatmap(page)
     if status == S.PAUSED:
         page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
         page.click("#attention-expert summary")

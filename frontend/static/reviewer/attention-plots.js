@@ -115,20 +115,23 @@ export function showHeadsOf(layer) {
   });
 }
 
-// While the model writes, the live heatmap is drawn again at most every LIVE_EVERY_MS, and its
-// drawing takes at most LIVE_SHARE of the page's time. A Plotly redraw takes 130-460 ms on a
-// 2-core machine and grows with the figure; drawn every 400 ms it kept a core busy, which
-// held up the reviewer's Pause click and, where the browser shares the server's cores, the
-// model itself (docs/benchmarks.md). A drawing waits for the next paint, so a pause panel
-// shown meanwhile is on screen first.
+// The live heatmap is drawn only while its box is on screen (a figure below the fold is
+// drawn once it is scrolled to), at most every LIVE_EVERY_MS, and its drawing takes at most
+// LIVE_SHARE of the page's time. A Plotly redraw takes 130-460 ms on a 2-core machine and
+// grows with the figure; drawn every 400 ms it kept a core busy, which held up the
+// reviewer's Pause click and, where the browser shares the server's cores, the model itself
+// (docs/benchmarks.md). A drawing waits for the next paint, so a pause panel shown
+// meanwhile is on screen first.
 const LIVE_EVERY_MS = 400;
 const LIVE_SHARE = 0.05;
-let liveCostMs = 0; // what the last drawing took
+let liveNextAt = 0; // performance.now() from which the next drawing may start
+let liveInView = !("IntersectionObserver" in window); // without the observer: always drawn
+let liveBehind = false; // rows came while the box was off screen
 
 // liveTimer: the next drawing's timeout, true once it waits for a paint, null when none is due
 function scheduleLive() {
   if (liveTimer !== null) return;
-  const wait = state.status === "running" ? Math.max(LIVE_EVERY_MS, liveCostMs / LIVE_SHARE) : 0;
+  const wait = state.status === "running" ? Math.max(0, liveNextAt - performance.now()) : 0;
   liveTimer = setTimeout(() => {
     liveTimer = true;
     afterPaint(renderLiveTimed);
@@ -138,18 +141,28 @@ function scheduleLive() {
 function renderLiveTimed() {
   const began = performance.now();
   renderLive();
-  liveCostMs = performance.now() - began;
+  liveNextAt = began + Math.max(LIVE_EVERY_MS, (performance.now() - began) / LIVE_SHARE);
+}
+
+function watchLiveBox() {
+  const box = $("live-heatmap");
+  if (!box || liveInView) return;
+  new IntersectionObserver((entries) => {
+    liveInView = entries.some((entry) => entry.isIntersecting);
+    if (liveInView && liveBehind) scheduleLive();
+  }).observe(box);
 }
 
 // One row per generated word that has live rows, one column per earlier word; words an edit
 // wrote have none (an edit is read in one step), and the note under the plot says so.
-function renderLive() {
+function renderLive(force = false) {
   liveTimer = null;
   if (!$("live-heatmap")) return;
   const rows = state.liveRows;
   const width = rows.reduce((w, row) => Math.max(w, row ? row.length : 0), 0);
   $("live-attention-card").hidden = width === 0;
-  if (!width) return;
+  liveBehind = Boolean(width) && !liveInView && !force;
+  if (!width || liveBehind) return;
   const prompt = livePromptLength();
   const lay = layout(prompt, notesFromRows(rows, prompt), width);
   const columns = contextWords(lay, tokenTextFor(lay, null), $("live-template").checked);
@@ -174,6 +187,7 @@ function renderLive() {
     shapes: columnShades(columns),
   };
   drawPlot("live-heatmap", [trace], figure);
+  $("live-heatmap").dataset.tokens = state.tokens.length; // what the figure shows (tests wait on it)
   const missing = written.length - withRows.length;
   $("live-note").hidden = !missing;
   $("live-note").textContent = missing ? fill(L.liveMissing, { count: missing }) : "";
@@ -195,7 +209,10 @@ export function bindAttentionPlots() {
   for (const topic of ["pause", "status"]) store.subscribe(topic, pauseShown);
   store.subscribe("heads", renderPauseHeatmap);
   for (const topic of ["tokens", "live"]) store.subscribe(topic, scheduleLive);
+  watchLiveBox();
   $("attention-template").addEventListener("change", renderPauseHeatmap);
   $("attention-expert").addEventListener("toggle", renderPauseHeatmap);
-  $("live-template")?.addEventListener("change", renderLive);
+  // The reviewer is looking at the box (its option), or is about to print the page.
+  $("live-template")?.addEventListener("change", () => renderLive(true));
+  window.addEventListener("beforeprint", () => renderLive(true));
 }
