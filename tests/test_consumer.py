@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from channels import consumer
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
@@ -257,4 +258,32 @@ async def test_it_drops_the_replayed_events_of_a_live_run(alice):
     await layer.group_send(group, {"type": "session.events", "events": run})
     assert [(await communicator.receive_json_from(timeout=3))["seq"] for _ in range(2)] == [2, 3]
     assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_it_forwards_live_events_without_a_hop_to_the_sync_thread(alice, monkeypatch):
+    """Channels closes stale connections in the sync thread before each message it dispatches;
+    live events skip that hop (one per socket per token), commands keep it."""
+    hops: list[int] = []
+    real = consumer.aclose_old_connections
+
+    async def counted() -> None:
+        hops.append(1)
+        await real()
+
+    monkeypatch.setattr(consumer, "aclose_old_connections", counted)
+    session = await database_sync_to_async(make_session)(alice)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    connected = len(hops)
+    await database_sync_to_async(events.emit_many)(
+        session.pk, "token", [{"text": "a"}, {"text": "b"}]
+    )
+    await emit(session.pk, "token", {"text": "c"})
+    received = [await communicator.receive_json_from(timeout=3) for _ in range(3)]
+    assert [e["text"] for e in received] == ["a", "b", "c"]
+    assert len(hops) == connected
+    reply = await reply_to(communicator, {"command": "resume", "command_id": "r1"})
+    assert reply["type"] == "ack"
+    assert len(hops) == connected + 1
     await communicator.disconnect()
