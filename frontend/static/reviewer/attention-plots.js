@@ -144,13 +144,18 @@ function renderLiveTimed() {
   liveNextAt = began + Math.max(LIVE_EVERY_MS, (performance.now() - began) / LIVE_SHARE);
 }
 
+// On screen: some of the box shows beyond a strip of LIVE_EDGE_PX at the screen's top and
+// bottom edges (a sliver of the figure's margin there is not worth a redraw).
+const LIVE_EDGE_PX = 120;
+
 function watchLiveBox() {
   const box = $("live-heatmap");
   if (!box || liveInView) return;
+  const edge = { rootMargin: `-${LIVE_EDGE_PX}px 0px` };
   new IntersectionObserver((entries) => {
     liveInView = entries.some((entry) => entry.isIntersecting);
     if (liveInView && liveBehind) scheduleLive();
-  }).observe(box);
+  }, edge).observe(box);
 }
 
 // One row per generated word that has live rows, one column per earlier word; words an edit
