@@ -128,14 +128,10 @@ let liveNextAt = 0; // performance.now() from which the next drawing may start
 let liveInView = !("IntersectionObserver" in window); // without the observer: always drawn
 let liveBehind = false; // rows came while the box was off screen
 
-// liveTimer: the next drawing's timeout, true once it waits for a paint, null when none is due
 function scheduleLive() {
   if (liveTimer !== null) return;
   const wait = state.status === "running" ? Math.max(0, liveNextAt - performance.now()) : 0;
-  liveTimer = setTimeout(() => {
-    liveTimer = true;
-    afterPaint(renderLiveTimed);
-  }, wait);
+  liveTimer = setTimeout(() => afterPaint(renderLiveTimed), wait);
 }
 
 function renderLiveTimed() {
