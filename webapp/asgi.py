@@ -16,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from reviewer.web import tokenizer  # noqa: E402
 from reviewer.web.routing import websocket_urlpatterns  # noqa: E402
 from webapp.heap import freeze_startup_objects  # noqa: E402
 
@@ -30,4 +31,5 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+tokenizer.load_at_start()  # the first input checked would otherwise wait for it
 freeze_startup_objects()  # the app is built: collections need not walk it again

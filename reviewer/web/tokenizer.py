@@ -4,6 +4,7 @@ and to tell the session page which prompt tokens spell the case text."""
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, cast
 
 from django.conf import settings
@@ -12,6 +13,8 @@ from transformers import AutoConfig, AutoTokenizer
 from inference.prompt import encode_prompt, user_text_spans
 from inference.text import Tokenizer
 from reviewer.lifecycle.gate import case_text
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -24,6 +27,17 @@ def tokenizer() -> Tokenizer:
 def context_length() -> int:
     config = AutoConfig.from_pretrained(settings.MODEL_DIR)
     return int(getattr(config, "max_position_embeddings", 2048))
+
+
+def load_at_start() -> bool:
+    """Load the tokenizer (and transformers with it: about 2 s) while the process starts, not
+    in the first request that checks an input's length; False where no model is installed."""
+    if not (settings.MODEL_DIR / "config.json").is_file():
+        log.warning("no model at %s: the tokenizer loads on first use", settings.MODEL_DIR)
+        return False
+    tokenizer()
+    context_length()
+    return True
 
 
 def prompt_length(system_prompt: str, text: str) -> int:
