@@ -45,7 +45,12 @@ def test_it_has_the_tokenizer_once_the_asgi_application_is_built():
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings"}
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "1"
