@@ -8,6 +8,7 @@ import { pauseAttention } from "./attention.js";
 import { command } from "./commands.js";
 import { notify } from "./notice.js";
 import { $, afterPaint, fill, L } from "./page.js";
+import { loadPlotly, loadPlotlyWhenIdle } from "./plotly-loader.js";
 import { store } from "./store.js";
 import { groupWords } from "./words.js";
 
@@ -19,10 +20,27 @@ let liveTimer = null;
 
 // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
 // sizing would leave the box at its minimum and the figure spilling over the next card.
-function drawPlot(id, traces, figure) {
-  if (!$(id) || !window.Plotly) return;
+// Before Plotly has run (plotly-loader.js), the latest figure of each box waits for it;
+// `drawn` follows the drawing.
+const waiting = new Map();
+
+function drawPlot(id, traces, figure, drawn = () => {}) {
+  if (!$(id)) return;
+  if (!window.Plotly) {
+    waiting.set(id, [traces, figure, drawn]);
+    loadPlotly().then(drawWaiting, (error) => notify(`${L.error}: ${error.message}`, true));
+    return;
+  }
   $(id).style.minHeight = `${figure.height}px`;
   window.Plotly.react(id, traces, figure, plotConfig);
+  drawn();
+}
+
+function drawWaiting() {
+  for (const [id, figure] of [...waiting]) {
+    waiting.delete(id);
+    drawPlot(id, ...figure);
+  }
 }
 
 // Lines between the kinds of words (template, case text, notes, generated text) and their
@@ -87,15 +105,17 @@ function renderPauseHeatmap() {
     coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
     shapes: marks.shapes, annotations: marks.annotations,
   };
-  drawPlot("pause-heatmap", traces, figure);
+  drawPlot("pause-heatmap", traces, figure, bindHeadsClick);
+}
+
+function bindHeadsClick() {
   const plot = $("pause-heatmap");
-  if (!plot.dataset.bound) {
-    plot.dataset.bound = "1";
-    plot.on("plotly_click", (click) => {
-      const point = click.points[0];
-      if (point && point.curveNumber === 0) showHeadsOf(point.x);
-    });
-  }
+  if (plot.dataset.bound) return;
+  plot.dataset.bound = "1";
+  plot.on("plotly_click", (click) => {
+    const point = click.points[0];
+    if (point && point.curveNumber === 0) showHeadsOf(point.x);
+  });
 }
 
 // The heads of `layer` at the pause: drawn, or asked of the worker.
@@ -187,8 +207,8 @@ function renderLive(force = false) {
     coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
     shapes: columnShades(columns),
   };
-  drawPlot("live-heatmap", [trace], figure);
-  $("live-heatmap").dataset.tokens = state.tokens.length; // what the figure shows (tests wait on it)
+  const shown = state.tokens.length; // what the figure shows (tests wait on it)
+  drawPlot("live-heatmap", [trace], figure, () => ($("live-heatmap").dataset.tokens = shown));
   const missing = written.length - withRows.length;
   $("live-note").hidden = !missing;
   $("live-note").textContent = missing ? fill(L.liveMissing, { count: missing }) : "";
@@ -211,6 +231,7 @@ export function bindAttentionPlots() {
   store.subscribe("heads", renderPauseHeatmap);
   for (const topic of ["tokens", "live"]) store.subscribe(topic, scheduleLive);
   watchLiveBox();
+  if (state.status !== "running") loadPlotlyWhenIdle();
   $("attention-template").addEventListener("change", renderPauseHeatmap);
   $("attention-expert").addEventListener("toggle", renderPauseHeatmap);
   // The reviewer is looking at the box (its option), or is about to print the page.
