@@ -167,13 +167,28 @@ class VllmEngine(edits_mod.EditShortcuts):
             stop_strings=request.stop_strings,
             floor=request.floor,
         )
+        self._decide_first(generation)
         room = self.max_model_len - state.position
-        if room <= 0:
+        if room <= 0 and not generation.done:
             generation.stop = StopInfo("max_tokens", position=len(state.generated_ids))
+        if generation.done:
             self._finish(generation)
             return generation
         self._add(generation, min(room, max(1, limit - len(state.generated_ids) + 1)))
         return generation
+
+    @staticmethod
+    def _decide_first(generation: Generation) -> None:
+        """A resumed run's first boundary and token come from the logits kept at its pause,
+        the very row the uninterrupted run would have drawn from: Resume shows a token at
+        once, not after vLLM's step over the cached prefix. vLLM then starts after it."""
+        state = generation.state
+        if generation.forced is not None or not logits_known(state):
+            return
+        token = generation.next_token(state.next_logits, 0)
+        if token is not None:
+            state.next_logits = UNKNOWN  # that row described the token just drawn
+            generation.base = len(state.generated_ids)  # the request's prompt holds it
 
     def step(self) -> list[Generation]:
         """One vLLM step for every running request; returns the generations it ended."""

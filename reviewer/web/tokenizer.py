@@ -30,7 +30,7 @@ def context_length() -> int:
 
 
 def load_at_start() -> bool:
-    """Load the tokenizer (and transformers with it: about 2 s) while the process starts, not
+    """Load the tokenizer (and transformers with it: 2-3 s) while the process starts, not
     in the first request that checks an input's length; False where no model is installed."""
     if not (settings.MODEL_DIR / "config.json").is_file():
         log.warning("no model at %s: the tokenizer loads on first use", settings.MODEL_DIR)

@@ -58,6 +58,10 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "headsOfLayer": _("Heads of layer %(layer)s"),
         **attention_labels(),
         "loadingHeads": _("Loading the heads of layer %(layer)s…"),
+        "plotsUnavailable": _(
+            "The heatmaps could not be drawn: their script did not load. They are tried again"
+            " with the next update."
+        ),
         "commentRequired": _("Please say why you reject the text."),
         "finished": _("Generation finished."),
         "stopReasons": stop_reasons("%(limit)s"),

@@ -29,5 +29,5 @@ def test_it_prints_one_json_object_in_the_promised_shape():
     assert all(v > 0 for v in vllm["aggregate_tok_s"].values())
     assert 0 < vllm["pause_latency_ms"]["p50"] <= vllm["pause_latency_ms"]["p95"]
     assert vllm["step_ms"] > 0
-    assert set(vllm["resume_96"]) == {"prefix_cache_s", "cold_prefill_s"}
+    assert set(vllm["resume_96"]) == {"prefix_cache_s", "prefix_step_s", "cold_prefill_s"}
     assert report["setup"]["quick"] is True

@@ -44,3 +44,20 @@ def test_it_loads_plotly_while_idle_on_a_paused_session(page, server_url, alice)
     page.click("#attention-expert summary")
     page.wait_for_selector("#pause-heatmap .main-svg")
     assert page.evaluate(PLOTLY_SCRIPTS) == 1  # run once, whatever asked for it
+
+
+def test_it_says_so_when_plotly_does_not_load_and_tries_again(page, server_url, alice):
+    session = running_session(alice)
+    log_in(page, server_url, "alice", "alice-password-1")
+    page.route("**/vendor/plotly.min.js", lambda route: route.abort())
+    page.goto(f"{server_url}/sessions/{session.pk}/")
+    page.wait_for_function(f"() => caesura.state.tokens.length === {len(WORDS)}")
+    page.locator("#live-attention-card").scroll_into_view_if_needed()
+    notice = page.locator("#notice.bad")
+    notice.wait_for()
+    assert "heatmaps could not be drawn" in notice.inner_text()
+    assert page.evaluate(PLOTLY_RAN) is False
+    page.unroute("**/vendor/plotly.min.js")
+    page.check("#live-template")  # the next drawing asks for Plotly again
+    show_live_heatmap(page)
+    assert page.evaluate(PLOTLY_RAN) is True

@@ -6,7 +6,7 @@ import pytest
 
 from inference.control import ControlHandle
 from inference.decode import RunRequest
-from inference.sink import CollectingSink, FinishEvent, PauseNotice
+from inference.sink import CollectingSink, FinishEvent, PauseNotice, TokenEvent
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -99,3 +99,26 @@ def test_threads_share_one_engine_through_the_serving_loop(vllm_engine, alone):
             loop.call(lambda engine: engine.start(list(range(3000))))
     finally:
         loop.close()
+
+
+def test_a_resume_reports_its_first_token_before_vllm_steps(vllm_engine, alone):
+    """The first token after a pause is drawn from the logits kept at the pause (what the
+    uninterrupted run drew it from), so it is out as soon as the run is submitted."""
+    state = vllm_engine.start(PROMPTS[1], PARAMS[1])
+    vllm_engine.run(state, RunRequest(pause_at=4))
+    sink = CollectingSink()
+    steps = vllm_engine.steps
+    generation = vllm_engine.submit(state, RunRequest(sink))
+    assert vllm_engine.steps == steps and sink.tokens == [alone[1][4]]  # before any step
+    assert sink.of(TokenEvent)[0].position == 4
+    vllm_engine.drive(generation)
+    assert state.generated_ids == alone[1]
+
+
+def test_a_resume_that_stops_at_once_never_reaches_vllm(vllm_engine):
+    state = vllm_engine.start(PROMPTS[0], PARAMS[0])
+    vllm_engine.run(state, RunRequest(pause_at=3))
+    steps = vllm_engine.steps
+    generation = vllm_engine.submit(state, RunRequest(pause_at=3))  # already there
+    assert generation.done and generation.stop.reason == "pause" and generation.stop.position == 3
+    assert vllm_engine.steps == steps and not vllm_engine.active

@@ -20,20 +20,25 @@ let liveTimer = null;
 
 // The box keeps the figure's height itself: after a resize (a phone turned) Plotly's own
 // sizing would leave the box at its minimum and the figure spilling over the next card.
-// Before Plotly has run (plotly-loader.js), the latest figure of each box waits for it;
-// `drawn` follows the drawing.
+// Before Plotly has run (plotly-loader.js), the latest figure of each box waits for it (one
+// load asked, one notice if it fails; the next figure asks again); `drawn` follows the drawing.
 const waiting = new Map();
 
 function drawPlot(id, traces, figure, drawn = () => {}) {
   if (!$(id)) return;
   if (!window.Plotly) {
+    if (!waiting.size) loadPlotly().then(drawWaiting, notDrawn);
     waiting.set(id, [traces, figure, drawn]);
-    loadPlotly().then(drawWaiting, (error) => notify(`${L.error}: ${error.message}`, true));
     return;
   }
   $(id).style.minHeight = `${figure.height}px`;
   window.Plotly.react(id, traces, figure, plotConfig);
   drawn();
+}
+
+function notDrawn() {
+  waiting.clear();
+  notify(L.plotsUnavailable, true);
 }
 
 function drawWaiting() {
