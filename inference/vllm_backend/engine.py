@@ -177,13 +177,13 @@ class VllmEngine(edits_mod.EditShortcuts):
         self._add(generation, min(room, max(1, limit - len(state.generated_ids) + 1)))
         return generation
 
-    @staticmethod
-    def _decide_first(generation: Generation) -> None:
+    def _decide_first(self, generation: Generation) -> None:
         """A resumed run's first boundary and token come from the logits kept at its pause,
         the very row the uninterrupted run would have drawn from: Resume shows a token at
         once, not after vLLM's step over the cached prefix. vLLM then starts after it."""
         state = generation.state
-        if generation.forced is not None or not logits_known(state):
+        full = state.position >= self.max_model_len  # no token fits: the run stops at once
+        if generation.forced is not None or not logits_known(state) or full:
             return
         token = generation.next_token(state.next_logits, 0)
         if token is not None:
