@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels import consumer
 from channels.db import database_sync_to_async
@@ -12,6 +14,7 @@ from django.test import Client
 
 from reviewer import events
 from reviewer.models import AuditRecord, ReviewSession
+from reviewer.web import consumers, session_feed
 from tests.session_factory import make_session, stub_worker
 from webapp.asgi import application
 
@@ -287,3 +290,76 @@ async def test_it_forwards_live_events_without_a_hop_to_the_sync_thread(alice, m
     assert reply["type"] == "ack"
     assert len(hops) == connected + 1
     await communicator.disconnect()
+
+
+async def group_members(session_id: int) -> int:
+    layer = get_channel_layer()
+    key = layer._group_key(events.group_name(session_id))
+    return await layer.connection(layer.consistent_hash(key)).zcard(key)
+
+
+async def test_it_joins_the_sessions_group_once_for_all_its_sockets(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    sockets = [await socket(session.pk, alice) for _ in range(3)]
+    for communicator in sockets:
+        await communicator.connect()
+    assert await group_members(session.pk) == 1
+    assert session_feed.watched() == {session.pk: 3}
+    for communicator in sockets:
+        await communicator.disconnect()
+    assert await group_members(session.pk) == 0
+    assert session_feed.watched() == {}
+
+
+async def test_it_sends_live_events_that_come_during_a_replay_after_it(alice, monkeypatch):
+    """An event stored and broadcast while the socket's replay is read waits for the replay:
+    the page sees 1, 2, 3 once each, in order."""
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(2):
+        await emit(session.pk, "token", {"text": f"t{n}"})
+    real = consumers.events_after
+
+    async def slow_read(session_id: int, after: int) -> list[dict]:
+        stored = await real(session_id, after)
+        await emit(session.pk, "token", {"text": "live"})  # broadcast while this read lasts
+        await asyncio.sleep(0.3)  # the feed hands it to the socket meanwhile
+        return stored
+
+    monkeypatch.setattr(consumers, "events_after", slow_read)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    received = [await communicator.receive_json_from(timeout=3) for _ in range(3)]
+    assert [(e["seq"], e["text"]) for e in received] == [(1, "t0"), (2, "t1"), (3, "live")]
+    assert await communicator.receive_nothing()
+    await communicator.disconnect()
+
+
+async def test_it_closes_the_sockets_whose_feed_lost_the_channel_layer(alice, monkeypatch):
+    """The page reconnects on the close and replays what it missed; a new socket gets a new
+    feed."""
+    session = await database_sync_to_async(make_session)(alice)
+    layer, lost = get_channel_layer(), set()
+    real_open, real_receive = session_feed.Feed.open, layer.receive
+
+    async def open_then_lose(feed) -> None:
+        await real_open(feed)
+        lost.add(feed.channel)  # before its task first reads
+
+    async def receive(channel: str) -> dict:
+        if channel in lost:
+            raise ConnectionError("Redis went away")
+        return await real_receive(channel)
+
+    monkeypatch.setattr(session_feed.Feed, "open", open_then_lose)
+    monkeypatch.setattr(layer, "receive", receive)
+    first = await socket(session.pk, alice)
+    await first.connect()
+    assert await close_code(first) == session_feed.LOST_LAYER
+    assert session_feed.watched() == {}
+    monkeypatch.setattr(session_feed.Feed, "open", real_open)
+    second = await socket(session.pk, alice)
+    await second.connect()
+    await emit(session.pk, "token", {"text": "after"})
+    assert (await second.receive_json_from(timeout=3))["text"] == "after"
+    await first.disconnect()
+    await second.disconnect()

@@ -1,8 +1,8 @@
-"""One websocket per review session: replays missed events, forwards live ones, takes commands."""
+"""One websocket per review session: replays missed events, forwards the live ones its
+session's feed hands it (reviewer/web/session_feed.py), takes commands."""
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs
@@ -12,7 +12,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
-from reviewer.web import arguments, command_table
+from reviewer.web import arguments, command_table, session_feed
 
 if TYPE_CHECKING:
     from channels.auth import UserLazyObject
@@ -42,22 +42,6 @@ def run_command(
     return command_table.run(cast("User", user), session_id, name, message)
 
 
-# The channel layer hands one group message, the same object, to every socket of the group in
-# this process: the event is encoded once for all of them (kept on the message), not per socket.
-def shared_text(message: dict[str, Any]) -> str:
-    text = message.get("event_text")
-    if not isinstance(text, str):
-        text = message["event_text"] = json.dumps(message["event"])
-    return text
-
-
-def shared_texts(message: dict[str, Any]) -> list[str]:
-    texts = message.get("events_text")
-    if not isinstance(texts, list):
-        texts = message["events_text"] = [json.dumps(event) for event in message["events"]]
-    return texts
-
-
 def non_negative_int(value: str, default: int = 0) -> int:
     try:
         return max(int(value), 0)
@@ -65,24 +49,11 @@ def non_negative_int(value: str, default: int = 0) -> int:
         return default
 
 
-# Channels closes stale database connections before it dispatches any message, in a hop to the
-# one thread that runs the process's sync code: for live events, a hop per socket per token,
-# one after another (with 20 watchers, 12 % of daphne's event loop, and each watcher's event
-# later than the one before). This consumer reaches the database only through
-# database_sync_to_async, which closes them itself; its live events skip the hop.
-LIVE_EVENTS = {"session.event": "session_event", "session.events": "session_events"}
-
-
 class SessionConsumer(AsyncJsonWebsocketConsumer):
-    group: str | None = None
+    watching = False
     replayed_to = 0  # highest seq sent from the database; live copies up to it are duplicates
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        handler = LIVE_EVENTS.get(message.get("type", ""))
-        if handler is None:
-            await super().dispatch(message)
-        else:
-            await getattr(self, handler)(message)
+    # Live events that came while a replay was being sent, in order; None when not replaying.
+    held: list[tuple[dict[str, Any], str]] | None = None
 
     async def connect(self) -> None:
         # Accept before closing so browsers see the close code, not a failed handshake.
@@ -93,34 +64,51 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.accept()
             await self.close(code=UNAUTHENTICATED if not authenticated else NOT_FOUND)
             return
-        # Join before reading the log so that nothing falls between the replay and live events.
-        self.group = events.group_name(self.session_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        # Watch before reading the log so that nothing falls between the replay and live events.
+        self.held = []
+        await session_feed.watch(self.session_id, self)
+        self.watching = True
         await self.accept()
         await self.replay(self.after_from_query())
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.watching:
+            self.watching = False
+            await session_feed.unwatch(self.session_id, self)
 
     def after_from_query(self) -> int:
         query = parse_qs(self.scope.get("query_string", b"").decode())
         return non_negative_int(query.get("after", ["0"])[0])
 
     async def replay(self, after: int) -> None:
-        for event in await events_after(self.session_id, after):
-            await self.send_json(event)
-            self.replayed_to = max(self.replayed_to, event["seq"])
+        """The stored events after ``after``, then the live ones that came meanwhile."""
+        if self.held is None:
+            self.held = []
+        try:
+            for event in await events_after(self.session_id, after):
+                await self.send_json(event)
+                self.replayed_to = max(self.replayed_to, event["seq"])
+        finally:
+            while self.held:
+                batch, self.held = self.held, []
+                for event, text in batch:
+                    await self.forward(event, text)
+            self.held = None
 
-    async def session_event(self, message: dict[str, Any]) -> None:
-        if message["event"].get("seq", 0) > self.replayed_to:
-            await self.send(text_data=shared_text(message))
+    # ---- called by the session's feed (reviewer/web/session_feed.py) -----------------------
+    async def deliver(self, event: dict[str, Any], text: str) -> None:
+        if self.held is not None:
+            self.held.append((event, text))
+        else:
+            await self.forward(event, text)
 
-    async def session_events(self, message: dict[str, Any]) -> None:
-        """A run of events a relay stored at once, in order."""
-        for event, text in zip(message["events"], shared_texts(message), strict=True):
-            if event.get("seq", 0) > self.replayed_to:
-                await self.send(text_data=text)
+    async def forward(self, event: dict[str, Any], text: str) -> None:
+        if event.get("seq", 0) > self.replayed_to:
+            await self.send(text_data=text)
+
+    async def lost_feed(self) -> None:
+        self.watching = False
+        await self.close(code=session_feed.LOST_LAYER)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
