@@ -64,6 +64,7 @@ async def test_it_drops_a_socket_that_fails_and_keeps_feeding_the_others():
     await broadcast({"type": "session.event", "event": {"type": "token", "seq": 2}})
     await until(lambda: len(fine.texts) == 2)
     assert session_feed.watched() == {SESSION: 1}
+    assert broken.lost and not fine.lost  # closed: its page reconnects and replays
     await session_feed.unwatch(SESSION, fine)
     await session_feed.unwatch(SESSION, broken)  # already dropped: nothing to do
     assert session_feed.watched() == {}

@@ -1,16 +1,17 @@
 """A session's live events, fanned out to every socket of this web process that watches it.
 
 Each socket used to join the session's channel-layer group itself. For every token, every
-socket's own task then woke, took its copy from the layer's buffer, and was dispatched: about
-twice the CPU of the send itself (0.25 against 0.13 ms a socket and token in a profile of
-daphne). With 20 watchers that cost a core's tenth, on the cores the model decodes on. A feed
-joins the group once per process and session, encodes each event once and hands it to each
-socket in order, in its own task.
+socket's own task then woke, took its copy from the layer's buffer, and was dispatched:
+about twice the CPU of the send itself (0.25 against 0.13 ms a socket and token, measured in
+a bare daphne with 20 sockets). With 20 watchers that was about a tenth of a core, on the
+cores the model decodes on. A feed joins the group once per process and session, encodes
+each event once and hands it to each socket in order, in its own task.
 
-A socket that is replaying stored events asks the feed to hold its live events meanwhile
-(``Watcher.held``); it sends them after the replay, skipping those the replay covered. If the
-feed loses the channel layer, it closes its sockets: pages reconnect and replay what they
-missed, as they did when a socket's own receive failed."""
+A socket that is sending a replay keeps the live events handed to it meanwhile and sends
+them after the replay, skipping those the replay covered (reviewer/web/consumers.py). A
+socket that cannot take an event, or all of a feed's sockets when the feed loses the
+channel layer, are closed: pages reconnect and replay what they missed, as they did when a
+socket's own receive failed."""
 
 from __future__ import annotations
 
@@ -104,16 +105,22 @@ class Feed:
         except Exception:  # one broken socket must not starve the others
             log.exception("session %s: a socket could not take a live event", self.session_id)
             self.drop(watcher)
+            await close_quietly(watcher, self.session_id)
 
     async def _lose(self) -> None:
         forget(self)
         watchers, self.watchers = self.watchers, []
         for watcher in watchers:
-            try:
-                await watcher.lost_feed()
-            except Exception:
-                log.exception("session %s: a socket could not be closed", self.session_id)
+            await close_quietly(watcher, self.session_id)
         await self._leave()
+
+
+async def close_quietly(watcher: Watcher, session_id: int) -> None:
+    """Close a socket the feed no longer feeds, so that its page reconnects and replays."""
+    try:
+        await watcher.lost_feed()
+    except Exception:
+        log.exception("session %s: a socket could not be closed", session_id)
 
 
 def encoded(message: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
