@@ -1,0 +1,59 @@
+"""The channel layer (reviewer/events/channel_layer.py) against the real Redis: what reaches a
+receiver, in what order, and how many commands each message costs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from reviewer.events.channel_layer import RedisChannelLayer
+
+
+def counting(layer: RedisChannelLayer) -> list[str]:
+    """The Redis commands ``layer`` issues from now on, by name."""
+    calls: list[str] = []
+    real = layer.connection
+
+    class Counted:
+        def __init__(self, client: Any) -> None:
+            self.client = client
+
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(self.client, name)
+
+    layer.connection = lambda index: Counted(real(index))  # type: ignore[method-assign]
+    return calls
+
+
+async def test_it_receives_each_message_with_one_blocking_pop():
+    sender, receiver = RedisChannelLayer(), get_channel_layer()
+    channel = await receiver.new_channel()
+    await receiver.group_add("layer-test", channel)
+    try:
+        calls = counting(receiver)
+        for n in range(3):
+            await sender.group_send("layer-test", {"type": "session.event", "n": n})
+        got = [await asyncio.wait_for(receiver.receive(channel), 5) for _ in range(3)]
+        assert [m["n"] for m in got] == [0, 1, 2]
+        # channels_redis's own receive issues four commands a message (a backup queue)
+        assert calls == ["bzpopmin"] * 3
+    finally:
+        await receiver.group_discard("layer-test", channel)
+        await sender.close_pools()
+
+
+async def test_it_sends_to_a_group_in_two_round_trips():
+    sender, receiver = RedisChannelLayer(), get_channel_layer()
+    channel = await receiver.new_channel()
+    await receiver.group_add("layer-test-send", channel)
+    try:
+        calls = counting(sender)
+        await sender.group_send("layer-test-send", {"type": "session.event", "n": 7})
+        assert calls == ["pipeline", "pipeline"]
+        assert (await asyncio.wait_for(receiver.receive(channel), 5))["n"] == 7
+    finally:
+        await receiver.group_discard("layer-test-send", channel)
+        await sender.close_pools()
