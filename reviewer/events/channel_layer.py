@@ -48,7 +48,6 @@ class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]
                     "%s of %s channels over capacity in group %s", over_capacity, len(names), group
                 )
 
-
     async def _brpop_with_clean(self, index: int, channel: str, timeout: float) -> bytes | None:
         result = await self.connection(index).bzpopmin(channel, timeout=timeout)
         return None if result is None else result[1]
