@@ -72,7 +72,8 @@ QUICK = "--quick" in sys.argv[1:]
 CONCURRENCY = (1, 2) if QUICK else (1, 8)
 TOKENS = flag("tokens", 8 if QUICK else 32)  # max_tokens per generation
 DELAY = flag("delay", 1)  # the domain's delay_sentences
-ROUNDS = flag("rounds", 1 if QUICK else 2)  # rounds of every concurrency, gateway then loop
+ROUNDS = flag("rounds", 1 if QUICK else 4)  # rounds of every concurrency, gateway then loop;
+# the figures are medians over rounds, and one client's round is a single call
 PAUSES = flag("pauses", 2 if QUICK else 12)  # manual pauses timed to the queue socket
 SUBJECTS = ["a lighthouse", "a glacier", "a market town", "a violin", "a night train",
             "an orchard", "a harbour", "an observatory"]  # fmt: skip
