@@ -4,6 +4,8 @@ receiver, in what order, and how many commands each message costs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -28,11 +30,21 @@ def counting(layer: RedisChannelLayer) -> list[str]:
     return calls
 
 
-async def test_it_receives_each_message_with_one_blocking_pop():
+@contextlib.asynccontextmanager
+async def member_of(group: str) -> AsyncIterator[tuple[RedisChannelLayer, Any, str]]:
+    """A sending layer of its own, the process's layer and one of its channels in ``group``."""
     sender, receiver = RedisChannelLayer(), get_channel_layer()
     channel = await receiver.new_channel()
-    await receiver.group_add("layer-test", channel)
+    await receiver.group_add(group, channel)
     try:
+        yield sender, receiver, channel
+    finally:
+        await receiver.group_discard(group, channel)
+        await sender.close_pools()
+
+
+async def test_it_receives_each_message_with_one_blocking_pop():
+    async with member_of("layer-test") as (sender, receiver, channel):
         calls = counting(receiver)
         for n in range(3):
             await sender.group_send("layer-test", {"type": "session.event", "n": n})
@@ -40,20 +52,11 @@ async def test_it_receives_each_message_with_one_blocking_pop():
         assert [m["n"] for m in got] == [0, 1, 2]
         # channels_redis's own receive issues four commands a message (a backup queue)
         assert calls == ["bzpopmin"] * 3
-    finally:
-        await receiver.group_discard("layer-test", channel)
-        await sender.close_pools()
 
 
 async def test_it_sends_to_a_group_in_two_round_trips():
-    sender, receiver = RedisChannelLayer(), get_channel_layer()
-    channel = await receiver.new_channel()
-    await receiver.group_add("layer-test-send", channel)
-    try:
+    async with member_of("layer-test-send") as (sender, receiver, channel):
         calls = counting(sender)
         await sender.group_send("layer-test-send", {"type": "session.event", "n": 7})
         assert calls == ["pipeline", "pipeline"]
         assert (await asyncio.wait_for(receiver.receive(channel), 5))["n"] == 7
-    finally:
-        await receiver.group_discard("layer-test-send", channel)
-        await sender.close_pools()
