@@ -77,7 +77,7 @@ def pause_stages(sessions: list[int], since: float) -> dict:
     """The manual pauses' paths since ``since``, stage by stage (reviewer.lifecycle.stages_ms:
     ms from the request, as their pause events carry them), each as percentiles, and the
     time from the halt's turn to the halt (``turn_to_halt``: the calls, the pacing and the
-    boundary of the turn that halted)."""
+    boundary of the turn that halted), and ``turn_beyond_previous_turn``."""
     from datetime import UTC, datetime
 
     from reviewer.models import PauseEvent
@@ -90,9 +90,21 @@ def pause_stages(sessions: list[int], since: float) -> dict:
         ).values_list("pk", flat=True)
     )
     paths = [p for pk, p in stages_by_pause(sessions).items() if pk in ids]
-    out = {k: percentiles([p[k] for p in paths if k in p]) for k in (*STAGES, "step_ms")}
+    out = {
+        k: percentiles([p[k] for p in paths if k in p])
+        for k in (*STAGES, "step_ms", "previous_turn_ms")
+    }
     out["turn_to_halt"] = percentiles(
         [p["honoured"] - p["turn"] for p in paths if "honoured" in p and "turn" in p]
+    )
+    # Over 0: the request came before the turn before the halting one began, and that turn
+    # still did not honour it (the flag reached the loop late); at most 0 otherwise.
+    out["turn_beyond_previous_turn"] = percentiles(
+        [
+            p["turn"] - p["previous_turn_ms"]
+            for p in paths
+            if "previous_turn_ms" in p and "turn" in p
+        ]
     )
     return out
 

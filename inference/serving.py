@@ -186,7 +186,11 @@ class ServingLoop:
 
     def _loop(self) -> None:
         while not self._stopping:
-            self.timing["turn"] = time.time()
+            began = time.time()
+            # What the turn before took (its calls, slice, pacing and step): a request that
+            # came during it waited that long at most before the loop could honour it.
+            self.timing["previous_turn_s"] = began - self.timing.get("turn", began)
+            self.timing["turn"] = began
             self._take_calls()
             self._next_slice()
             if self.engine.active:

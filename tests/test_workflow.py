@@ -58,6 +58,8 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     stages = paused.events.get(type="pause").payload["stages"]
     path = [stages[k] for k in ("read", "honoured", "reported", "stored")]
     assert path == sorted(path) and path[0] >= 0 and stages["step_ms"] > 0
+    # The request came during the turn before the halting one (or earlier): that turn's length
+    assert stages["previous_turn_ms"] > 0 and stages["turn"] <= stages["honoured"]
     assert stages["honoured"] <= pause.latency_ms + 1  # the halt follows the boundary at once
     # Another layer's heads, read from the frozen state by the worker.
     lifecycle.attention(alice, sid, 3)

@@ -229,14 +229,17 @@ def stages_ms(requested_at: float | None, stamps: Mapping[str, float]) -> dict[s
     read (the flag in memory), turn (the serving loop's turn that halted began: the step in
     progress had ended), step (that turn's step began, after the calls and pacing before it),
     honoured (the engine cleared the flag at the token boundary), reported (the relay took
-    the stop), stored (the pause's transaction began); and step_ms, the serving loop's median
-    step time then. Empty for a policy's pause."""
+    the stop), stored (the pause's transaction began); and, not stages, step_ms (the serving
+    loop's median step time then) and previous_turn_ms (how long the turn before the halting
+    one took: the request came during it, or earlier). Empty for a policy's pause."""
     if requested_at is None:
         return {}
     order = ("woke", "read", "turn", "step", "honoured", "reported", "stored")
     stages = {k: round((stamps[k] - requested_at) * 1000, 1) for k in order if stamps.get(k)}
     if stamps.get("step_s"):  # not a stage: the loop's median step then, a halt's yardstick
         stages["step_ms"] = round(stamps["step_s"] * 1000, 1)
+    if stamps.get("previous_turn_s"):
+        stages["previous_turn_ms"] = round(stamps["previous_turn_s"] * 1000, 1)
     return stages
 
 
