@@ -39,6 +39,7 @@ async def member_of(group: str) -> AsyncIterator[tuple[RedisChannelLayer, Any, s
     try:
         yield sender, receiver, channel
     finally:
+        receiver.__dict__.pop("connection", None)  # the process's layer counts no more
         await receiver.group_discard(group, channel)
         await sender.close_pools()
 
