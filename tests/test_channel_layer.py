@@ -61,3 +61,20 @@ async def test_it_sends_to_a_group_in_two_round_trips():
         await sender.group_send("layer-test-send", {"type": "session.event", "n": 7})
         assert calls == ["pipeline", "pipeline"]
         assert (await asyncio.wait_for(receiver.receive(channel), 5))["n"] == 7
+
+
+async def test_it_ends_a_receive_whose_cancel_was_dropped():
+    """Python 3.11's ``asyncio.wait_for``, inside redis-py's send, can drop a cancel: the task
+    is then asked to cancel (``cancelling()``) but runs on. Its receive must stop, not pop a
+    quiet channel for ever."""
+    async with member_of("layer-test-cancel") as (_, receiver, channel):
+
+        async def receive_after_a_dropped_cancel() -> Any:
+            asyncio.current_task().cancel()  # type: ignore[union-attr]
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0)  # where the cancel is dropped
+            return await receiver.receive(channel)
+
+        task = asyncio.ensure_future(receive_after_a_dropped_cancel())
+        done, _ = await asyncio.wait({task}, timeout=2)
+        assert task in done and task.cancelled()

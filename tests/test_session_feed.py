@@ -77,3 +77,25 @@ async def test_it_ignores_a_message_of_another_kind():
     await broadcast({"type": "session.event", "event": {"type": "token", "seq": 1}})
     await until(lambda: len(fine.texts) == 1)
     await session_feed.unwatch(SESSION, fine)
+
+
+async def test_it_closes_even_when_its_receive_drops_a_cancel(monkeypatch):
+    """A cancel dropped inside the layer (Python 3.11's ``wait_for``, in redis-py's send) must
+    not leave the last socket's close waiting: the feed asks again."""
+    fine = Socket()
+    await session_feed.watch(SESSION, fine)
+    feed_layer = get_channel_layer()
+    real_receive = feed_layer.receive
+
+    async def dropping_the_first_cancel(channel: str) -> dict[str, Any]:
+        try:
+            return await real_receive(channel)
+        except asyncio.CancelledError:
+            await asyncio.Event().wait()  # runs on, as a receive that lost its cancel did
+            raise
+
+    monkeypatch.setattr(feed_layer, "receive", dropping_the_first_cancel)
+    await broadcast({"type": "session.event", "event": {"type": "token", "seq": 1}})
+    await until(lambda: len(fine.texts) == 1)  # the feed now waits in the patched receive
+    await asyncio.wait_for(session_feed.unwatch(SESSION, fine), 2)
+    assert session_feed.watched() == {}

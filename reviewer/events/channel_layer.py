@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -49,6 +50,9 @@ class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]
                 )
 
     async def _brpop_with_clean(self, index: int, channel: str, timeout: float) -> bytes | None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # a cancel the send dropped (see above)
+            raise asyncio.CancelledError
         result = await self.connection(index).bzpopmin(channel, timeout=timeout)
         return None if result is None else result[1]
 
