@@ -4,6 +4,7 @@ in one statement, in order, numbered without a gap, and the stop is reported aft
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -77,3 +78,91 @@ def test_it_stores_a_new_sessions_prompt_ids_made_in_the_loop(alice):
     session.refresh_from_db()
     assert relay.state is state and session.prompt_ids == [7, 8, 9]
     assert SessionEvent.objects.filter(session=session, type="token").count() == 1
+
+
+def said(position: int, text: str) -> TokenEvent:
+    return TokenEvent(position, 100 + position, text, 0, SIGNALS, 0, [])
+
+
+def recorded_writes(monkeypatch) -> list[tuple[float, list[int]]]:
+    """Each token write as it happens: when, and the positions it carried."""
+    writes: list[tuple[float, list[int]]] = []
+    emit_many = events.emit_many
+
+    def record(session_id, type, payloads):
+        writes.append((time.monotonic(), [p["position"] for p in payloads]))
+        return emit_many(session_id, type, payloads)
+
+    monkeypatch.setattr(events, "emit_many", record)
+    return writes
+
+
+def wait_for(writes: list, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(writes) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(writes) >= count, writes
+
+
+def test_it_writes_a_windows_tokens_together_without_holding_the_engine(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    relay = Relay(session, None, lambda state: None, lambda *_: None, window_s=0.4)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, " The"))  # no window is open yet: at once
+    wait_for(writes, 1)
+    opened = writes[0][0]
+    for position, text in enumerate([" patient", " has", " a"], start=1):
+        relay.on_token(said(position, text))
+    time.sleep(0.1)
+    assert [w for _, w in writes] == [[0]]  # held for the window ...
+    assert relay.backlog() == 0  # ... which is not a backlog: the loop does not wait for it
+    wait_for(writes, 2)
+    assert writes[1][1] == [1, 2, 3] and writes[1][0] - opened >= 0.35
+    relay.on_token(said(4, " fever"))
+    run.set_result(StopInfo("max_tokens", position=5))  # the stop does not wait for the window
+    relay.join()
+    assert writes[2][1] == [4] and writes[2][0] - writes[1][0] < 0.3
+    rows = SessionEvent.objects.filter(session=session, type="token").order_by("seq")
+    assert [e.payload["position"] for e in rows] == [0, 1, 2, 3, 4]
+
+
+def test_it_writes_at_once_a_token_that_may_let_delayed_delivery_send_more(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    relay = Relay(session, None, lambda state: None, lambda *_: None, window_s=30)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, "Fever"))
+    wait_for(writes, 1)
+    relay.on_token(said(1, " since"))  # held: the window is long
+    relay.on_token(said(2, " Monday"))
+    relay.on_token(said(3, "."))  # a mark that may end the sentence
+    wait_for(writes, 2)
+    relay.on_token(said(4, " "))  # a space confirms it, and no word has begun yet
+    time.sleep(0.1)
+    assert len(writes) == 2
+    relay.on_token(said(5, " Cough"))  # the next sentence begins: delivery may move on
+    wait_for(writes, 3)
+    run.set_result(StopInfo("max_tokens", position=6))
+    relay.join()
+    assert [w for _, w in writes] == [[0], [1, 2, 3], [4, 5]]
+
+
+def test_it_gives_a_window_to_gateway_generations_only(alice, settings):
+    from reviewer.lifecycle import application_keys
+    from reviewer.models.domain import AFTER_REVIEW, DELAYED
+    from reviewer.worker.request import relay_window
+
+    settings.CAESURA_GATEWAY_RELAY_WINDOW_MS = 80
+    domain = make_session(alice).domain
+    app, _key = application_keys.create("Note drafter", [domain], "root")
+    started_here = make_session(alice, status=ReviewSession.RUNNING)
+    called = make_session(None, status=ReviewSession.RUNNING, application=app)
+    assert relay_window(started_here) == 0
+    for mode, delay, window in ((AFTER_REVIEW, 1, 0.08), (DELAYED, 1, 0.08), (DELAYED, 0, 0)):
+        domain.delivery_mode, domain.delay_sentences = mode, delay
+        domain.save()
+        called.refresh_from_db()
+        assert relay_window(called) == window, (mode, delay)

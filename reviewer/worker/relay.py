@@ -7,6 +7,13 @@ what happened, with a copy of the checkpoint when one is due. The relay's own th
 them in order, then reports the stop (or the failure), so a session's records keep the order
 the engine produced them in. A write that fails (the segment superseded, Redis out of reach
 past its grace) ends the generation at its next token.
+
+A relay with a window (``window_s``) writes tokens at most that often: each write costs a
+statement, a broadcast and a wake of every follower, on cores the model keeps busy, so a
+generation whose tokens nobody needs one by one (a gateway call: its text leaves by sentences or
+after review) writes a few at a time. A token that may let delayed delivery send more text
+(the first word after a mark that may end a sentence) and anything that is not a token (a flag,
+a rollback, the stop) are written at once.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
 MAX_BATCH = 64  # queued items taken at once: a run of tokens among them is one write
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
+ENDS = ("stop", "error")  # the last item a relay takes
+# Where a sentence may end (inference/sentences.py decides whether it does): the next word may
+# move delayed delivery's boundary.
+SENTENCE_MARKS = frozenset(".!?…。！？")
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 
@@ -48,6 +59,10 @@ def gate_hit_rate(event: TokenEvent) -> float | None:
         if rate is not None:
             return float(rate)
     return None
+
+
+def tokens_in(items: list[tuple[str, Any]]) -> int:
+    return sum(kind == "token" for kind, _ in items)
 
 
 class Aborted(Exception):
@@ -62,8 +77,10 @@ class Relay(Sink):
         capture: Callable[[DecodeState], StoredRecord],
         finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
         loop_timing: Mapping[str, float] | None = None,
+        window_s: float = 0.0,
     ) -> None:
         self.session, self.state = session, state
+        self.window_s = window_s  # tokens are written at most this often (0: each at once)
         self.capture, self.finish = capture, finish
         self.since_checkpoint = 0
         self.step_timer = metrics.StepTimer()
@@ -77,6 +94,12 @@ class Relay(Sink):
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._done: Callable[[], Any] = lambda: None
         self._queued = self._written = 0  # tokens; each counter has one writing thread
+        # Tokens the relay's thread took and holds for its window: not behind, so the loop does
+        # not wait for them (backlog).
+        self._held = 0
+        self._window_ends = 0.0  # monotonic; tokens taken before then wait for it
+        self._after_mark = False  # the last token with text had a mark that may end a sentence
+        self._release_due = False  # a token taken for the next write may let more text leave
         self._thread = threading.Thread(
             target=self._work, name=f"relay-session-{session.pk}", daemon=True
         )
@@ -111,7 +134,7 @@ class Relay(Sink):
 
     def backlog(self) -> int:
         """Tokens the page has not been sent yet (the loop paces itself to it)."""
-        return 0 if self.failed is not None else self._queued - self._written
+        return 0 if self.failed is not None else self._queued - self._written - self._held
 
     def _checkpoint(self) -> None:
         assert self.state is not None, "tokens come after the state is made"
@@ -160,13 +183,50 @@ class Relay(Sink):
     def _take(self) -> list[tuple[str, Any]]:
         """What the engine queued since the last write (waiting for one item), in order; the
         end of the run (a stop or an error) comes last, never followed by anything."""
-        items = [self._queue.get()]
-        while items[-1][0] not in ("stop", "error") and len(items) < MAX_BATCH:
-            try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
+        items: list[tuple[str, Any]] = []
+        self._release_due = held = False
+        item = self._queue.get()
+        while True:
+            items.append(item)
+            self._note(item)
+            if item[0] in ENDS or len(items) >= MAX_BATCH:
                 break
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                if not self._holds(items):
+                    break
+                self._held, held = tokens_in(items), True
+                try:
+                    item = self._queue.get(timeout=self._window_ends - time.monotonic())
+                except queue.Empty:
+                    break
+        self._held = tokens_in(items) if held else 0  # a window's tokens, until written
         return items
+
+    def _note(self, item: tuple[str, Any]) -> None:
+        kind, payload = item
+        if kind == "token" and self.window_s > 0 and self._releases(payload.text):
+            self._release_due = True
+
+    def _holds(self, items: list[tuple[str, Any]]) -> bool:
+        """Whether to wait for more before writing: only after tokens, within the window, and
+        not when one of them may let delayed delivery send more text."""
+        return (
+            items[-1][0] == "token"
+            and not self._release_due
+            and time.monotonic() < self._window_ends
+        )
+
+    def _releases(self, text: str) -> bool:
+        """Whether a token (each is asked once, in order) may move delayed delivery's boundary:
+        one with a word after a mark that may end a sentence, or with such a mark itself (a
+        false alarm only writes sooner)."""
+        if not text.strip():
+            return False  # the mark, if any, stays the last one seen
+        marked = self._after_mark or not SENTENCE_MARKS.isdisjoint(text)
+        self._after_mark = not SENTENCE_MARKS.isdisjoint(text)
+        return marked
 
     def _write_all(self, items: list[tuple[str, Any]]) -> None:
         """Each run of tokens in one statement and one broadcast call, everything else as it
@@ -181,6 +241,8 @@ class Relay(Sink):
                         self._write(kind, payload)
             if kind == "token":
                 self._written += len(batch)
+                self._window_ends = time.monotonic() + self.window_s
+        self._held = 0
 
     def _write(self, kind: str, payload: Any) -> None:
         try:

@@ -4,6 +4,8 @@ that end its generation, and the delivered text no automatic rollback may remove
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from inference.decode import DeliveryFloor
 from inference.prompt import Prompt
 from inference.state import DecodeState
@@ -26,6 +28,17 @@ def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
     if not session.from_gateway or session.domain.delivery_mode != DELAYED:
         return None
     return DeliveryFloor(session.released_chars, session.domain.delay_sentences)
+
+
+def relay_window(session: ReviewSession) -> float:
+    """How long the segment's relay may hold tokens to write them together (seconds). A
+    reviewer who started the session reads along and pauses at what they read: each token
+    goes at once. A gateway generation's text leaves by sentences or after review, so a few
+    tokens a write will do, except where its domain streams every token (no delay)."""
+    domain = session.domain
+    if not session.from_gateway or (domain.delivery_mode == DELAYED and not domain.delay_sentences):
+        return 0.0
+    return settings.CAESURA_GATEWAY_RELAY_WINDOW_MS / 1000
 
 
 def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:

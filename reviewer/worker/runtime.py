@@ -114,7 +114,14 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
             session, relay.state, stop, control, halted_at, notice, relay.halt_timing
         )
 
-    relay = Relay(session, state, record.stored_record, finish, loop_timing=serving().timing)
+    relay = Relay(
+        session,
+        state,
+        record.stored_record,
+        finish,
+        loop_timing=serving().timing,
+        window_s=request.relay_window(session),
+    )
     run = serving().submit(
         state if state is not None else prefill(session, relay),
         RunRequest(
