@@ -26,6 +26,8 @@ from channels_redis import core
 
 log = logging.getLogger(__name__)
 
+CANCEL_AGAIN_S = 0.05  # how long a closing receiver waits for its receive before asking again
+
 
 class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
@@ -58,6 +60,18 @@ class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]
 
     async def _clean_receive_backup(self, index: int, channel: str) -> None:
         """Nothing to clean: no backup queue is kept (see the module's docstring)."""
+
+
+async def cancel_receive(task: asyncio.Task[Any]) -> None:
+    """Cancel a receive (or a task awaiting one) and wait for its end, asking again until it
+    ends: on Python 3.11 a cancel can be dropped inside redis-py's send (see _brpop_with_clean),
+    and the receive would then stop only at its next blocking pop, up to 5 s later. Its end
+    must come before its event loop's: the layer counts each loop's receivers."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_AGAIN_S)
+    if not task.cancelled():
+        task.exception()  # retrieved: its owner logs what it needs to
 
 
 # channels_redis's own script (core.RedisChannelLayer.group_send).

@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 
 from reviewer import events
+from reviewer.events.channel_layer import cancel_receive
 from reviewer.lifecycle.record import Token, apply, text_of
 from reviewer.models import ReviewSession, SessionEvent, statuses
 
@@ -93,7 +94,8 @@ class Follower:
 
     async def close(self) -> None:
         if self._receiving is not None:
-            self._receiving.cancel()
+            await cancel_receive(self._receiving)  # ended before the call's loop moves on
+            self._receiving = None
         if self.layer is not None and self.channel:
             with contextlib.suppress(Exception):
                 await self.layer.group_discard(events.group_name(self.session_id), self.channel)

@@ -25,10 +25,10 @@ from typing import Any, Protocol
 from channels.layers import get_channel_layer
 
 from reviewer import events
+from reviewer.events.channel_layer import cancel_receive
 
 log = logging.getLogger(__name__)
 
-CANCEL_AGAIN_S = 0.05  # how long a closing feed waits for its receive before asking again
 LOST_LAYER = 1011  # the close code when the feed's channel layer fails: reconnect and replay
 
 
@@ -59,7 +59,7 @@ class Feed:
     async def close(self) -> None:
         if self.task is not None:
             # Its receive must end before this loop can: the layer counts the loop's receivers.
-            await cancelled(self.task)
+            await cancel_receive(self.task)
         await self._leave()
 
     async def _leave(self) -> None:
@@ -111,17 +111,6 @@ class Feed:
         for watcher in watchers:
             await close_quietly(watcher, self.session_id)
         await self._leave()
-
-
-async def cancelled(task: asyncio.Task[None]) -> None:
-    """Cancel ``task`` and wait for its end, asking again until it ends: on Python 3.11 a
-    cancel can be dropped inside redis-py's send (reviewer/events/channel_layer.py), and the
-    receive would then stop only at its next blocking pop, up to 5 s later."""
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=CANCEL_AGAIN_S)
-    if not task.cancelled():
-        task.exception()  # retrieved: _forward logs its own failures
 
 
 async def close_quietly(watcher: Watcher, session_id: int) -> None:
