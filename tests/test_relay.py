@@ -14,7 +14,7 @@ from inference.signals import Alternative, Signals
 from inference.sink import TokenEvent
 from reviewer import events
 from reviewer.models import ReviewSession, SessionEvent
-from reviewer.worker.relay import Relay
+from reviewer.worker.relay import EACH_AT_ONCE, Batching, Relay
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,26 +104,29 @@ def wait_for(writes: list, count: int) -> None:
     assert len(writes) >= count, writes
 
 
-def test_it_writes_a_windows_tokens_together_without_holding_the_engine(alice, monkeypatch):
+def test_it_writes_a_runs_tokens_together_without_holding_the_engine(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
-    relay = Relay(session, None, lambda state: None, lambda *_: None, window_s=0.4)
+    runs = Batching(tokens=3, hold_s=0.4)
+    relay = Relay(session, None, lambda state: None, lambda *_: None, batching=runs)
     run: Future[StopInfo] = Future()
     relay.follow(run)
-    relay.on_token(said(0, " The"))  # no window is open yet: at once
-    wait_for(writes, 1)
-    opened = writes[0][0]
-    for position, text in enumerate([" patient", " has", " a"], start=1):
-        relay.on_token(said(position, text))
+    relay.on_token(said(0, " The"))
+    relay.on_token(said(1, " patient"))
     time.sleep(0.1)
-    assert [w for _, w in writes] == [[0]]  # held for the window ...
+    assert writes == []  # held for the rest of the run ...
     assert relay.backlog() == 0  # ... which is not a backlog: the loop does not wait for it
-    wait_for(writes, 2)
-    assert writes[1][1] == [1, 2, 3] and writes[1][0] - opened >= 0.35
+    relay.on_token(said(2, " has"))  # the run is whole: written at once
+    wait_for(writes, 1)
+    relay.on_token(said(3, " a"))
+    first_held = time.monotonic()
+    wait_for(writes, 2)  # alone: written once its time is up
+    assert writes[1][1] == [3] and writes[1][0] - first_held >= 0.35
     relay.on_token(said(4, " fever"))
-    run.set_result(StopInfo("max_tokens", position=5))  # the stop does not wait for the window
+    run.set_result(StopInfo("max_tokens", position=5))  # the stop does not wait for the run
     relay.join()
     assert writes[2][1] == [4] and writes[2][0] - writes[1][0] < 0.3
+    assert writes[0][1] == [0, 1, 2]
     rows = SessionEvent.objects.filter(session=session, type="token").order_by("seq")
     assert [e.payload["position"] for e in rows] == [0, 1, 2, 3, 4]
 
@@ -131,38 +134,45 @@ def test_it_writes_a_windows_tokens_together_without_holding_the_engine(alice, m
 def test_it_writes_at_once_a_token_that_may_let_delayed_delivery_send_more(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
-    relay = Relay(session, None, lambda state: None, lambda *_: None, window_s=30)
+    runs = Batching(tokens=50, hold_s=30)  # without a sentence, nothing would go for 30 s
+    relay = Relay(session, None, lambda state: None, lambda *_: None, batching=runs)
     run: Future[StopInfo] = Future()
     relay.follow(run)
     relay.on_token(said(0, "Fever"))
-    wait_for(writes, 1)
-    relay.on_token(said(1, " since"))  # held: the window is long
+    relay.on_token(said(1, " since"))
     relay.on_token(said(2, " Monday"))
+    time.sleep(0.1)
+    assert writes == []
     relay.on_token(said(3, "."))  # a mark that may end the sentence
-    wait_for(writes, 2)
+    wait_for(writes, 1)
     relay.on_token(said(4, " "))  # a space confirms it, and no word has begun yet
     time.sleep(0.1)
-    assert len(writes) == 2
+    assert len(writes) == 1
     relay.on_token(said(5, " Cough"))  # the next sentence begins: delivery may move on
-    wait_for(writes, 3)
+    wait_for(writes, 2)
     run.set_result(StopInfo("max_tokens", position=6))
     relay.join()
-    assert [w for _, w in writes] == [[0], [1, 2, 3], [4, 5]]
+    assert [w for _, w in writes] == [[0, 1, 2, 3], [4, 5]]
 
 
-def test_it_gives_a_window_to_gateway_generations_only(alice, settings):
+def test_it_batches_gateway_generations_only(alice, settings):
     from reviewer.lifecycle import application_keys
     from reviewer.models.domain import AFTER_REVIEW, DELAYED
-    from reviewer.worker.request import relay_window
+    from reviewer.worker.request import relay_batching
 
-    settings.CAESURA_GATEWAY_RELAY_WINDOW_MS = 80
+    settings.CAESURA_GATEWAY_RELAY_TOKENS, settings.CAESURA_GATEWAY_RELAY_HOLD_MS = 5, 800
     domain = make_session(alice).domain
     app, _key = application_keys.create("Note drafter", [domain], "root")
     started_here = make_session(alice, status=ReviewSession.RUNNING)
     called = make_session(None, status=ReviewSession.RUNNING, application=app)
-    assert relay_window(started_here) == 0
-    for mode, delay, window in ((AFTER_REVIEW, 1, 0.08), (DELAYED, 1, 0.08), (DELAYED, 0, 0)):
+    assert relay_batching(started_here) == EACH_AT_ONCE
+    runs = Batching(tokens=5, hold_s=0.8)
+    for mode, delay, batching in (
+        (AFTER_REVIEW, 1, runs),
+        (DELAYED, 1, runs),
+        (DELAYED, 0, EACH_AT_ONCE),  # the domain streams every token as it comes
+    ):
         domain.delivery_mode, domain.delay_sentences = mode, delay
         domain.save()
         called.refresh_from_db()
-        assert relay_window(called) == window, (mode, delay)
+        assert relay_batching(called) == batching, (mode, delay)

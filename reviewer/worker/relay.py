@@ -8,12 +8,12 @@ them in order, then reports the stop (or the failure), so a session's records ke
 the engine produced them in. A write that fails (the segment superseded, Redis out of reach
 past its grace) ends the generation at its next token.
 
-A relay with a window (``window_s``) writes tokens at most that often: each write costs a
-statement, a broadcast and a wake of every follower, on cores the model keeps busy, so a
-generation whose tokens nobody needs one by one (a gateway call: its text leaves by sentences or
-after review) writes a few at a time. A token that may let delayed delivery send more text
-(the first word after a mark that may end a sentence) and anything that is not a token (a flag,
-a rollback, the stop) are written at once.
+A gateway generation's relay writes its tokens in runs (``Batching``): each write costs a
+statement, a broadcast and a wake of every follower, on cores the model keeps busy, and nobody
+needs such a generation's tokens one by one (its text leaves by sentences or after review). The
+first token of a run waits a little for the rest. A token that may let delayed delivery send
+more text (a mark that may end a sentence, and the first word after one) and anything that is
+not a token (a flag, a rollback, the stop) are written at once.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -61,6 +62,18 @@ def gate_hit_rate(event: TokenEvent) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class Batching:
+    """How a relay writes its tokens: in runs of up to ``tokens``, the first of a run held at
+    most ``hold_s`` for the rest; one token: each as it comes."""
+
+    tokens: int = 1
+    hold_s: float = 0.0
+
+
+EACH_AT_ONCE = Batching()
+
+
 def tokens_in(items: list[tuple[str, Any]]) -> int:
     return sum(kind == "token" for kind, _ in items)
 
@@ -77,10 +90,10 @@ class Relay(Sink):
         capture: Callable[[DecodeState], StoredRecord],
         finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
         loop_timing: Mapping[str, float] | None = None,
-        window_s: float = 0.0,
+        batching: Batching = EACH_AT_ONCE,
     ) -> None:
         self.session, self.state = session, state
-        self.window_s = window_s  # tokens are written at most this often (0: each at once)
+        self.batching = batching
         self.capture, self.finish = capture, finish
         self.since_checkpoint = 0
         self.step_timer = metrics.StepTimer()
@@ -94,10 +107,9 @@ class Relay(Sink):
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._done: Callable[[], Any] = lambda: None
         self._queued = self._written = 0  # tokens; each counter has one writing thread
-        # Tokens the relay's thread took and holds for its window: not behind, so the loop does
-        # not wait for them (backlog).
+        # Tokens the relay's thread took and holds for the rest of their run: not behind, so the
+        # loop does not wait for them (backlog).
         self._held = 0
-        self._window_ends = 0.0  # monotonic; tokens taken before then wait for it
         self._after_mark = False  # the last token with text had a mark that may end a sentence
         self._release_due = False  # a token taken for the next write may let more text leave
         self._thread = threading.Thread(
@@ -186,6 +198,7 @@ class Relay(Sink):
         items: list[tuple[str, Any]] = []
         self._release_due = held = False
         item = self._queue.get()
+        until = time.monotonic() + self.batching.hold_s  # the longest the first token waits
         while True:
             items.append(item)
             self._note(item)
@@ -194,28 +207,29 @@ class Relay(Sink):
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                if not self._holds(items):
+                if not self._holds(items, until):
                     break
                 self._held, held = tokens_in(items), True
                 try:
-                    item = self._queue.get(timeout=self._window_ends - time.monotonic())
+                    item = self._queue.get(timeout=until - time.monotonic())
                 except queue.Empty:
                     break
-        self._held = tokens_in(items) if held else 0  # a window's tokens, until written
+        self._held = tokens_in(items) if held else 0  # a run's tokens, until written
         return items
 
     def _note(self, item: tuple[str, Any]) -> None:
         kind, payload = item
-        if kind == "token" and self.window_s > 0 and self._releases(payload.text):
+        if kind == "token" and self.batching.tokens > 1 and self._releases(payload.text):
             self._release_due = True
 
-    def _holds(self, items: list[tuple[str, Any]]) -> bool:
-        """Whether to wait for more before writing: only after tokens, within the window, and
-        not when one of them may let delayed delivery send more text."""
+    def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
+        """Whether to wait for more before writing: only after tokens, until the run is whole
+        or its time is up, and not when one of them may let delayed delivery send more text."""
         return (
             items[-1][0] == "token"
             and not self._release_due
-            and time.monotonic() < self._window_ends
+            and tokens_in(items) < self.batching.tokens
+            and time.monotonic() < until
         )
 
     def _releases(self, text: str) -> bool:
@@ -241,7 +255,6 @@ class Relay(Sink):
                         self._write(kind, payload)
             if kind == "token":
                 self._written += len(batch)
-                self._window_ends = time.monotonic() + self.window_s
         self._held = 0
 
     def _write(self, kind: str, payload: Any) -> None:

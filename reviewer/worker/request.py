@@ -12,6 +12,7 @@ from inference.state import DecodeState
 from inference.text import stop_string_at
 from reviewer.models import ReviewSession
 from reviewer.models.domain import DELAYED
+from reviewer.worker.relay import EACH_AT_ONCE, Batching
 from reviewer.worker.served_engine import ServedEngine
 
 
@@ -30,15 +31,16 @@ def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
     return DeliveryFloor(session.released_chars, session.domain.delay_sentences)
 
 
-def relay_window(session: ReviewSession) -> float:
-    """How long the segment's relay may hold tokens to write them together (seconds). A
-    reviewer who started the session reads along and pauses at what they read: each token
-    goes at once. A gateway generation's text leaves by sentences or after review, so a few
-    tokens a write will do, except where its domain streams every token (no delay)."""
+def relay_batching(session: ReviewSession) -> Batching:
+    """How the segment's relay writes its tokens. A reviewer who started the session reads
+    along and pauses at what they read: each token at once. A gateway generation's text leaves
+    by sentences or after review, so its tokens go a few at a time, except where its domain
+    streams every token (no delay)."""
     domain = session.domain
     if not session.from_gateway or (domain.delivery_mode == DELAYED and not domain.delay_sentences):
-        return 0.0
-    return settings.CAESURA_GATEWAY_RELAY_WINDOW_MS / 1000
+        return EACH_AT_ONCE
+    hold_s = settings.CAESURA_GATEWAY_RELAY_HOLD_MS / 1000
+    return Batching(settings.CAESURA_GATEWAY_RELAY_TOKENS, hold_s)
 
 
 def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:

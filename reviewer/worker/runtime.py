@@ -120,7 +120,7 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
         record.stored_record,
         finish,
         loop_timing=serving().timing,
-        window_s=request.relay_window(session),
+        batching=request.relay_batching(session),
     )
     run = serving().submit(
         state if state is not None else prefill(session, relay),
