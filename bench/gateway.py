@@ -26,7 +26,8 @@ the delivery rule over the loop's tokens; the last token if no sentence complete
 the configured delay; ``raw_added_ttft_p95_ms`` compares with the loop's first token.
 
 ``gateway_breakdown`` splits the gateway's figures by what the worker stored (its events'
-``created_at``): the worker's own tokens/s and time to the releasing token (the Celery
+``created_at``; the tokens of one run, reviewer/worker/relay.py, share their write's time, so
+``worker_ttft_ms`` includes the first run's hold): the worker's own tokens/s and time to the releasing token (the Celery
 task, the relay's writes, the serving loop's pacing to them), then ``first_delivery_lag_ms``
 from that token stored to the client holding the text: the gateway proper (the channel
 layer, daphne's follower, locking the released text, SSE, the SDK); in ``ratios`` as
