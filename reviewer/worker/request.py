@@ -1,6 +1,7 @@
 """The request a session was started with, as the worker reads it: the prompt to encode (a
 gateway generation's chat messages or raw prompt ids, else the case text), the stop strings
-that end its generation, and the delivered text no automatic rollback may remove."""
+that end its generation, the delivered text no automatic rollback may remove, and how its
+tokens are written."""
 
 from __future__ import annotations
 
