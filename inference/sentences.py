@@ -26,6 +26,7 @@ import regex
 
 from inference.text import stop_string_at
 
+ENGLISH_TERMINATORS = ".!?…"  # complete a sentence once whitespace follows (see above)
 CHINESE_TERMINATORS = "。！？"
 CLOSERS = "\"')]}»”’」』）"
 TITLES = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "sr", "jr", "rev", "capt", "lt", "sgt"})
@@ -34,7 +35,7 @@ NEVER_FINAL = TITLES | LATIN
 AMBIGUOUS = frozenset({"etc", "vs", "approx", "inc", "ltd", "co", "corp", "dept", "misc"})
 
 # Chinese marks one at a time: each is complete on sight, so "？！" must not grow later.
-_TERMINATOR_RUN = regex.compile(r"[.!?…]+|[。！？]")
+_TERMINATOR_RUN = regex.compile(f"[{regex.escape(ENGLISH_TERMINATORS)}]+|[{CHINESE_TERMINATORS}]")
 _WORD_BEFORE = regex.compile(r"[\w.]*$")
 _LIST_NUMBER = regex.compile(r"[ \t]*\d{1,3}")
 _CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")

@@ -31,6 +31,7 @@ from typing import Any
 from django.db import connection
 
 from inference.decode import StopInfo
+from inference.sentences import CHINESE_TERMINATORS, ENGLISH_TERMINATORS
 from inference.sink import FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, lifecycle
@@ -48,7 +49,7 @@ JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 ENDS = ("stop", "error")  # the last item a relay takes
 # Where a sentence may end (inference/sentences.py decides whether it does): the next word may
 # move delayed delivery's boundary.
-SENTENCE_MARKS = frozenset(".!?…。！？")
+SENTENCE_MARKS = frozenset(ENGLISH_TERMINATORS + CHINESE_TERMINATORS)
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 
