@@ -27,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.db.backends.signals import connection_created
 
     connection_created.connect(commit_without_waiting_for_the_disk, weak=False)
+    retry_flush_on_deadlock()
 
 
 def commit_without_waiting_for_the_disk(sender, connection, **kwargs) -> None:
@@ -36,6 +37,36 @@ def commit_without_waiting_for_the_disk(sender, connection, **kwargs) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET synchronous_commit TO off")
+
+
+FLUSH_TRIES = 5
+
+
+def retry_flush_on_deadlock() -> None:
+    """A transactional test's tables are truncated after it while the run's worker process
+    may still be reading them: its heartbeat looks for orphaned sessions every second with a
+    join. TRUNCATE locks the tables one after another, so the two can deadlock, and Postgres
+    then cancels one of them; when it cancels the truncation, it is run again."""
+    from django.core.management.base import CommandError
+    from django.test import TransactionTestCase
+
+    teardown = TransactionTestCase._fixture_teardown
+
+    def _fixture_teardown(self) -> None:
+        for attempt in range(FLUSH_TRIES):
+            try:
+                return teardown(self)
+            except CommandError as exc:
+                if attempt == FLUSH_TRIES - 1 or not is_deadlock(exc.__cause__):
+                    raise
+                time.sleep(0.1)
+
+    TransactionTestCase._fixture_teardown = _fixture_teardown  # type: ignore[method-assign]
+
+
+def is_deadlock(error: BaseException | None) -> bool:
+    cause = getattr(error, "__cause__", None)
+    return getattr(cause, "sqlstate", None) == "40P01"  # deadlock_detected
 
 
 def worker_env(db_name: str) -> dict[str, str]:

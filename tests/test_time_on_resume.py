@@ -51,10 +51,15 @@ def test_a_long_pause_tells_the_model_the_time(celery_worker_process, alice, pla
     ]
     resumed = AuditRecord.objects.get(session_id=sid, action="resume").payload
     assert resumed["paused_s"] >= 1
-    # The note's tokens do not count against the token limit (the model may also end first).
+    # The note's tokens do not count against the token limit. The model may also end first,
+    # its end token the 24th at the latest: the note holds the clock's time, so the text after
+    # it differs from one run to the next.
     ended = AuditRecord.objects.get(session_id=sid, action="generated").payload["reason"]
     assert ended in ("max_tokens", "eos")
-    assert len(done.generated_ids) == 24 if ended == "max_tokens" else len(done.generated_ids) < 24
+    if ended == "max_tokens":
+        assert len(done.generated_ids) == 24
+    else:
+        assert len(done.generated_ids) <= 24
 
 
 def test_a_short_pause_tells_nothing_and_resumes_identically(
