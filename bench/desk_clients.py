@@ -77,7 +77,8 @@ def pause_stages(sessions: list[int], since: float) -> dict:
     """The manual pauses' paths since ``since``, stage by stage (reviewer.lifecycle.stages_ms:
     ms from the request, as their pause events carry them), each as percentiles, and the
     time from the halt's turn to the halt (``turn_to_halt``: the calls, the pacing and the
-    boundary of the turn that halted), and ``turn_beyond_previous_turn``."""
+    boundary of the turn that halted), ``turn_beyond_previous_turn``, and the whole paths of
+    the ``SLOWEST`` halts beyond their step (``slowest``)."""
     from datetime import UTC, datetime
 
     from reviewer.models import PauseEvent
@@ -106,7 +107,13 @@ def pause_stages(sessions: list[int], since: float) -> dict:
             if "previous_turn_ms" in p and "turn" in p
         ]
     )
+    # The paths of the halts furthest beyond their step: what a tail is made of.
+    beyond = [p for p in paths if "honoured" in p and "step_ms" in p]
+    out["slowest"] = sorted(beyond, key=lambda p: p["honoured"] - p["step_ms"])[-SLOWEST:]
     return out
+
+
+SLOWEST = 3
 
 
 def stages_by_pause(sessions: list[int]) -> dict[int, dict]:

@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 from prometheus_client.parser import text_string_to_metric_families
 
+from inference.serving import TURN_PARTS
 from reviewer import lifecycle
 from reviewer.analytics import metrics
 from reviewer.models import (
@@ -60,6 +61,9 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     assert path == sorted(path) and path[0] >= 0 and stages["step_ms"] > 0
     # The request came during the turn before the halting one (or earlier): that turn's length
     assert stages["previous_turn_ms"] > 0 and stages["turn"] <= stages["honoured"]
+    # ... and what that turn held, each part timed (rounded to 0.1 ms each)
+    held = [stages.get(f"previous_{part}_ms", 0) for part in TURN_PARTS]
+    assert stages["previous_step_ms"] > 0 and sum(held) <= stages["previous_turn_ms"] + 0.5
     assert stages["honoured"] <= pause.latency_ms + 1  # the halt follows the boundary at once
     # Another layer's heads, read from the frozen state by the worker.
     lifecycle.attention(alice, sid, 3)

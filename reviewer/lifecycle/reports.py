@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from inference.serving import TURN_PARTS
 from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, audit_graph, gateway
@@ -230,16 +231,18 @@ def stages_ms(requested_at: float | None, stamps: Mapping[str, float]) -> dict[s
     progress had ended), step (that turn's step began, after the calls and pacing before it),
     honoured (the engine cleared the flag at the token boundary), reported (the relay took
     the stop), stored (the pause's transaction began); and, not stages, step_ms (the serving
-    loop's median step time then) and previous_turn_ms (how long the turn before the halting
-    one took: the request came during it, or earlier). Empty for a policy's pause."""
+    loop's median step time then), previous_turn_ms (how long the turn before the halting
+    one took: the request came during it, or earlier) and previous_<part>_ms, that turn's
+    calls, slice, pacing and step. Empty for a policy's pause."""
     if requested_at is None:
         return {}
     order = ("woke", "read", "turn", "step", "honoured", "reported", "stored")
     stages = {k: round((stamps[k] - requested_at) * 1000, 1) for k in order if stamps.get(k)}
     if stamps.get("step_s"):  # not a stage: the loop's median step then, a halt's yardstick
         stages["step_ms"] = round(stamps["step_s"] * 1000, 1)
-    if stamps.get("previous_turn_s"):
-        stages["previous_turn_ms"] = round(stamps["previous_turn_s"] * 1000, 1)
+    for part in ("turn", *TURN_PARTS):
+        if stamps.get(f"previous_{part}_s"):
+            stages[f"previous_{part}_ms"] = round(stamps[f"previous_{part}_s"] * 1000, 1)
     return stages
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from inference.control import ControlHandle
 from inference.decode import RunRequest
-from inference.serving import Served, ServingLoop
+from inference.serving import TURN_PARTS, Served, ServingLoop
 from inference.sink import CollectingSink, FinishEvent, PauseNotice, Sink, TokenEvent
 
 STEP_PATHS = ("eager", "compiled")  # each test on both decode steps (conftest.py)
@@ -398,3 +398,34 @@ def test_a_read_in_slices_that_fails_tells_its_caller_and_the_loop_serves_on(eng
         assert loop.run(engine.start(PROMPTS[2], PARAMS[2])).reason == "max_tokens"
     finally:
         loop.close()
+
+
+def test_it_times_what_each_turn_held_so_a_halt_can_be_read_against_it(engine):
+    """At a halt the loop's timing tells what the turn before held (its calls, slice, pacing
+    and step, each timed), and when the halting turn's step began after its own calls."""
+    loop = ServingLoop(engine)
+    seen: list[dict[str, float]] = []
+
+    class AtHalt(Sink):
+        def on_pause(self, event: PauseNotice) -> None:  # in the loop thread, at the halt
+            seen.append(dict(loop.timing))
+
+    try:
+        state = Served(loop).start(PROMPTS[0], {"temperature": 0.0, "max_new_tokens": 500})
+        control = ControlHandle()
+        run = loop.submit(state, RunRequest(AtHalt(), control))
+        while len(state.generated_ids) < 3:
+            time.sleep(0.001)
+
+        def busy(_engine) -> None:  # asked while the loop is inside a call
+            control.request_pause()
+            time.sleep(0.06)
+
+        loop.call(busy)
+        assert run.result(timeout=30).reason == "pause"
+    finally:
+        loop.close()
+    (timing,) = seen
+    parts = [timing[f"previous_{part}_s"] for part in TURN_PARTS]
+    assert timing["previous_step_s"] > 0 and sum(parts) <= timing["previous_turn_s"]
+    assert timing["step"] - timing["turn"] >= 0.06  # the halting turn's call went first
