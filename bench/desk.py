@@ -28,9 +28,9 @@ With 1 and with 8 sessions generating (``--quick``: 1 and 2), ``--pauses`` times
   waiting for the step in progress. ``halt_stages_ms``: where the time went, stage by stage.
 
 Watchers: one session generates ``--tokens`` tokens with no socket open, then the same
-generation (same input and seed) with ``--clients`` plain websocket clients on it (the
-``websockets`` package over TCP to daphne, logged in by a session cookie, as a browser's
-socket is); each session is paused at its start while the clients connect, and timed from
+generation (same input and seed) with ``--clients`` plain websocket clients on it
+(bench/watchers.py: over TCP to daphne, logged in by a session cookie, as a browser's socket
+is; one thread reads them all, lean, as they share the stack's cores); each session is paused at its start while the clients connect, and timed from
 its resume. ``delay_ms``: a token event's commit to its arrival at each client, the commit
 as this process hears it (a trigger in the benchmark's own database notifies on every stored
 event, and Postgres delivers a notification when its transaction commits);
@@ -77,6 +77,7 @@ from desk_clients import (  # noqa: E402
     wait_status,
     wait_tokens,
 )
+from watchers import Watchers  # noqa: E402
 
 gateway_stack.LOG_PREFIX = "bench-desk"
 
@@ -250,7 +251,7 @@ def watched_run(stack, api: desk_clients.Api, clients: int, commits) -> dict:
     watchers = None
     if clients:
         cookie = gateway_stack.session_cookie(stack.reviewers[0])
-        watchers = desk_clients.Watchers(stack.url, sid, cookie, clients)
+        watchers = Watchers(stack.url, sid, cookie, clients)
         watchers.start()
         watchers.connected.wait(120)
         if watchers.error is not None:

@@ -1,12 +1,10 @@
-"""The clients bench/desk.py drives the stack with: the HTTP API (a token), a reviewer's page
-in a real browser (Debian's chromium under Playwright), and plain websocket watchers of a
-session (the ``websockets`` package over a real TCP connection to daphne, as a browser's
-socket is); what the worker stored, read from Postgres; and what the stack's processes spend
-of the machine's CPU meanwhile."""
+"""The clients bench/desk.py drives the stack with: the HTTP API (a token) and a reviewer's
+page in a real browser (Debian's chromium under Playwright; the plain websocket watchers of a
+session are bench/watchers.py); what the worker stored, read from Postgres; and what the
+stack's processes spend of the machine's CPU meanwhile."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -16,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 from gateway_stack import wait_until
 
@@ -215,63 +212,6 @@ class Desk:
             self.browser.close()
         with contextlib.suppress(Exception):
             self._playwright.stop()
-
-
-# ---- plain websocket watchers ----------------------------------------------------------------
-class Watchers(threading.Thread):
-    """``n`` sockets on one session, in one event loop of their own thread: every message each
-    receives, stamped with ``time.time()`` as it arrives (parsed afterwards, so that stamping
-    one does not delay the next)."""
-
-    def __init__(self, url: str, session: int, cookie: str, n: int) -> None:
-        super().__init__(daemon=True)
-        self.address = url.replace("http", "ws", 1) + f"/ws/sessions/{session}/"
-        self.headers = {"Cookie": cookie, "Origin": url}
-        self.n = n
-        self.raw: list[list[tuple[float, str]]] = [[] for _ in range(n)]
-        self.connected = threading.Event()
-        self.error: BaseException | None = None
-        self._closing: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except BaseException as exc:  # reported to the bench's thread
-            self.error = exc
-            self.connected.set()
-
-    async def _main(self) -> None:
-        from websockets.asyncio.client import connect
-
-        self._loop, self._closing = asyncio.get_running_loop(), asyncio.Event()
-        sockets = await asyncio.gather(
-            *(
-                connect(self.address, additional_headers=self.headers, compression=None,
-                        max_size=None, open_timeout=60)
-                for _ in range(self.n)
-            )
-        )  # fmt: skip
-        readers = [asyncio.create_task(self._read(s, self.raw[i])) for i, s in enumerate(sockets)]
-        self.connected.set()
-        await self._closing.wait()
-        for socket in sockets:
-            await socket.close()
-        await asyncio.gather(*readers, return_exceptions=True)
-
-    @staticmethod
-    async def _read(socket: Any, into: list[tuple[float, str]]) -> None:
-        with contextlib.suppress(Exception):  # closed at the end
-            async for raw in socket:
-                into.append((time.time(), raw))
-
-    def stop(self) -> None:
-        if self._loop is not None and self._closing is not None:
-            self._loop.call_soon_threadsafe(self._closing.set)
-        self.join(30)
-
-    def messages(self) -> list[list[tuple[float, dict]]]:
-        return [[(at, json.loads(raw)) for at, raw in client] for client in self.raw]
 
 
 # ---- commits ------------------------------------------------------------------------------

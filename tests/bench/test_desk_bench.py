@@ -34,6 +34,8 @@ def test_it_prints_the_promised_shape_and_drops_its_database():
             assert figures["n"] >= 1 and figures["p50"] <= figures["p95"], (key, n, figures)
         assert report["panel_ms"][n]["p50"] > 0 and report["status_ms"][n]["p50"] > 0
         assert report["load"][f"pauses_{n}"]["cpu_share"]["worker"] > 0
+        slowest = report["halt_stages_ms"][n]["slowest"]  # whole paths, the slowest last
+        assert 1 <= len(slowest) <= 3 and all("previous_step_ms" in p for p in slowest)
     watchers = report["watchers"]
     assert watchers["clients"] == 20
     assert 0 < watchers["delay_ms"]["p50"] <= watchers["delay_ms"]["p95"]
