@@ -187,10 +187,16 @@ def chat_completion(
 
 
 def chunk_head(session: ReviewSession, kind: str) -> dict[str, Any]:
-    """What every chunk of a stream repeats (the caesura object comes with the last)."""
-    head = _head(session, kind)
-    del head["caesura"]
-    return head
+    """What every chunk of a stream repeats (the caesura object, read from the session's
+    pauses, claim and edits, comes with the last)."""
+    prefix = {"chat.completion": "chatcmpl-", "chat.completion.chunk": "chatcmpl-"}
+    return {
+        "id": f"{prefix.get(kind, 'cmpl-')}{session.pk}",
+        "object": kind,
+        "created": int(session.created_at.timestamp()),
+        "model": model_id(session.domain),
+        "system_fingerprint": system_fingerprint(),
+    }
 
 
 def closing(session: ReviewSession, kind: str) -> dict[str, Any]:
@@ -206,15 +212,7 @@ def completion(
 
 
 def _head(session: ReviewSession, kind: str) -> dict[str, Any]:
-    prefix = {"chat.completion": "chatcmpl-", "chat.completion.chunk": "chatcmpl-"}
-    return {
-        "id": f"{prefix.get(kind, 'cmpl-')}{session.pk}",
-        "object": kind,
-        "created": int(session.created_at.timestamp()),
-        "model": model_id(session.domain),
-        "system_fingerprint": system_fingerprint(),
-        "caesura": caesura_info(session),
-    }
+    return {**chunk_head(session, kind), "caesura": caesura_info(session)}
 
 
 def response_status(session: ReviewSession) -> str:
