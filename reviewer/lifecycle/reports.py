@@ -16,7 +16,6 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from inference.serving import TURN_PARTS
 from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, audit_graph, gateway
@@ -233,16 +232,17 @@ def stages_ms(requested_at: float | None, stamps: Mapping[str, float]) -> dict[s
     the stop), stored (the pause's transaction began); and, not stages, step_ms (the serving
     loop's median step time then), previous_turn_ms (how long the turn before the halting
     one took: the request came during it, or earlier) and previous_<part>_ms, that turn's
-    calls, slice, pacing and step. Empty for a policy's pause."""
+    calls, slice, pacing and step (inference.serving.TURN_PARTS). Empty for a policy's
+    pause."""
     if requested_at is None:
         return {}
     order = ("woke", "read", "turn", "step", "honoured", "reported", "stored")
     stages = {k: round((stamps[k] - requested_at) * 1000, 1) for k in order if stamps.get(k)}
     if stamps.get("step_s"):  # not a stage: the loop's median step then, a halt's yardstick
         stages["step_ms"] = round(stamps["step_s"] * 1000, 1)
-    for part in ("turn", *TURN_PARTS):
-        if stamps.get(f"previous_{part}_s"):
-            stages[f"previous_{part}_ms"] = round(stamps[f"previous_{part}_s"] * 1000, 1)
+    for key, seconds in stamps.items():  # the turn before, and its parts
+        if key.startswith("previous_") and key.endswith("_s") and seconds:
+            stages[key.removesuffix("_s") + "_ms"] = round(seconds * 1000, 1)
     return stages
 
 
