@@ -30,8 +30,8 @@ With 1 and with 8 sessions generating (``--quick``: 1 and 2), ``--pauses`` times
 Watchers: one session generates ``--tokens`` tokens with no socket open, then the same
 generation (same input and seed) with ``--clients`` plain websocket clients on it
 (bench/watchers.py: over TCP to daphne, logged in by a session cookie, as a browser's socket
-is; one thread reads them all, lean, as they share the stack's cores); each session is paused at its start while the clients connect, and timed from
-its resume. ``delay_ms``: a token event's commit to its arrival at each client, the commit
+is; one lean thread reads them all, since they share the stack's cores); each session is
+paused at its start while the clients connect, and timed from its resume. ``delay_ms``: a token event's commit to its arrival at each client, the commit
 as this process hears it (a trigger in the benchmark's own database notifies on every stored
 event, and Postgres delivers a notification when its transaction commits);
 ``from_created_ms``: the same from the event's ``created_at`` (taken before it is written, so
