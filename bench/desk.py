@@ -31,9 +31,10 @@ Watchers: one session generates ``--tokens`` tokens with no socket open, then th
 generation (same input and seed) with ``--clients`` plain websocket clients on it
 (bench/watchers.py: over TCP to daphne, logged in by a session cookie, as a browser's socket
 is; one lean thread reads them all, since they share the stack's cores); each session is
-paused at its start while the clients connect, and timed from its resume. ``delay_ms``: a token event's commit to its arrival at each client, the commit
-as this process hears it (a trigger in the benchmark's own database notifies on every stored
-event, and Postgres delivers a notification when its transaction commits);
+paused at its start while the clients connect, and timed from its resume. ``delay_ms``: a
+token event's commit to its arrival at each client, the commit as this process hears it (a
+trigger in the benchmark's own database notifies on every stored event, and Postgres
+delivers a notification when its transaction commits);
 ``from_created_ms``: the same from the event's ``created_at`` (taken before it is written, so
 the write is in it); ``spread_ms``: the first client to the last for one event;
 ``tok_s_ratio``: the session's tokens/s (its stored tokens' spacing) with the clients over
