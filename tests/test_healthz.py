@@ -52,3 +52,23 @@ def test_it_counts_only_the_workers_of_this_installation(redis_keys):
     alive = alive_workers()
     assert "ours@host" in alive
     assert not any("theirs" in name for name in alive)
+
+
+def test_it_reuses_one_redis_connection_across_calls(settings):
+    from reviewer.web.health import redis_client
+
+    name = f"caesura-test-{id(settings)}"
+    redis_client().client_setname(name)  # names the connection the pool lends this thread
+    for _ in range(20):  # e.g. twenty gateway requests' rate counts
+        redis_client().ping()
+    # the named connection is the one still in use: no call opened another
+    assert redis_client().client_getname() == name
+    assert sum(c["name"] == name for c in redis_client().client_list()) == 1
+
+
+def test_it_makes_another_client_for_another_url(settings):
+    from reviewer.web.health import redis_client
+
+    first = redis_client()
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    assert redis_client() is not first

@@ -142,6 +142,7 @@ def test_it_still_refuses_to_resume_a_cancelled_session(alice, monkeypatch):
         lifecycle.resume(alice, session.pk)
 
 
+@pytest.mark.model  # the ASGI application, imported first here, loads the model's tokenizer
 @pytest.mark.django_db(transaction=True)
 async def test_it_resumes_a_failed_session_over_the_websocket(alice, monkeypatch):
     from channels.db import database_sync_to_async

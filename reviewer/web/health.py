@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,16 @@ def alive_workers() -> set[str]:
 
 
 def redis_client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    """A client for ``REDIS_URL``, shared by the process's threads."""
+    return _client(settings.REDIS_URL)
+
+
+@functools.cache
+def _client(url: str) -> redis.Redis:
+    # One pool per URL: a client made per call opened a connection per call (a gateway
+    # request's rate count, the heartbeat's beat), each a TCP handshake and a HELLO on cores
+    # the model keeps busy. The pool takes a new connection after a failure or a fork.
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
 
 
 def _first_line(exc: Exception) -> str:
