@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import connection
+from django.db import close_old_connections
 
 from reviewer import lifecycle
 from reviewer.web.health import ALIVE_TTL_S, alive_key, redis_client
@@ -35,35 +35,24 @@ def start(hostname: str) -> threading.Thread:
     _guarded("heartbeat", lambda: announce(hostname))
 
     def beat() -> None:
-        beats = Beats(hostname)
+        quiet_until, next_claim_sweep = 0.0, 0.0
         while True:
             time.sleep(SWEEP_S)
-            beats.once()
+            if _guarded("liveness lock", lambda: liveness.hold(hostname)):
+                # Lost with the connection: Postgres restarted, or was out of reach. The
+                # other workers are taking their locks again too; give them time to.
+                quiet_until = time.monotonic() + RETAKE_QUIET_S
+            if time.monotonic() >= quiet_until:
+                _guarded("orphan sweep", recover_orphans)
+            _guarded("heartbeat", lambda: announce(hostname))
+            if time.monotonic() >= next_claim_sweep:
+                _guarded("claim sweep", lifecycle.expire_lapsed)
+                next_claim_sweep = time.monotonic() + CLAIM_SWEEP_S
+            close_old_connections()
 
     thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)
     thread.start()
     return thread
-
-
-class Beats:
-    """What each beat does, and when the slower sweeps are due. The thread's database
-    connection is kept from beat to beat (``_guarded`` drops it after a failure)."""
-
-    def __init__(self, hostname: str) -> None:
-        self.hostname = hostname
-        self.quiet_until = self.next_claim_sweep = 0.0
-
-    def once(self) -> None:
-        if _guarded("liveness lock", lambda: liveness.hold(self.hostname)):
-            # Lost with the connection: Postgres restarted, or was out of reach. The other
-            # workers are taking their locks again too; give them time to.
-            self.quiet_until = time.monotonic() + RETAKE_QUIET_S
-        if time.monotonic() >= self.quiet_until:
-            _guarded("orphan sweep", recover_orphans)
-        _guarded("heartbeat", lambda: announce(self.hostname))
-        if time.monotonic() >= self.next_claim_sweep:
-            _guarded("claim sweep", lifecycle.expire_lapsed)
-            self.next_claim_sweep = time.monotonic() + CLAIM_SWEEP_S
 
 
 def announce(hostname: str) -> None:
@@ -77,9 +66,6 @@ def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
         return step()
     except Exception as exc:
         log.warning("%s failed: %s: %s", what, type(exc).__name__, exc)
-        # The connection may be what failed: the next beat opens another. (It is kept
-        # otherwise: a new one every second cost Postgres a backend start a second.)
-        connection.close()
         return None
 
 
