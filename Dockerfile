@@ -8,4 +8,4 @@ RUN pip install --no-cache-dir -r requirements.txt --extra-index-url https://dow
 ARG CAESURA_BACKEND=transformers
 RUN if [ "$CAESURA_BACKEND" = "vllm" ]; then pip install --no-cache-dir --no-deps -r requirements-vllm.txt; fi
 COPY . .
-CMD ["sh", "-c", "python manage.py prepare_model && python manage.py compile_translations && python manage.py migrate --no-input && python manage.py seed_demo && daphne -b 0.0.0.0 -p 8000 webapp.asgi:application"]
+CMD ["sh", "-c", "python manage.py prepare_model && python manage.py compile_translations && python manage.py migrate --no-input && python manage.py seed_demo && CAESURA_DB_POOL_SIZE=${CAESURA_DB_POOL_SIZE:-20} daphne -b 0.0.0.0 -p 8000 webapp.asgi:application"]

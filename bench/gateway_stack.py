@@ -106,6 +106,7 @@ def start_processes(port: int, worker: str) -> list[subprocess.Popen]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # The server keeps Django's guard against sync ORM calls on its event loop.
     server_env = {k: v for k, v in env.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    server_env.setdefault("CAESURA_DB_POOL_SIZE", "20")  # as make run starts it
     daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
     celery = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "--pool=solo"]
     return [

@@ -11,7 +11,9 @@ BIN=.venv/bin
 "$BIN/celery" -A webapp worker --pool=solo --concurrency=1 --loglevel=INFO \
     --hostname="caesura-$$@%h" &
 worker=$!
-"$BIN/daphne" -b "$HOST" -p "$PORT" webapp.asgi:application &
+# The web server pools its database connections (webapp/settings.py says why).
+CAESURA_DB_POOL_SIZE="${CAESURA_DB_POOL_SIZE:-20}" "$BIN/daphne" -b "$HOST" -p "$PORT" \
+    webapp.asgi:application &
 web=$!
 
 stop() {

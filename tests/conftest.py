@@ -127,6 +127,16 @@ def stop_process(process: subprocess.Popen | None) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def relay_connections_closed(django_db_setup):
+    """Relays' threads outlive their segments with their connections open: closed before the
+    test database is dropped, which refuses while any is connected."""
+    yield
+    from reviewer.worker.relay_threads import threads
+
+    threads.release_idle()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def no_stale_control_flags(django_db_setup):
     """Session ids start again at 1 in each new test database: a pause or cancel flag that an
     earlier run left in Redis under the same id must not stop this run's session."""
@@ -290,7 +300,9 @@ def server_env(db_name: str) -> dict[str, str]:
     """The server keeps Django's guard against sync ORM calls on its event loop."""
     env = worker_env(db_name)
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    return env
+    # Pooled as make run starts it, with fewer connections: a call that holds one while it
+    # waits shows as the next request's wait (tests/test_gateway_live.py).
+    return {**env, "CAESURA_DB_POOL_SIZE": "4"}
 
 
 def free_port() -> int:

@@ -97,6 +97,29 @@ def test_it_answers_an_unexpected_error_with_json_500_without_details_and_logs_i
     assert logged, "the exception and its traceback belong in the server log"
 
 
+def test_it_answers_503_with_retry_after_when_no_database_connection_comes_in_time(
+    api_client, alice, monkeypatch
+):
+    from django.db import OperationalError
+
+    from reviewer.lifecycle import application_keys
+
+    def no_connection(*args, **kwargs):  # what the web server's pool raises after its wait
+        raise OperationalError("couldn't get a connection after 10.00 sec")
+
+    session = make_session(alice)
+    monkeypatch.setattr(api, "session_detail", no_connection)
+    answer = api_client.get(f"/api/sessions/{session.pk}")
+    assert assert_json_error(answer, 503)["error"].startswith("The database is out of reach")
+    assert answer["Retry-After"] == "5"
+
+    monkeypatch.setattr(application_keys, "application_for", no_connection)
+    answer = api_client.get("/v1/models", HTTP_AUTHORIZATION="Bearer cae_anything")
+    assert answer.status_code == 503 and answer["Retry-After"] == "5"
+    assert answer.json()["error"]["message"].startswith("The database is out of reach")
+    assert b"10.00 sec" not in answer.content
+
+
 def test_it_answers_json_500_even_when_debug_is_on(api_client, alice, monkeypatch, settings):
     settings.DEBUG = True
     session = make_session(alice)

@@ -8,7 +8,9 @@ no policy paused."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 
 import httpx
 import openai
@@ -94,3 +96,55 @@ def test_it_loses_nothing_when_the_client_disconnects_mid_stream(client, server_
     assert picked_up.status == "completed" and picked_up.output_text == done.text
     assert done.events.filter(type="finish").exists()  # it ran to its end, not cancelled
     assert not done.audit.filter(action="cancel").exists()
+
+
+def database_sessions() -> int:
+    """Connections ever opened to the test database (Postgres's own count)."""
+    from django.db import connection
+
+    time.sleep(1.2)  # a backend reports its connection with its next statistics, within a second
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])
+
+
+def test_it_opens_no_database_connection_per_call_once_warm(client):
+    def call() -> None:
+        answer = client.chat.completions.create(model="caesura:plain", messages=ASK, max_tokens=4)
+        assert answer.choices[0].message.content
+
+    call()  # the web server's pool, the worker's task connection and a relay's thread
+    before = database_sessions()
+    for _ in range(6):
+        call()
+    # Each call used to open three: a request's thread in daphne, a Celery task, a relay's thread.
+    assert database_sessions() - before < 6
+
+
+def test_it_holds_no_database_connection_while_calls_wait_for_review(
+    server_url, celery_worker_process, plain_domain
+):
+    from reviewer.lifecycle import application_keys
+    from reviewer.models.domain import AFTER_REVIEW
+
+    plain_domain.delivery_mode, plain_domain.auto_approve_unpaused = AFTER_REVIEW, False
+    plain_domain.save()
+    key = application_keys.create("waits", [plain_domain], "root", max_concurrent=4)[1]
+    client = openai.OpenAI(base_url=server_url + "/v1", api_key=key, max_retries=0)
+    response = client.responses.create(
+        model="caesura:plain", input="Say hello.", max_output_tokens=2, background=True
+    )
+    session_id = int(response.id.removeprefix("resp_"))
+    wait_for(lambda: session_of(f"resp-{session_id}").status == "generated", what="the generation")
+    headers = {"Authorization": f"Bearer {key}"}
+    url = f"{server_url}/v1/responses/{response.id}?stream=true"
+    # More calls waiting for the reviewer than the test server's pool has connections (4).
+    with contextlib.ExitStack() as waiting:
+        for _ in range(6):
+            stream = waiting.enter_context(httpx.stream("GET", url, headers=headers, timeout=30))
+            assert stream.status_code == 200
+            next(stream.iter_raw())  # it follows the session now, waiting for the review
+        started = time.monotonic()
+        listed = httpx.get(server_url + "/v1/models", headers=headers, timeout=30)
+        assert listed.status_code == 200 and time.monotonic() - started < 5

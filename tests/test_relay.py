@@ -15,6 +15,7 @@ from inference.sink import TokenEvent
 from reviewer import events
 from reviewer.models import ReviewSession, SessionEvent
 from reviewer.worker.relay import EACH_AT_ONCE, Batching, Relay
+from tests import conftest
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -176,3 +177,37 @@ def test_it_batches_gateway_generations_only(alice, settings):
         domain.save()
         called.refresh_from_db()
         assert relay_batching(called) == batching, (mode, delay)
+
+
+def follow_one_token(relay: Relay) -> None:
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(token(0))
+    run.set_result(StopInfo("max_tokens", position=1))
+    relay.join()
+
+
+def test_it_writes_the_next_segment_on_the_same_thread_and_connection(alice, monkeypatch):
+    from django.db import connection
+
+    from reviewer.worker.relay_threads import threads
+
+    seen: list[tuple[int, int]] = []
+    emit_many = events.emit_many
+
+    def noting(session_id, type, payloads):
+        written = emit_many(session_id, type, payloads)
+        seen.append((threading.get_ident(), connection.connection.info.backend_pid))
+        return written
+
+    monkeypatch.setattr(events, "emit_many", noting)
+    for _ in range(2):
+        session = make_session(alice, status=ReviewSession.RUNNING)
+        follow_one_token(Relay(session, None, lambda state: None, lambda *stop: None))
+        conftest.wait_for(lambda: threads.idle() > 0, what="the relay's thread back, idle")
+    assert len(seen) == 2 and seen[0] == seen[1]  # no new thread, no new connection
+
+    threads.release_idle()  # as before the test database goes
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [seen[0][1]])
+        assert cursor.fetchone()[0] == 0

@@ -13,6 +13,7 @@ from django.core.exceptions import (
     RequestDataTooBig,
     SuspiciousOperation,
 )
+from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -38,6 +39,13 @@ def json_error(request: HttpRequest, status: int, message: str) -> JsonResponse:
 
         return error_response(status, message)
     return JsonResponse({"error": message}, status=status)
+
+
+def busy(request: HttpRequest) -> JsonResponse:
+    """Postgres out of reach, or none of the web server's pooled connections free in time."""
+    answer = json_error(request, 503, "The database is out of reach or busy; try again shortly")
+    answer["Retry-After"] = "5"
+    return answer
 
 
 def body_limit() -> int:
@@ -88,6 +96,9 @@ class ApiErrorsMiddleware(MiddlewareMixin):
         if isinstance(exception, (SuspiciousOperation, BadRequest)):
             log.warning("Bad request to %s: %s", request.path, exception)
             return json_error(request, 400, "Bad request")
+        if isinstance(exception, OperationalError):  # not a bug: the client may try again
+            log.warning("No database for %s %s: %s", request.method, request.path, exception)
+            return busy(request)
         log.exception("Internal error answering %s %s", request.method, request.path)
         return json_error(request, 500, "Internal server error")
 

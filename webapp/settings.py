@@ -6,6 +6,7 @@ import base64
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 import django_stubs_ext
@@ -89,7 +90,28 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/caesura")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Under ASGI, Django runs each request's sync code in a thread of its own, so a connection kept
+# per thread is never reused there: every request and every socket opened a new one (about
+# 5 ms, and a new Postgres backend). The web server therefore takes its connections from a pool
+# of at most CAESURA_DB_POOL_SIZE (the launchers set it for daphne). 0, the default, keeps one
+# connection per thread for up to a minute, as the workers need: a relay's thread holds one
+# for a whole generation, so a bounded pool would bound the sessions a worker runs.
+DB_POOL_SIZE = env_int("CAESURA_DB_POOL_SIZE", 0, minimum=0)
+DB_POOL_WAIT_S = 10  # the longest a request waits for a pooled connection before a 503
+
+
+def database(url: str, pool_size: int) -> dict[str, Any]:
+    # A kept connection is checked before a request (or a worker's task) reuses it.
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=0 if pool_size else 60, conn_health_checks=True)
+    )
+    if pool_size:
+        pool = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": DB_POOL_WAIT_S}
+        config["OPTIONS"] = {**dict(config.get("OPTIONS") or {}), "pool": pool}
+    return config
+
+
+DATABASES = {"default": database(DATABASE_URL, DB_POOL_SIZE)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -117,6 +139,10 @@ RUNNING_TESTS = "PYTEST_VERSION" in os.environ
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CAESURA_QUEUE", "caesura-test" if RUNNING_TESTS else "caesura")
 CELERY_RESULT_BACKEND = None
+# Celery's Django fixup closes the database connection around every task, so each segment's
+# start opened a new one (about 5 ms before its prefill). A task keeps it, as a request does:
+# reviewer/worker/tasks.py drops a stale or broken one before each task.
+CELERY_DB_REUSE_MAX = 1_000_000_000
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -3,9 +3,9 @@ missing, unknown, rotated or revoked key is refused alike (401), without saying 
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 
+from reviewer.gateway.database import off_loop
 from reviewer.gateway.errors import GatewayError
 from reviewer.lifecycle import application_keys
 from reviewer.models import Application
@@ -27,7 +27,7 @@ async def application_of(request: HttpRequest) -> Application:
     key = bearer_key(request)
     if key is None:
         raise GatewayError(401, MISSING, code="missing_api_key")
-    application = await sync_to_async(application_keys.application_for)(key)
+    application = await off_loop(application_keys.application_for)(key)
     if application is None:
         raise GatewayError(401, REFUSED, code="invalid_api_key")
     return application

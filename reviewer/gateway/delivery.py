@@ -18,9 +18,8 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
-
 from inference.sentences import delayed_boundary
+from reviewer.gateway.database import off_loop
 from reviewer.gateway.progress import Follower
 from reviewer.lifecycle import gateway
 from reviewer.lifecycle.record import Token
@@ -113,7 +112,7 @@ class Delivery:
         if upto <= self.sent:
             return None
         if self.lock and row.status != statuses.COMPLETED:
-            await sync_to_async(gateway.release)(self.follower.session_id, upto)
+            await off_loop(gateway.release)(self.follower.session_id, upto)
         piece = Piece(text[self.sent : upto], self._tokens_upto(upto))
         self.sent = upto
         return piece

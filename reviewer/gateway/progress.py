@@ -5,7 +5,8 @@ The follower joins the session's channel-layer group before its first read, so n
 falls between the two; it then applies each broadcast event that is the next in sequence
 as it arrives and reads the stored events after the last one it has whenever one is
 missing (the channel layer delivers at most once). Reads of the database go through
-``sync_to_async``; no step waits on a timer to notice progress."""
+``off_loop`` (reviewer/gateway/database.py), which hands the connection back after each. No
+step waits on a timer to notice progress."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 
 from reviewer import events
 from reviewer.events.channel_layer import cancel_receive
+from reviewer.gateway.database import off_loop
 from reviewer.lifecycle.record import Token, apply, text_of
 from reviewer.models import ReviewSession, SessionEvent, statuses
 
@@ -103,8 +104,8 @@ class Follower:
     async def catch_up(self) -> None:
         """Read the stored events after the last one applied, and the row."""
         # The row first: the events read after it hold at least what led to its state.
-        row = await sync_to_async(read_row)(self.session_id)
-        new = await sync_to_async(read_events)(self.session_id, self.last_seq)
+        row = await off_loop(read_row)(self.session_id)
+        new = await off_loop(read_events)(self.session_id, self.last_seq)
         for message in new:
             self._apply(message)
         self.row = row

@@ -9,9 +9,8 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from reviewer.gateway import answers
+from reviewer.gateway.database import off_loop
 from reviewer.gateway.delivery import Delivery, End, KeepAlive, Piece
 from reviewer.gateway.errors import error_body
 from reviewer.models import ReviewSession
@@ -32,7 +31,7 @@ def load(session_id: int) -> ReviewSession:
 
 async def built(make: Callable[..., dict[str, Any]], session_id: int, *args: Any) -> dict[str, Any]:
     """An answer built from the session as it is now (read off the event loop)."""
-    return await sync_to_async(lambda: make(load(session_id), *args))()
+    return await off_loop(lambda: make(load(session_id), *args))()
 
 
 def end_error(end: End, session_id: int) -> tuple[int, dict[str, Any]]:

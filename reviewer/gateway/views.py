@@ -1,5 +1,8 @@
 """The /v1/ endpoints: thin async views. Each admits the call (key, limits, body), asks
 reviewer.lifecycle.gateway to start or change a generation, and answers from its delivery.
+Their database work goes through ``off_loop`` (reviewer/gateway/database.py), which gives
+the connection back to the web server's pool after each call: a call that waits for its
+review holds none.
 A client that disconnects loses nothing: the generation goes on without it, and its result
 stays at /v1/responses/{id}."""
 
@@ -9,13 +12,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
 from reviewer.gateway import answers, auth, limits, schemas, streams
+from reviewer.gateway.database import off_loop
 from reviewer.gateway.delivery import Delivery, End, Piece
 from reviewer.gateway.errors import GatewayError, error_body, from_validation
 from reviewer.gateway.progress import Follower
@@ -42,7 +45,7 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
                     refused["Allow"] = method
                     return refused
                 application = await auth.application_of(request)
-                await sync_to_async(limits.count_request)(application)
+                await off_loop(limits.count_request)(application)
                 return await view(request, application, *args, **kwargs)
             except GatewayError as exc:
                 return exc.response()
@@ -151,7 +154,7 @@ def event_stream(body: AsyncIterator[bytes], delivery: Delivery) -> StreamingHtt
 
 @answering("GET")
 async def models(request: HttpRequest, application: Application) -> HttpResponseBase:
-    domains = await sync_to_async(gateway.domains_of)(application)
+    domains = await off_loop(gateway.domains_of)(application)
     return JsonResponse({"object": "list", "data": [answers.model_entry(d) for d in domains]})
 
 
@@ -168,7 +171,7 @@ async def completions(request: HttpRequest, application: Application) -> HttpRes
 
 
 async def generate(application: Application, call: schemas.Call, chat: bool) -> HttpResponseBase:
-    session = await sync_to_async(start)(application, call)
+    session = await off_loop(start)(application, call)
     delivery = await follow(session)
     top = call.top_logprobs if call.logprobs else None
     if call.stream:
@@ -210,7 +213,7 @@ def no_retry(answer: JsonResponse) -> JsonResponse:
 @answering("POST")
 async def create_response(request: HttpRequest, application: Application) -> HttpResponseBase:
     call = schemas.response_call(parse(request, schemas.ResponseRequest))
-    session = await sync_to_async(start)(application, call)
+    session = await off_loop(start)(application, call)
     if call.background and not call.stream:
         return JsonResponse(await streams.built(answers.response, session.pk))
     delivery = await follow(session)
@@ -236,7 +239,7 @@ def own_session(application: Application, response_id: str) -> ReviewSession:
 async def response(
     request: HttpRequest, application: Application, response_id: str
 ) -> HttpResponseBase:
-    session = await sync_to_async(own_session)(application, response_id)
+    session = await off_loop(own_session)(application, response_id)
     if request.GET.get("stream", "").lower() not in ("true", "1"):
         released = session.text[: session.released_chars]
         made = await streams.built(answers.response, session.pk, None)
@@ -257,8 +260,8 @@ async def response(
 async def cancel_response(
     request: HttpRequest, application: Application, response_id: str
 ) -> HttpResponseBase:
-    session = await sync_to_async(own_session)(application, response_id)
-    await sync_to_async(gateway.cancel)(application, session.pk)
+    session = await off_loop(own_session)(application, response_id)
+    await off_loop(gateway.cancel)(application, session.pk)
     return JsonResponse(await streams.built(answers.response, session.pk))
 
 

@@ -3,9 +3,10 @@ off the serving loop's thread.
 
 The serving loop steps every session of this worker, so its thread must never wait on a
 database or a broker: the engine calls the relay there (the sink), and each call only queues
-what happened, with a copy of the checkpoint when one is due. The relay's own thread writes
-them in order, then reports the stop (or the failure), so a session's records keep the order
-the engine produced them in. A write that fails (the segment superseded, Redis out of reach
+what happened, with a copy of the checkpoint when one is due. The relay's own thread (one of
+reviewer/worker/relay_threads.py's, kept with its connections from one segment to the next)
+writes them in order, then reports the stop (or the failure), so a session's records keep the
+order the engine produced them in. A write that fails (the segment superseded, Redis out of reach
 past its grace) ends the generation at its next token.
 
 A gateway generation's relay writes its tokens in runs (``Batching``): each write costs a
@@ -28,18 +29,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
 from inference.decode import StopInfo
 from inference.sentences import CHINESE_TERMINATORS, ENGLISH_TERMINATORS
 from inference.sink import FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import metrics
-from reviewer.events import layer_loop
 from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
-from reviewer.worker import failures
+from reviewer.worker import failures, relay_threads
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +111,7 @@ class Relay(Sink):
         self._held = 0
         self._after_mark = False  # the last token with text had a mark that may end a sentence
         self._release_due = False  # a token taken for the next write may let more text leave
-        self._thread = threading.Thread(
-            target=self._work, name=f"relay-session-{session.pk}", daemon=True
-        )
+        self._finished = threading.Event()  # the stop reported, ``done`` called
 
     # ---- the serving loop's thread: queue only -------------------------------------------
     def started(self, state: DecodeState) -> None:
@@ -163,7 +159,7 @@ class Relay(Sink):
         """Start writing; the run's end (a stop or an error) is reported after its events,
         then ``done`` is called."""
         self._done = done
-        self._thread.start()
+        relay_threads.threads.run(f"relay-session-{self.session.pk}", self._work)
         run.add_done_callback(self._ended)
 
     def _ended(self, run: Future[StopInfo]) -> None:
@@ -174,8 +170,7 @@ class Relay(Sink):
         self._queue.put(("error", error) if error is not None else ("stop", run.result()))
 
     def join(self) -> None:
-        self._thread.join(JOIN_WAIT_S)
-        if self._thread.is_alive():
+        if not self._finished.wait(JOIN_WAIT_S):
             log.warning("session %s: the previous segment is still reporting", self.session.pk)
 
     # ---- the relay's thread --------------------------------------------------------------
@@ -187,11 +182,10 @@ class Relay(Sink):
             if self.failed is None:
                 self._report_end(*items[-1])
         finally:
-            connection.close()  # this thread's own connection
             try:
                 self._done()
             finally:
-                layer_loop.close()  # and its event loop, with the channel layer's connection
+                self._finished.set()
 
     def _take(self) -> list[tuple[str, Any]]:
         """What the engine queued since the last write (waiting for one item), in order; the

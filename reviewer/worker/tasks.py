@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import task_prerun, worker_ready, worker_shutting_down
+from django.db import close_old_connections
 
 from reviewer import lifecycle
 from reviewer.analytics import metrics
@@ -53,6 +54,13 @@ def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     runtime.engine()  # load the model once, before the first session arrives
     freeze_startup_objects()  # the model and its modules: collections need not walk them
     metrics.serve_worker_metrics()
+
+
+@task_prerun.connect
+def on_task_prerun(**kwargs: object) -> None:
+    # As a request does: a stale or broken connection is dropped, a good one kept (Celery's own
+    # close after every task is off, settings.CELERY_DB_REUSE_MAX says why).
+    close_old_connections()
 
 
 @worker_shutting_down.connect
