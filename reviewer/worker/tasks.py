@@ -57,10 +57,12 @@ def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
 
 
 @task_prerun.connect
-def on_task_prerun(**kwargs: object) -> None:
+def on_task_prerun(sender: Task[..., object] | None = None, **kwargs: object) -> None:
     # As a request does: a stale or broken connection is dropped, a good one kept (Celery's own
-    # close after every task is off, settings.CELERY_DB_REUSE_MAX says why).
-    close_old_connections()
+    # close after every task is off, settings.CELERY_DB_REUSE_MAX says why). A task applied
+    # eagerly runs on its caller's connection, which may be inside a transaction.
+    if sender is None or not sender.request.is_eager:
+        close_old_connections()
 
 
 @worker_shutting_down.connect
