@@ -102,10 +102,24 @@ def test_the_draw_takes_the_candidate_whose_mass_holds_u():
     assert draw(ids, zero_last, 1.0) == 3  # u rounded to the total: never the 0 token
 
 
-def test_it_penalizes_tokens_already_seen():
-    x = torch.tensor([2.0, -2.0, 1.0])
-    out = apply_repetition_penalty(x, torch.tensor([0, 1]), 2.0)
+def test_it_penalizes_tokens_already_seen_on_a_copy():
+    x = np.array([2.0, -2.0, 1.0], dtype=np.float32)
+    out = apply_repetition_penalty(x, np.array([0, 1, 0]), 2.0)
     assert out.tolist() == [1.0, -4.0, 1.0]
+    assert x.tolist() == [2.0, -2.0, 1.0]  # the model's own row is left as it was
+
+
+def test_it_penalizes_bit_for_bit_as_transformers_does():
+    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
+
+    generator = torch.Generator().manual_seed(5)
+    logits = torch.randn(1, 5000, generator=generator) * 20
+    seen = torch.randint(0, 5000, (1, 400), generator=generator)
+    for penalty in (1.05, 1.1, 1.3):
+        expected = RepetitionPenaltyLogitsProcessor(penalty)(seen, logits.clone())[0].numpy()
+        out = apply_repetition_penalty(logits[0].numpy(), seen[0].numpy(), penalty)
+        assert out.dtype == np.float32
+        assert np.array_equal(out.view(np.int32), expected.view(np.int32)), penalty
 
 
 def test_it_rejects_out_of_range_parameters():
