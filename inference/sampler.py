@@ -49,7 +49,7 @@ def apply_repetition_penalty(
     """As in transformers: divide positive logits of seen tokens, multiply negative ones (the
     same float32 operations, so the same bits). On a copy: ``logits`` may be the model's own
     row. In numpy, since torch spread this vocabulary-wide scatter over its thread pool: 0.8 ms
-    a token in the worker, where it takes 16 us alone."""
+    a token in the worker, against 34 us alone (16 us in numpy)."""
     if penalty == 1.0 or context_ids.size == 0:
         return logits
     penalized = logits.copy()

@@ -135,8 +135,11 @@ def test_it_holds_no_database_connection_while_calls_wait_for_review(
     response = client.responses.create(
         model="caesura:plain", input="Say hello.", max_output_tokens=2, background=True
     )
+    from reviewer.models import ReviewSession
+
     session_id = int(response.id.removeprefix("resp_"))
-    wait_for(lambda: session_of(f"resp-{session_id}").status == "generated", what="the generation")
+    generated = ReviewSession.objects.filter(pk=session_id, status="generated")
+    wait_for(generated.exists, what="the generation")
     headers = {"Authorization": f"Bearer {key}"}
     url = f"{server_url}/v1/responses/{response.id}?stream=true"
     # More calls waiting for the reviewer than the test server's pool has connections (4).
