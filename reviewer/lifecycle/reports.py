@@ -164,7 +164,8 @@ def _explain(
 
 def record_stop(session: ReviewSession, stop: StopReport) -> str:
     """The engine stopped: decide what that means for the session. The reason it stands for
-    ("pause", "cancel", or the way generation ended)."""
+    ("pause", "cancel", or the way generation ended). Reported by the worker that ran it,
+    which keeps a paused state and frees any other itself."""
     # A cancel that a policy pause or the end of generation overtook still wins.
     reason = "cancel" if stop.cancel_waiting else stop.reason
     if reason == "pause":
@@ -184,7 +185,7 @@ def record_cancelled(session: ReviewSession) -> None:
     except pause_flags.RedisUnavailable as exc:  # the key expires on its own; the session is over
         log.warning("session %s: could not clear its cancel request: %s", session.pk, exc)
     with transaction.atomic():
-        finish(locked(session.pk), S.CANCELLED)
+        finish(locked(session.pk), S.CANCELLED, by_holder=True)
 
 
 def record_pause(
@@ -255,7 +256,7 @@ def record_generated(session: ReviewSession, reason: str) -> None:
         events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
         approved = gateway.approves_unpaused(session)
         if approved:
-            finish(session, S.COMPLETED)
+            finish(session, S.COMPLETED, by_holder=True)
         generated = {"reason": reason, "tokens": len(session.generated_ids)}
         audit.append("generated", "engine", session, generated)
         if approved:

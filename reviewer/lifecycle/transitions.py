@@ -136,13 +136,15 @@ def waiting_since(session: ReviewSession, current: str, status: str) -> datetime
     return timezone.now()
 
 
-def finish(session: ReviewSession, status: str) -> None:
+def finish(session: ReviewSession, status: str, by_holder: bool = False) -> None:
+    """The session ends. ``by_holder``: the worker that ran it reports the end, and frees its
+    own memory of it then (reviewer/worker/runtime.py), so no task is sent there to do so."""
     session.finished_at = timezone.now()
     # An ended session's claim lapses; claimed_by stays: the reviewer of record.
     session.claim_expires_at = None
     session.save(update_fields=["finished_at", "claim_expires_at"])
     set_status(session, status)
-    session_id, holder = session.pk, session.worker
+    session_id, holder = session.pk, "" if by_holder else session.worker
     transaction.on_commit(lambda: release_state(session_id, holder))
 
 
@@ -225,7 +227,7 @@ def send_after_commit(send: Callable[[], object], on_failure: Callable[[], objec
 
 def release_state(session_id: int, holder: str) -> None:
     """Free what a finished session held: its control key, its vault snapshot and the
-    paused state in the memory of the worker that ran it."""
+    paused state in the memory of the worker that ran it (``holder``; "": none to tell)."""
     vault.configured().discard(session_id)
     try:
         pause_flags.clear(session_id)
