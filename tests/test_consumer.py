@@ -13,8 +13,11 @@ from django.db import connections
 from django.test import Client
 
 from reviewer import events
+from reviewer.events.watching import is_watched
+from reviewer.events.watching import key as watched_key
 from reviewer.models import AuditRecord, ReviewSession
 from reviewer.web import consumers, session_feed
+from reviewer.web.health import redis_client
 from tests.session_factory import make_session, stub_worker
 from webapp.asgi import application
 
@@ -129,6 +132,25 @@ async def test_it_forwards_live_events_to_that_session_only(alice):
     assert await elsewhere.receive_nothing()
     await watching.disconnect()
     await elsewhere.disconnect()
+
+
+async def test_it_marks_the_session_followed_while_a_page_watches_it(alice):
+    session = await database_sync_to_async(make_session)(alice)
+    await asyncio.to_thread(redis_client().delete, watched_key(session.pk))
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    for _ in range(100):  # the feed marks it as it opens
+        if await asyncio.to_thread(is_watched, session.pk):
+            break
+        await asyncio.sleep(0.02)
+    assert await asyncio.to_thread(is_watched, session.pk)
+    feed = session_feed._feeds()[session.pk]
+    marker = feed.marker
+    assert marker is not None and not marker.done()
+    await communicator.disconnect()
+    await asyncio.sleep(0.05)
+    assert marker.done() and feed.marker is None  # the page left: no more renewals
+    await asyncio.to_thread(redis_client().delete, watched_key(session.pk))
 
 
 async def test_it_acknowledges_a_command(alice):

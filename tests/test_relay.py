@@ -3,6 +3,7 @@ in one statement, in order, numbered without a gap, and the stop is reported aft
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from concurrent.futures import Future
@@ -14,6 +15,7 @@ from inference.signals import Alternative, Signals
 from inference.sink import TokenEvent
 from reviewer import events
 from reviewer.models import ReviewSession, SessionEvent
+from reviewer.worker import relay as relay_module
 from reviewer.worker.relay import EACH_AT_ONCE, Batching, Relay
 from tests import conftest
 from tests.session_factory import make_session
@@ -154,6 +156,70 @@ def test_it_writes_at_once_a_token_that_may_let_delayed_delivery_send_more(alice
     run.set_result(StopInfo("max_tokens", position=6))
     relay.join()
     assert [w for _, w in writes] == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_it_writes_each_token_at_once_while_a_page_follows_the_session(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    followed = [False]
+    runs = Batching(tokens=50, hold_s=30)  # unfollowed, nothing would go for 30 s
+    relay = Relay(
+        session, None, lambda state: None, lambda *_: None, batching=runs,
+        watched=lambda: followed[0],
+    )  # fmt: skip
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, " The"))
+    relay.on_token(said(1, " patient"))
+    time.sleep(0.1)
+    assert writes == []  # nobody reads along: held for the run
+    followed[0] = True  # a reviewer opens the session's page
+    time.sleep(relay_module.WATCH_CHECK_S)  # the relay's last answer is stale by now
+    relay.on_token(said(2, " has"))
+    wait_for(writes, 1)  # what was held goes with it
+    relay.on_token(said(3, " a"))
+    wait_for(writes, 2)  # and each token from then on as it comes
+    assert writes[1][0] - writes[0][0] < 1.0
+    run.set_result(StopInfo("max_tokens", position=4))
+    relay.join()
+    assert [w for _, w in writes] == [[0, 1, 2], [3]]
+
+
+def test_it_asks_whether_a_page_follows_at_most_every_quarter_second(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    asked: list[float] = []
+
+    def watched() -> bool:
+        asked.append(time.monotonic())
+        return False
+
+    relay = Relay(
+        session, None, lambda state: None, lambda *_: None,
+        batching=Batching(tokens=50, hold_s=30), watched=watched,
+    )  # fmt: skip
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    for n in range(12):
+        relay.on_token(said(n, f" w{n}"))
+        time.sleep(0.03)
+    run.set_result(StopInfo("max_tokens", position=12))
+    relay.join()
+    assert 1 <= len(asked) <= 3, asked  # 12 tokens over about 0.4 s
+    assert all(b - a >= relay_module.WATCH_CHECK_S for a, b in itertools.pairwise(asked))
+    assert [w for _, w in writes] == [list(range(12))]  # one run, written with the stop
+
+
+def test_it_never_asks_for_a_session_whose_tokens_go_one_by_one(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+
+    def watched() -> bool:
+        raise AssertionError("a relay that writes each token at once has nothing to decide")
+
+    relay = Relay(session, None, lambda state: None, lambda *_: None, watched=watched)
+    follow_one_token(relay)
+    assert relay.failed is None
+    assert SessionEvent.objects.filter(session=session, type="token").count() == 1
 
 
 def test_it_batches_gateway_generations_only(alice, settings):

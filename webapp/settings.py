@@ -285,8 +285,9 @@ CAESURA_MAX_NEW_TOKENS = env_int("CAESURA_MAX_NEW_TOKENS", 200, minimum=1)
 CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, minimum=1)
 # A gateway generation's tokens are written (and broadcast) in runs of up to this many, the
 # first held at most HOLD_MS for the rest: fewer writes on cores the model keeps busy
-# (reviewer/worker/relay.py). 1 writes each token as it comes.
-CAESURA_GATEWAY_RELAY_TOKENS = env_int("CAESURA_GATEWAY_RELAY_TOKENS", 4, minimum=1)
+# (reviewer/worker/relay.py). While a reviewer's page follows the session, and with 1, each
+# token is written as it comes.
+CAESURA_GATEWAY_RELAY_TOKENS = env_int("CAESURA_GATEWAY_RELAY_TOKENS", 32, minimum=1)
 CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 1000, minimum=0)
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/web/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)

@@ -11,11 +11,15 @@ A socket that is sending a replay keeps the live events handed to it meanwhile a
 them after the replay, skipping those the replay covered (reviewer/web/consumers.py). A
 socket that cannot take an event, or all of a feed's sockets when the feed loses the
 channel layer, are closed: pages reconnect and replay what they missed, as they did when a
-socket's own receive failed."""
+socket's own receive failed.
+
+While a feed has sockets it keeps its session marked as followed (reviewer/events/watching.py),
+so that a worker writes the session's tokens one by one for the pages reading along."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import weakref
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 from channels.layers import get_channel_layer
 
 from reviewer import events
+from reviewer.events import watching
 from reviewer.events.channel_layer import cancel_receive
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,7 @@ class Feed:
         self.channel = ""
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.task: asyncio.Task[None] | None = None
+        self.marker: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         if self.layer is None:
@@ -55,12 +61,30 @@ class Feed:
         self.channel = await self.layer.new_channel()
         await self.layer.group_add(events.group_name(self.session_id), self.channel)
         self.task = asyncio.ensure_future(self._forward())
+        self.marker = asyncio.ensure_future(self._keep_marked())
 
     async def close(self) -> None:
+        await self._stop_marking()
         if self.task is not None:
             # Its receive must end before this loop can: the layer counts the loop's receivers.
             await cancel_receive(self.task)
         await self._leave()
+
+    async def _keep_marked(self) -> None:
+        """Mark the session as followed, and renew the mark, for as long as this feed lives."""
+        while True:
+            try:
+                await asyncio.to_thread(watching.mark, self.session_id)
+            except Exception as exc:  # the worker then writes in runs: later, never lost
+                log.info("session %s: could not mark it followed (%s)", self.session_id, exc)
+            await asyncio.sleep(watching.REFRESH_S)
+
+    async def _stop_marking(self) -> None:
+        marker, self.marker = self.marker, None
+        if marker is not None:
+            marker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await marker
 
     async def _leave(self) -> None:
         if self.layer is None or not self.channel:
@@ -89,6 +113,7 @@ class Feed:
                     for watcher in list(self.watchers):
                         await self._deliver(watcher, event, text)
                 if not self.watchers:  # the last socket failed as it was fed
+                    await self._stop_marking()
                     await self._leave()
                     return
         except asyncio.CancelledError:
@@ -107,6 +132,7 @@ class Feed:
 
     async def _lose(self) -> None:
         forget(self)
+        await self._stop_marking()
         watchers, self.watchers = self.watchers, []
         for watcher in watchers:
             await close_quietly(watcher, self.session_id)

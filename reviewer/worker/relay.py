@@ -11,10 +11,12 @@ past its grace) ends the generation at its next token.
 
 A gateway generation's relay writes its tokens in runs (``Batching``): each write costs a
 statement, a broadcast and a wake of every follower, on cores the model keeps busy, and nobody
-needs such a generation's tokens one by one (its text leaves by sentences or after review). The
-first token of a run waits a little for the rest. A token that may let delayed delivery send
-more text (a mark that may end a sentence, and the first word after one) and anything that is
-not a token (a flag, a rollback, the stop) are written at once.
+needs such a generation's tokens one by one (its text leaves by sentences or after review),
+unless a reviewer's page follows it (reviewer/events/watching.py): then each token goes at
+once, as for a session a reviewer started. The first token of a run waits a little for the
+rest. A token that may let delayed delivery send more text (a mark that may end a sentence,
+and the first word after one) and anything that is not a token (a flag, a rollback, the stop)
+are written at once.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ CHECKPOINT_EVERY = 32  # tokens between writes of the token ids to Postgres
 MAX_BATCH = 64  # queued items taken at once: a run of tokens among them is one write
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 ENDS = ("stop", "error")  # the last item a relay takes
+WATCH_CHECK_S = 0.25  # how old the relay's answer to "does a page follow it?" may be
 # Where a sentence may end (inference/sentences.py decides whether it does): the next word may
 # move delayed delivery's boundary.
 SENTENCE_MARKS = frozenset(ENGLISH_TERMINATORS + CHINESE_TERMINATORS)
@@ -90,9 +93,12 @@ class Relay(Sink):
         finish: Callable[[StopInfo, float | None, PauseNotice | None], Any],
         loop_timing: Mapping[str, float] | None = None,
         batching: Batching = EACH_AT_ONCE,
+        watched: Callable[[], bool] = lambda: False,
     ) -> None:
         self.session, self.state = session, state
         self.batching = batching
+        self.watched = watched  # asked from the relay's thread only, at most every WATCH_CHECK_S
+        self._watched_answer, self._watched_asked = False, float("-inf")
         self.capture, self.finish = capture, finish
         self.since_checkpoint = 0
         self.step_timer = metrics.StepTimer()
@@ -219,13 +225,21 @@ class Relay(Sink):
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
         """Whether to wait for more before writing: only after tokens, until the run is whole
-        or its time is up, and not when one of them may let delayed delivery send more text."""
+        or its time is up, not when one of them may let delayed delivery send more text, and
+        not while a reviewer's page follows the session."""
         return (
             items[-1][0] == "token"
             and not self._release_due
             and tokens_in(items) < self.batching.tokens
             and time.monotonic() < until
+            and not self._followed()
         )
+
+    def _followed(self) -> bool:
+        now = time.monotonic()
+        if now - self._watched_asked >= WATCH_CHECK_S:
+            self._watched_answer, self._watched_asked = self.watched(), now
+        return self._watched_answer
 
     def _releases(self, text: str) -> bool:
         """Whether a token (each is asked once, in order) may move delayed delivery's boundary:

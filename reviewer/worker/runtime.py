@@ -36,6 +36,7 @@ from inference.snapshot import SnapshotError
 from inference.state import DecodeState
 from reviewer import events, lifecycle
 from reviewer.analytics import pause_models
+from reviewer.events import watching
 from reviewer.lifecycle import record
 from reviewer.lifecycle.transitions import latest_open_pause
 from reviewer.models import Edit, ReviewSession
@@ -121,6 +122,7 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
         finish,
         loop_timing=serving().timing,
         batching=request.relay_batching(session),
+        watched=functools.partial(watching.is_watched, session.pk),
     )
     run = serving().submit(
         state if state is not None else prefill(session, relay),
