@@ -115,3 +115,32 @@ async def test_it_refuses_to_wait_inside_a_running_event_loop():
 
     with pytest.raises(RuntimeError, match="await"):
         layer_loop.run(nothing())
+
+
+def test_it_sends_queue_messages_from_the_threads_own_loop(monkeypatch):
+    """A queue message, like a session event, costs its Redis round trips only: no thread,
+    event loop or connection of its own (``async_to_sync`` started all three per message)."""
+    import asyncio
+
+    from reviewer.events import queue
+
+    layer, sent = get_channel_layer(), []
+
+    async def group_send(group: str, message: dict) -> None:
+        sent.append((group, message["event"]["session"], asyncio.get_running_loop()))
+
+    monkeypatch.setattr(layer, "group_send", group_send)
+    started, start = [], threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    for session in (1, 2):
+        queue.send({"type": queue.QUEUE, "session": session, "domain": 7, "status": "paused",
+                    "claimed_by": None, "action": "status"})  # fmt: skip
+    assert [s[:2] for s in sent] == [(queue.group_name(7), 1), (queue.group_name(7), 2)]
+    assert sent[0][2] is sent[1][2] and not sent[0][2].is_closed()
+    assert started == []
+    layer_loop.close()

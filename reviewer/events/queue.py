@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, TypedDict
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+
+from reviewer.events import layer_loop
 
 if TYPE_CHECKING:
     from reviewer.models import ReviewSession
@@ -60,13 +61,14 @@ def announce(session: ReviewSession, action: str) -> None:
 
 def send(message: QueueMessage) -> None:
     """Best effort, like session events: a page that missed one is stale until its next
-    message or reload, and nothing a reviewer or worker did fails because Redis is away."""
+    message or reload, and nothing a reviewer or worker did fails because Redis is away. Sent
+    from this thread's own event loop, as session events are (reviewer/events/layer_loop.py):
+    ``async_to_sync`` would start a thread, a loop and a Redis connection for each message."""
     layer = get_channel_layer()
     try:
         if layer is None:
             raise RuntimeError("no channel layer is configured")
-        async_to_sync(layer.group_send)(
-            group_name(message["domain"]), {"type": "queue.event", "event": dict(message)}
-        )
+        group = group_name(message["domain"])
+        layer_loop.run(layer.group_send(group, {"type": "queue.event", "event": dict(message)}))
     except Exception as exc:
         log.warning("queue message not sent (%s: %s)", type(exc).__name__, exc)
