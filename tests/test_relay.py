@@ -15,6 +15,7 @@ from inference.signals import Alternative, Signals
 from inference.sink import TokenEvent
 from reviewer import events
 from reviewer.models import ReviewSession, SessionEvent
+from reviewer.worker import failures
 from reviewer.worker import relay as relay_module
 from reviewer.worker.relay import EACH_AT_ONCE, Batching, Relay
 from tests import conftest
@@ -220,6 +221,49 @@ def test_it_never_asks_for_a_session_whose_tokens_go_one_by_one(alice):
     follow_one_token(relay)
     assert relay.failed is None
     assert SessionEvent.objects.filter(session=session, type="token").count() == 1
+
+
+def test_it_writes_a_run_whose_hold_ran_out_while_it_asked_about_pages(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+
+    def slow_answer() -> bool:  # Redis slower than the whole hold
+        time.sleep(0.1)
+        return False
+
+    relay = Relay(
+        session, None, lambda state: None, lambda *_: None,
+        batching=Batching(tokens=50, hold_s=0.05), watched=slow_answer,
+    )  # fmt: skip
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, " The"))
+    wait_for(writes, 1)  # the hold is over: written, not waited on with a negative timeout
+    run.set_result(StopInfo("max_tokens", position=1))
+    relay.join()
+    assert relay.failed is None and [w for _, w in writes] == [[0]]
+
+
+def test_it_fails_the_session_when_its_own_thread_breaks_instead_of_stalling_it(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+
+    def broken() -> bool:
+        raise RuntimeError("a bug in the relay's thread")
+
+    relay = Relay(
+        session, None, lambda state: None, lambda *_: None,
+        batching=Batching(tokens=50, hold_s=30), watched=broken,
+    )  # fmt: skip
+    relay.session.segment = "seg-1"
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, " The"))
+    relay.join()  # the thread ended: the loop is not left waiting for its backlog
+    assert isinstance(relay.failed, RuntimeError) and relay.backlog() == 0
+    with pytest.raises(relay_module.Aborted):
+        relay.on_token(said(1, " patient"))  # the run ends at its next token
+    session.refresh_from_db()
+    assert session.status == ReviewSession.FAILED and session.error == failures.UNEXPECTED
 
 
 def test_it_batches_gateway_generations_only(alice, settings):

@@ -187,6 +187,9 @@ class Relay(Sink):
             self._write_all(items[:-1])
             if self.failed is None:
                 self._report_end(*items[-1])
+        except Exception as exc:  # a bug here: the run ends with the session failed, not stalled
+            self.failed = exc
+            self._record_failure(exc)
         finally:
             try:
                 self._done()
@@ -212,7 +215,8 @@ class Relay(Sink):
                     break
                 self._held, held = tokens_in(items), True
                 try:
-                    item = self._queue.get(timeout=until - time.monotonic())
+                    # The hold may have run out since _holds looked (it may ask Redis).
+                    item = self._queue.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
                     break
         self._held = tokens_in(items) if held else 0  # a run's tokens, until written
