@@ -35,8 +35,8 @@ def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
 def relay_batching(session: ReviewSession) -> Batching:
     """How the segment's relay writes its tokens. A reviewer who started the session reads
     along and pauses at what they read: each token at once. A gateway generation's text leaves
-    by sentences or after review, so its tokens go a few at a time, except where its domain
-    streams every token (no delay)."""
+    by sentences or after review, so its tokens go in runs, except where its domain streams
+    every token (no delay) and while a reviewer's page follows it (the relay asks)."""
     domain = session.domain
     if not session.from_gateway or (domain.delivery_mode == DELAYED and not domain.delay_sentences):
         return EACH_AT_ONCE
