@@ -159,17 +159,25 @@ def test_it_writes_at_once_a_token_that_may_let_delayed_delivery_send_more(alice
     assert [w for _, w in writes] == [[0, 1, 2, 3], [4, 5]]
 
 
+def held_relay(
+    session: ReviewSession, watched, hold_s: float = 30
+) -> tuple[Relay, Future[StopInfo]]:
+    """A relay following its run that writes runs of up to 50 tokens and asks ``watched``
+    whether a page follows the session."""
+    runs = Batching(tokens=50, hold_s=hold_s)
+    relay = Relay(
+        session, None, lambda state: None, lambda *_: None, batching=runs, watched=watched
+    )
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    return relay, run
+
+
 def test_it_writes_each_token_at_once_while_a_page_follows_the_session(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
     followed = [False]
-    runs = Batching(tokens=50, hold_s=30)  # unfollowed, nothing would go for 30 s
-    relay = Relay(
-        session, None, lambda state: None, lambda *_: None, batching=runs,
-        watched=lambda: followed[0],
-    )  # fmt: skip
-    run: Future[StopInfo] = Future()
-    relay.follow(run)
+    relay, run = held_relay(session, lambda: followed[0])  # unfollowed, held for 30 s
     relay.on_token(said(0, " The"))
     relay.on_token(said(1, " patient"))
     time.sleep(0.1)
@@ -195,12 +203,7 @@ def test_it_asks_whether_a_page_follows_at_most_every_quarter_second(alice, monk
         asked.append(time.monotonic())
         return False
 
-    relay = Relay(
-        session, None, lambda state: None, lambda *_: None,
-        batching=Batching(tokens=50, hold_s=30), watched=watched,
-    )  # fmt: skip
-    run: Future[StopInfo] = Future()
-    relay.follow(run)
+    relay, run = held_relay(session, watched)
     for n in range(12):
         relay.on_token(said(n, f" w{n}"))
         time.sleep(0.03)
@@ -231,12 +234,7 @@ def test_it_writes_a_run_whose_hold_ran_out_while_it_asked_about_pages(alice, mo
         time.sleep(0.1)
         return False
 
-    relay = Relay(
-        session, None, lambda state: None, lambda *_: None,
-        batching=Batching(tokens=50, hold_s=0.05), watched=slow_answer,
-    )  # fmt: skip
-    run: Future[StopInfo] = Future()
-    relay.follow(run)
+    relay, run = held_relay(session, slow_answer, hold_s=0.05)
     relay.on_token(said(0, " The"))
     wait_for(writes, 1)  # the hold is over: written, not waited on with a negative timeout
     run.set_result(StopInfo("max_tokens", position=1))
@@ -250,13 +248,7 @@ def test_it_fails_the_session_when_its_own_thread_breaks_instead_of_stalling_it(
     def broken() -> bool:
         raise RuntimeError("a bug in the relay's thread")
 
-    relay = Relay(
-        session, None, lambda state: None, lambda *_: None,
-        batching=Batching(tokens=50, hold_s=30), watched=broken,
-    )  # fmt: skip
-    relay.session.segment = "seg-1"
-    run: Future[StopInfo] = Future()
-    relay.follow(run)
+    relay, _run = held_relay(session, broken)
     relay.on_token(said(0, " The"))
     relay.join()  # the thread ended: the loop is not left waiting for its backlog
     assert isinstance(relay.failed, RuntimeError) and relay.backlog() == 0
