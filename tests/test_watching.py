@@ -32,6 +32,14 @@ def test_it_lets_the_mark_expire_on_its_own():
     assert watching.REFRESH_S * 2 < watching.TTL_S  # a live feed renews it in time
 
 
+def test_it_keeps_installations_that_share_a_redis_apart(monkeypatch):
+    from django.conf import settings
+
+    watching.mark(SESSION)
+    monkeypatch.setitem(settings.DATABASES["default"], "NAME", "another_installation")
+    assert not watching.is_watched(SESSION)
+
+
 def test_it_answers_followed_where_redis_cannot_say(settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     assert watching.is_watched(SESSION)

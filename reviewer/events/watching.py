@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 import redis
+from django.conf import settings
 
 from reviewer.web.health import redis_client
 
@@ -23,7 +24,8 @@ REFRESH_S = 10  # a feed renews its mark this often, well within TTL_S
 
 
 def key(session_id: int) -> str:
-    return f"caesura:watched:{session_id}"
+    """Named by the database, as the pause flags are: installations sharing a Redis keep apart."""
+    return f"caesura:{settings.DATABASES['default']['NAME']}:watched:{session_id}"
 
 
 def mark(session_id: int) -> None:
