@@ -199,9 +199,8 @@ def breakdown(runs: list[dict]) -> dict:
     def ms(pairs) -> dict:
         return percentiles([1000 * (b - a) for a, b in pairs])
 
-    span = max(t["worker_last"] for t in times) - min(r["start"] for r in runs)
     return {
-        "worker_tok_s": sum(r["tokens"] for r in runs) / span,
+        "worker_tok_s": statistics.median(worker_tok_s(runs, times)),
         "worker_ttft_ms": ms(
             (r["start"], t["worker_first"]) for r, t in zip(runs, times, strict=True)
         ),
@@ -216,6 +215,18 @@ def breakdown(runs: list[dict]) -> dict:
             (t["completed"], r["end"]) for r, t in zip(runs, times, strict=True)
         ),
     }
+
+
+def worker_tok_s(runs: list[dict], times: list[dict]) -> list[float]:
+    """Each round's tokens over its span, from the first call to the last token stored."""
+    rounds: dict[int, list[tuple[dict, dict]]] = {}
+    for run, stored in zip(runs, times, strict=True):
+        rounds.setdefault(run["round"], []).append((run, stored))
+    return [
+        sum(r["tokens"] for r, _ in pairs)
+        / (max(t["worker_last"] for _, t in pairs) - min(r["start"] for r, _ in pairs))
+        for pairs in rounds.values()
+    ]
 
 
 def aggregate(runs: list[dict]) -> float:
@@ -237,6 +248,8 @@ def throughput(stack: gateway_stack.Stack, loop) -> dict:
                 lambda i, b: gateway_call(stack.url, stack.apps[i][1], i, b), n
             )
             sessions = [ReviewSession.objects.get(pk=r["session"]) for r in gw]
+            for r in gw:
+                r["round"] = round_
             lp = gateway_stack.in_threads(
                 lambda i, b, sessions=sessions: loop_call(loop, sessions[i], b), n
             )
@@ -314,6 +327,9 @@ def queue_latency(stack: gateway_stack.Stack) -> dict:
             except lifecycle.Conflict:  # it ended first
                 sid = None
                 continue
+            if not halted_paused(sid):  # the pause was asked as the generation ended by itself
+                sid = None
+                continue
             arrived = socket.arrival(sid, ReviewSession.PAUSED, seen)
             pause = ReviewSession.objects.get(pk=sid).pauses.latest("halted_at")
             event = SessionEvent.objects.filter(session_id=sid, type="pause").latest("seq")
@@ -330,6 +346,17 @@ def queue_latency(stack: gateway_stack.Stack) -> dict:
         "halt_to_pause_stored_ms": percentiles(described),
         "lookahead_ms": percentiles(lookahead),
     }
+
+
+def halted_paused(sid: int) -> bool:
+    """Whether an asked pause halted the session (False: it ended first, as the story did)."""
+    from reviewer.models import ReviewSession
+
+    status = gateway_stack.wait_until(
+        lambda: (s := ReviewSession.objects.get(pk=sid).status) != ReviewSession.RUNNING and s,
+        "the session to halt",
+    )
+    return status == ReviewSession.PAUSED
 
 
 # ---- the report -----------------------------------------------------------------------------
