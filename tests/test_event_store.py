@@ -80,6 +80,43 @@ def test_it_sends_nothing_and_numbers_nothing_when_the_transaction_rolls_back(al
     assert seqs_and_texts(session) == [(1, "next")] and len(sent) == 1
 
 
+def test_it_sends_what_one_transaction_stores_as_one_message(alice, listener):
+    join, receive = listener
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    join(session.pk)
+    with transaction.atomic():  # a generation's end: its statuses and its finish
+        events.emit(session.pk, "status", {"status": "generated"})
+        events.emit(session.pk, "finish", {"reason": "length", "text": "t"})
+        with transaction.atomic():  # a savepoint that holds: its events join the message
+            pass
+        events.emit(session.pk, "status", {"status": "completed"})
+    message = receive()
+    assert message["type"] == "session.events"
+    assert [(e["seq"], e["type"]) for e in message["events"]] == [
+        (1, "status"),
+        (2, "finish"),
+        (3, "status"),
+    ]
+    events.emit(session.pk, "token", {"text": "a"})  # the next transaction: a message of its own
+    assert receive()["event"]["seq"] == 4
+
+
+def test_it_never_sends_what_a_savepoint_rolled_back(alice, listener):
+    join, receive = listener
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    join(session.pk)
+    with transaction.atomic():
+        events.emit(session.pk, "token", {"text": "kept"})
+        with pytest.raises(RuntimeError), transaction.atomic():
+            events.emit(session.pk, "token", {"text": "lost"})
+            raise RuntimeError("a step failed")
+        events.emit(session.pk, "token", {"text": "after"})
+    sent = [receive(), receive()]
+    texts = [(m["event"]["seq"], m["event"]["text"]) for m in sent]
+    assert texts == [(1, "kept"), (2, "after")]
+    assert seqs_and_texts(session) == [(1, "kept"), (2, "after")]
+
+
 def test_it_refuses_a_session_that_does_not_exist():
     with pytest.raises(ReviewSession.DoesNotExist):
         events.emit_many(123456, "token", [{"text": "x"}])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -305,8 +306,43 @@ def emit_many(
         )
         for (pk, seq), p in zip(rows, payloads, strict=True)
     ]
-    transaction.on_commit(lambda: broadcast_all(stored))
+    _broadcast_after_commit(stored)
     return stored
+
+
+class _Pending(threading.local):
+    """This thread's broadcast still waiting for its transaction: the hook, its events."""
+
+    hook: Any = None
+    stored: list[SessionEvent]
+
+
+_pending = _Pending()
+
+
+def _broadcast_after_commit(stored: list[SessionEvent]) -> None:
+    """Broadcast once the surrounding transaction commits (at once outside one). What one
+    transaction stores goes out as one message per session (a generation's end: its statuses
+    and finish), so a page or a gateway call wakes once for it and the sender makes one round
+    trip. Events join the broadcast still pending only where a rollback would take both back:
+    the same savepoints, and its hook not yet run or dropped."""
+    if not connection.in_atomic_block:
+        broadcast_all(stored)
+        return
+    if _joins_pending():
+        _pending.stored.extend(stored)
+        return
+    batch = list(stored)
+    _pending.hook, _pending.stored = (lambda: broadcast_all(batch)), batch
+    transaction.on_commit(_pending.hook)
+
+
+def _joins_pending() -> bool:
+    savepoints = set(connection.savepoint_ids)
+    return any(
+        func is _pending.hook and sids == savepoints
+        for sids, func, _robust in connection.run_on_commit
+    )
 
 
 def broadcast(event: SessionEvent) -> None:
