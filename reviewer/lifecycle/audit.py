@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -36,28 +37,38 @@ def record_hash(
     return hashlib.sha256(content.encode()).hexdigest()
 
 
+class _Head(threading.local):
+    """The record this thread's transaction appended last, and the session rows it locked:
+    while that record stands, the transaction holds the chain's lock and that record is the
+    chain's head. ``marker``: a no-op commit hook registered with the record, which a rollback
+    of the record's savepoint (or of the transaction) drops with it."""
+
+    marker: Any = None
+    hash: str = GENESIS
+    sessions: frozenset[int] = frozenset()
+
+
+_head = _Head()
+
+
 def append(
     action: str,
     actor: str,
     session: ReviewSession | None = None,
     payload: Mapping[str, Any] | None = None,
 ) -> AuditRecord:
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            if session is not None:
-                # Lock order everywhere: the session row, then the chain. Web commands hold the
-                # row already; taking it here first keeps a worker's report from deadlocking them.
-                cursor.execute(
-                    "SELECT 1 FROM reviewer_reviewsession WHERE id = %s FOR NO KEY UPDATE",
-                    [session.pk],
-                )
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
-        last = AuditRecord.objects.order_by("-id").only("hash").first()
-        prev_hash = last.hash if last else GENESIS
+    """Add a record at the chain's head. The chain's lock is held from here to the commit, so
+    appends that end together (a worker's sessions) queue for it: a transaction that appended
+    already neither locks nor reads the head again, and none opens a savepoint of its own,
+    which keeps the time others wait short."""
+    session_id = session.pk if session is not None else None
+    with transaction.atomic(savepoint=False):  # a failed append fails its whole transaction
+        prev_hash = _held_head(session_id)
+        if prev_hash is None:
+            prev_hash = _lock_and_read_head(session_id)
         created_at = timezone.now()
         stored = json.loads(json.dumps(payload or {}, default=str))  # store what was hashed
-        session_id = session.pk if session is not None else None
-        return AuditRecord.objects.create(
+        record = AuditRecord.objects.create(
             session_id=session_id,
             actor=actor,
             action=action,
@@ -66,6 +77,47 @@ def append(
             prev_hash=prev_hash,
             hash=record_hash(prev_hash, session_id, actor, action, stored, created_at),
         )
+        _remember(record)
+        return record
+
+
+def _held_head(session_id: int | None) -> str | None:
+    """The head this transaction appended, if it still stands (None: lock and read it)."""
+    if _head.marker is None or not any(
+        hook is _head.marker for _sids, hook, *_ in connection.run_on_commit
+    ):
+        return None
+    if session_id is not None and session_id not in _head.sessions:
+        _lock_session(session_id)
+        _head.sessions |= {session_id}
+    return _head.hash
+
+
+def _lock_and_read_head(session_id: int | None) -> str:
+    if session_id is not None:
+        _lock_session(session_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
+    _head.sessions = frozenset() if session_id is None else frozenset({session_id})
+    last = AuditRecord.objects.order_by("-id").only("hash").first()
+    return last.hash if last else GENESIS
+
+
+def _lock_session(session_id: int) -> None:
+    # Lock order everywhere: the session row, then the chain. Web commands hold the row
+    # already; taking it here first keeps a worker's report from deadlocking them.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM reviewer_reviewsession WHERE id = %s FOR NO KEY UPDATE", [session_id]
+        )
+
+
+def _remember(record: AuditRecord) -> None:
+    def marker() -> None:
+        pass
+
+    transaction.on_commit(marker)
+    _head.marker, _head.hash = marker, record.hash
 
 
 def first_broken_record() -> tuple[AuditRecord, str] | None:
