@@ -104,6 +104,7 @@ class Relay(Sink):
         self.step_timer = metrics.StepTimer()
         self.domain = session.domain.slug  # the gate's hit rate is exported by domain
         self.failed: BaseException | None = None  # set by the relay's thread
+        self.stored: StoredRecord | None = None  # the last record written (the relay's thread)
         self.halted_at: float | None = None  # when the run ended, for the pause's latency
         # The serving loop's turn and step that ended the run (ServingLoop.timing), copied then
         self.loop_timing = loop_timing
@@ -283,6 +284,7 @@ class Relay(Sink):
                 lifecycle.record_prompt(self.session, payload)
             else:
                 lifecycle.store_record(self.session, payload)
+                self.stored = payload
         except lifecycle.SegmentSuperseded as exc:
             self.failed = exc  # a newer segment carries on; nothing failed
         except Exception as exc:

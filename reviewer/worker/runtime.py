@@ -112,7 +112,7 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
     def finish(stop: StopInfo, halted_at: float | None, notice: PauseNotice | None) -> str:
         assert relay.state is not None, "a run stops after its state is made"
         return finish_segment(
-            session, relay.state, stop, control, halted_at, notice, relay.halt_timing
+            session, relay.state, stop, control, halted_at, notice, relay.halt_timing, relay.stored
         )
 
     relay = Relay(
@@ -204,13 +204,16 @@ def finish_segment(
     halted_at: float | None = None,
     notice: PauseNotice | None = None,
     halt_timing: dict[str, float] | None = None,
+    stored: record.StoredRecord | None = None,
 ) -> str:
     """Report what the engine did; services decide what it means for the session. A pause is
-    reported at once; its details follow (keep_paused)."""
+    reported at once; its details follow (keep_paused). ``stored``: the record the relay
+    wrote last, not written again if the state is still that (a run that ended at a
+    checkpoint)."""
     reported = time.time()
     if stop.reason == "stop":
         request.cut_stop_string(session, state, engine())
-    save_record(session, state)
+    save_record(session, state, stored)
     report = stop_report(state, stop, control, halted_at, notice)
     if report.requested_at is not None:
         stamps = {**control.stamps, **(halt_timing or {}), "reported": reported}
@@ -383,8 +386,12 @@ def _given(edit: Edit, value: int | None, name: str) -> int:
 # --- reporting -----------------------------------------------------------------------------
 
 
-def save_record(session: ReviewSession, state: DecodeState) -> None:
-    lifecycle.store_record(session, record.stored_record(state))
+def save_record(
+    session: ReviewSession, state: DecodeState, stored: record.StoredRecord | None = None
+) -> None:
+    current = record.stored_record(state)
+    if current != stored:
+        lifecycle.store_record(session, current)
 
 
 def pause_report(
