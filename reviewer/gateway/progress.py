@@ -58,6 +58,13 @@ def read_events(session_id: int, after: int) -> list[dict[str, Any]]:
     return [{"type": r.type, "seq": r.seq, **r.payload} for r in rows[:5000]]
 
 
+def read_progress(session_id: int, after: int) -> tuple[Row, list[dict[str, Any]]]:
+    """The row, then the events after ``after``: those hold at least what led to the row's
+    state. One trip off the event loop for both (its thread serves every call's reads)."""
+    row = read_row(session_id)
+    return row, read_events(session_id, after)
+
+
 @dataclass
 class Follower:
     session_id: int
@@ -103,9 +110,7 @@ class Follower:
 
     async def catch_up(self) -> None:
         """Read the stored events after the last one applied, and the row."""
-        # The row first: the events read after it hold at least what led to its state.
-        row = await off_loop(read_row)(self.session_id)
-        new = await off_loop(read_events)(self.session_id, self.last_seq)
+        row, new = await off_loop(read_progress)(self.session_id, self.last_seq)
         for message in new:
             self._apply(message)
         self.row = row
