@@ -313,3 +313,39 @@ def test_it_writes_the_next_segment_on_the_same_thread_and_connection(alice, mon
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [seen[0][1]])
         assert cursor.fetchone()[0] == 0
+
+
+def test_a_run_that_ends_at_a_checkpoint_writes_its_record_once(alice, monkeypatch):
+    from reviewer.lifecycle import reports
+    from reviewer.lifecycle.record import StoredRecord
+    from reviewer.worker import runtime
+
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    ids = [100 + p for p in range(relay_module.CHECKPOINT_EVERY)]
+    record = StoredRecord(ids, "text", {"attempt": 0})
+    written: list[StoredRecord] = []
+    store = reports.store_record
+    monkeypatch.setattr(
+        runtime.lifecycle, "store_record", lambda s, r: (written.append(r), store(s, r))
+    )
+    # The final save captures the state again: the same record while nothing changed.
+    captured = [record]
+    monkeypatch.setattr(runtime.record, "stored_record", lambda state: captured[0])
+
+    def finish(stop, halted, notice):
+        runtime.save_record(session, None, relay.stored)
+
+    relay = Relay(session, object(), lambda state: record, finish)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    for position in range(relay_module.CHECKPOINT_EVERY):
+        relay.on_token(token(position))
+    run.set_result(StopInfo("max_tokens", position=relay_module.CHECKPOINT_EVERY))
+    relay.join()
+    assert relay.stored == record and written == [record]  # the relay's, and no second
+
+    captured[0] = StoredRecord([*ids, 7], "text and more", {"attempt": 0})  # the state moved on
+    runtime.save_record(session, None, relay.stored)
+    assert written[-1] == captured[0] and len(written) == 2
+    session.refresh_from_db()
+    assert session.generated_ids == [*ids, 7]
