@@ -181,3 +181,23 @@ def test_it_sends_queue_messages_from_the_threads_own_loop(monkeypatch):
     assert sent[0][2] is sent[1][2] and not sent[0][2].is_closed()
     assert started == []
     layer_loop.close()
+
+
+def test_it_announces_a_transactions_last_status_of_each_session_once(monkeypatch):
+    from reviewer.events import queue
+    from reviewer.lifecycle.transitions import set_status
+    from tests.floor_factory import gateway_session
+
+    one, two = (gateway_session(ReviewSession.RUNNING) for _ in range(2))
+    sent: list[tuple[int, str]] = []
+    monkeypatch.setattr(queue, "send", lambda m: sent.append((m["session"], m["status"])))
+    with transaction.atomic():  # a generation's end with the system's approval
+        set_status(one, ReviewSession.GENERATED)
+        set_status(two, ReviewSession.PAUSED)
+        set_status(one, ReviewSession.COMPLETED)
+        assert sent == []  # not before the commit
+    assert sent == [(one.pk, ReviewSession.COMPLETED), (two.pk, ReviewSession.PAUSED)]
+    with pytest.raises(RuntimeError), transaction.atomic():
+        set_status(two, ReviewSession.RUNNING)
+        raise RuntimeError("the command failed")
+    assert len(sent) == 2  # a rolled-back change is never announced

@@ -16,16 +16,16 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from reviewer.events import layer_loop
+from reviewer.events.commit_batch import CommitBatch
 from reviewer.events.kinds import (
     ATTENTION,
     CLAIM,
@@ -306,43 +306,8 @@ def emit_many(
         )
         for (pk, seq), p in zip(rows, payloads, strict=True)
     ]
-    _broadcast_after_commit(stored)
+    _after_commit.add(stored)
     return stored
-
-
-class _Pending(threading.local):
-    """This thread's broadcast still waiting for its transaction: the hook, its events."""
-
-    hook: Any = None
-    stored: list[SessionEvent]
-
-
-_pending = _Pending()
-
-
-def _broadcast_after_commit(stored: list[SessionEvent]) -> None:
-    """Broadcast once the surrounding transaction commits (at once outside one). What one
-    transaction stores goes out as one message per session (a generation's end: its statuses
-    and finish), so a page or a gateway call wakes once for it and the sender makes one round
-    trip. Events join the broadcast still pending only where a rollback would take both back:
-    the same savepoints, and its hook not yet run or dropped."""
-    if not connection.in_atomic_block:
-        broadcast_all(stored)
-        return
-    if _joins_pending():
-        _pending.stored.extend(stored)
-        return
-    batch = list(stored)
-    _pending.hook, _pending.stored = (lambda: broadcast_all(batch)), batch
-    transaction.on_commit(_pending.hook)
-
-
-def _joins_pending() -> bool:
-    savepoints = set(connection.savepoint_ids)
-    return any(
-        func is _pending.hook and sids == savepoints
-        for sids, func, _robust in connection.run_on_commit
-    )
 
 
 def broadcast(event: SessionEvent) -> None:
@@ -370,6 +335,12 @@ def broadcast_all(stored: Sequence[SessionEvent]) -> None:
     if _broadcast_failing:
         log.info("events are broadcast again")
     _broadcast_failing = False
+
+
+# What one transaction stores goes out as one message per session (a generation's end: its
+# statuses and finish), so a page or a gateway call wakes once for it. broadcast_all is looked
+# up when sent (tests replace it).
+_after_commit: CommitBatch[SessionEvent] = CommitBatch(lambda stored: broadcast_all(stored))
 
 
 def _messages(stored: Sequence[SessionEvent]) -> list[tuple[str, dict[str, Any]]]:

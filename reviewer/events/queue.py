@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
 
 from reviewer.events import layer_loop
+from reviewer.events.commit_batch import CommitBatch
 
 if TYPE_CHECKING:
     from reviewer.models import ReviewSession
@@ -56,7 +56,19 @@ def announce(session: ReviewSession, action: str) -> None:
         "claimed_by": current.username if current is not None else None,
         "action": action,
     }
-    transaction.on_commit(lambda: send(message))
+    _announced.add([message])
+
+
+def send_latest(messages: list[QueueMessage]) -> None:
+    """A transaction's announcements: the last of each session's, as it stands at the
+    commit (a generation's end with the system's approval: completed, not generated first)."""
+    latest = {message["session"]: message for message in messages}
+    for message in latest.values():
+        send(message)
+
+
+# Looked up when sent (tests replace send).
+_announced: CommitBatch[QueueMessage] = CommitBatch(lambda messages: send_latest(messages))
 
 
 def send(message: QueueMessage) -> None:
