@@ -109,16 +109,17 @@ def require_applied_edits(session: ReviewSession, command: str) -> None:
 # --- changing its state ------------------------------------------------------------------
 
 
-def set_status(session: ReviewSession, status: str) -> None:
+def set_status(session: ReviewSession, status: str, also: tuple[str, ...] = ()) -> None:
     """The one place a status changes; a transition the lifecycle table does not list is
     refused (a bug in the caller, not a reviewer's mistake). The stored status is the one
-    checked: the caller's copy may predate a command another process ran."""
+    checked: the caller's copy may predate a command another process ran. ``also``: fields
+    the caller set that go in the same statement."""
     current = S.objects.values_list("status", flat=True).get(pk=session.pk)
     if current != status and not statuses.allows(current, status):
         raise Conflict(f"A session that is {current} cannot become {status}")
     session.status = status
     session.waiting_since = waiting_since(session, current, status)
-    session.save(update_fields=["status", "waiting_since", "updated_at"])
+    session.save(update_fields=["status", "waiting_since", "updated_at", *also])
     # A resume or a decision: the reviewer's part is on record (a new session has no story yet)
     if status in STORY_ENDS and current != S.DRAFT:
         audit_graph.complete_open(session)
@@ -142,8 +143,7 @@ def finish(session: ReviewSession, status: str, by_holder: bool = False) -> None
     session.finished_at = timezone.now()
     # An ended session's claim lapses; claimed_by stays: the reviewer of record.
     session.claim_expires_at = None
-    session.save(update_fields=["finished_at", "claim_expires_at"])
-    set_status(session, status)
+    set_status(session, status, also=("finished_at", "claim_expires_at"))
     session_id, holder = session.pk, "" if by_holder else session.worker
     transaction.on_commit(lambda: release_state(session_id, holder))
 
