@@ -26,7 +26,9 @@ def sse(data: dict[str, Any], event: str | None = None) -> bytes:
 
 
 def load(session_id: int) -> ReviewSession:
-    return ReviewSession.objects.select_related("domain", "claimed_by", "owner").get(pk=session_id)
+    # The engine's meta (its histories, a number per token) is no part of an answer.
+    sessions = ReviewSession.objects.select_related("domain", "claimed_by", "owner")
+    return sessions.defer("engine_meta").get(pk=session_id)
 
 
 async def built(make: Callable[..., dict[str, Any]], session_id: int, *args: Any) -> dict[str, Any]:
