@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import types
 from concurrent.futures import Future
 
 import pytest
@@ -135,28 +136,53 @@ def test_it_writes_a_runs_tokens_together_without_holding_the_engine(alice, monk
     assert [e.payload["position"] for e in rows] == [0, 1, 2, 3, 4]
 
 
-def test_it_writes_at_once_a_token_that_may_let_delayed_delivery_send_more(alice, monkeypatch):
-    session = make_session(alice, status=ReviewSession.RUNNING)
-    writes = recorded_writes(monkeypatch)
-    runs = Batching(tokens=50, hold_s=30)  # without a sentence, nothing would go for 30 s
+def delayed_relay(session: ReviewSession, delay: int | None) -> tuple[Relay, Future[StopInfo]]:
+    """A relay following its run that holds runs of up to 50 tokens for 30 s, under delayed
+    delivery of ``delay`` sentences (None: nothing leaves before review)."""
+    runs = Batching(tokens=50, hold_s=30, delay_sentences=delay)
     relay = Relay(session, None, lambda state: None, lambda *_: None, batching=runs)
     run: Future[StopInfo] = Future()
     relay.follow(run)
-    relay.on_token(said(0, "Fever"))
-    relay.on_token(said(1, " since"))
-    relay.on_token(said(2, " Monday"))
+    return relay, run
+
+
+def tell(relay: Relay, texts: list[str], position: int = 0, before: str = "") -> str:
+    """Tokens from ``position`` on, each extending the generated text (``before`` so far);
+    the text after them."""
+    for i, text in enumerate(texts):
+        at = position + i
+        relay.on_token(TokenEvent(at, 100 + at, text, len(before), SIGNALS, 0, []))
+        before += text
+    return before
+
+
+def test_it_writes_at_once_the_token_that_lets_delayed_delivery_send_more(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    relay, run = delayed_relay(session, delay=1)  # without it, nothing would go for 30 s
+    text = tell(relay, ["Fever", " since", " Monday", ".", " "])
     time.sleep(0.1)
-    assert writes == []
-    relay.on_token(said(3, "."))  # a mark that may end the sentence
+    assert writes == []  # a complete sentence, but the one being written is held back
+    text = tell(relay, [" Cough"], 5, text)  # the next begins: the first may leave now
     wait_for(writes, 1)
-    relay.on_token(said(4, " "))  # a space confirms it, and no word has begun yet
+    tell(relay, [" since", " Dr", ".", " Lee", " saw", " it"], 6, text)  # "Dr." ends none
     time.sleep(0.1)
     assert len(writes) == 1
-    relay.on_token(said(5, " Cough"))  # the next sentence begins: delivery may move on
-    wait_for(writes, 2)
+    run.set_result(StopInfo("max_tokens", position=12))
+    relay.join()
+    assert [w for _, w in writes] == [[0, 1, 2, 3, 4, 5], list(range(6, 12))]
+
+
+def test_it_holds_a_generation_that_waits_for_review_whatever_its_sentences(alice, monkeypatch):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    relay, run = delayed_relay(session, delay=None)  # after review
+    tell(relay, ["Fever", ".", " Cough", ".", " Rest", "."])
+    time.sleep(0.2)
+    assert writes == []  # no text leaves before approval: the run waits to be whole
     run.set_result(StopInfo("max_tokens", position=6))
     relay.join()
-    assert [w for _, w in writes] == [[0, 1, 2, 3], [4, 5]]
+    assert [w for _, w in writes] == [list(range(6))]
 
 
 def held_relay(
@@ -267,12 +293,13 @@ def test_it_batches_gateway_generations_only(alice, settings):
     domain = make_session(alice).domain
     app, _key = application_keys.create("Note drafter", [domain], "root")
     started_here = make_session(alice, status=ReviewSession.RUNNING)
-    called = make_session(None, status=ReviewSession.RUNNING, application=app)
+    called = make_session(
+        None, status=ReviewSession.RUNNING, application=app, gateway={"stop": ["END"]}
+    )
     assert relay_batching(started_here) == EACH_AT_ONCE
-    runs = Batching(tokens=5, hold_s=0.8)
     for mode, delay, batching in (
-        (AFTER_REVIEW, 1, runs),
-        (DELAYED, 1, runs),
+        (AFTER_REVIEW, 1, Batching(tokens=5, hold_s=0.8)),  # nothing leaves while it runs
+        (DELAYED, 2, Batching(tokens=5, hold_s=0.8, delay_sentences=2, stops=("END",))),
         (DELAYED, 0, EACH_AT_ONCE),  # the domain streams every token as it comes
     ):
         domain.delivery_mode, domain.delay_sentences = mode, delay
@@ -335,7 +362,8 @@ def test_a_run_that_ends_at_a_checkpoint_writes_its_record_once(alice, monkeypat
     def finish(stop, halted, notice):
         runtime.save_record(session, None, relay.stored)
 
-    relay = Relay(session, object(), lambda state: record, finish)
+    state = types.SimpleNamespace(text="")  # the capture below reads nothing of it
+    relay = Relay(session, state, lambda state: record, finish)
     run: Future[StopInfo] = Future()
     relay.follow(run)
     for position in range(relay_module.CHECKPOINT_EVERY):

@@ -14,9 +14,9 @@ statement, a broadcast and a wake of every follower, on cores the model keeps bu
 needs such a generation's tokens one by one (its text leaves by sentences or after review),
 unless a reviewer's page follows it (reviewer/events/watching.py): then each token goes at
 once, as for a session a reviewer started. The first token of a run waits a little for the
-rest. A token that may let delayed delivery send more text (a mark that may end a sentence,
-and the first word after one) and anything that is not a token (a flag, a rollback, the stop)
-are written at once.
+rest. A token that lets delayed delivery send more text (its boundary moves: the first word
+of a sentence after a complete one, by the rule the gateway releases by) and anything that is
+not a token (a flag, a rollback, the stop) are written at once.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inference.decode import StopInfo
-from inference.sentences import CHINESE_TERMINATORS, ENGLISH_TERMINATORS
+from inference.sentences import SentenceTracker, delayed_boundary
 from inference.sink import FlagEvent, PauseNotice, RollbackEvent, Sink, TokenEvent
 from inference.state import DecodeState
 from reviewer import events, lifecycle
@@ -48,9 +48,6 @@ MAX_BATCH = 64  # queued items taken at once: a run of tokens among them is one 
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 ENDS = ("stop", "error")  # the last item a relay takes
 WATCH_CHECK_S = 0.25  # how old the relay's answer to "does a page follow it?" may be
-# Where a sentence may end (inference/sentences.py decides whether it does): the next word may
-# move delayed delivery's boundary.
-SENTENCE_MARKS = frozenset(ENGLISH_TERMINATORS + CHINESE_TERMINATORS)
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 
@@ -67,10 +64,14 @@ def gate_hit_rate(event: TokenEvent) -> float | None:
 @dataclass(frozen=True)
 class Batching:
     """How a relay writes its tokens: in runs of up to ``tokens``, the first of a run held at
-    most ``hold_s`` for the rest; one token: each as it comes."""
+    most ``hold_s`` for the rest; one token: each as it comes. ``delay_sentences`` and
+    ``stops``: delayed delivery's, so that a token that lets more text leave goes at once;
+    None: no text leaves while the generation runs (it waits for review)."""
 
     tokens: int = 1
     hold_s: float = 0.0
+    delay_sentences: int | None = None
+    stops: tuple[str, ...] = ()
 
 
 EACH_AT_ONCE = Batching()
@@ -116,8 +117,12 @@ class Relay(Sink):
         # Tokens the relay's thread took and holds for the rest of their run: not behind, so the
         # loop does not wait for them (backlog).
         self._held = 0
-        self._after_mark = False  # the last token with text had a mark that may end a sentence
-        self._release_due = False  # a token taken for the next write may let more text leave
+        # The generated text as the relay's thread took it, its sentences, and how much of it
+        # delayed delivery could send: a token that moves that is written at once.
+        self._text = state.text if state is not None else ""
+        self._sentences = SentenceTracker()
+        self._boundary = self._releasable()
+        self._release_due = False  # a token taken for the next write lets more text leave
         self._finished = threading.Event()  # the stop reported, ``done`` called
 
     # ---- the serving loop's thread: queue only -------------------------------------------
@@ -225,7 +230,7 @@ class Relay(Sink):
 
     def _note(self, item: tuple[str, Any]) -> None:
         kind, payload = item
-        if kind == "token" and self.batching.tokens > 1 and self._releases(payload.text):
+        if kind == "token" and self.batching.tokens > 1 and self._releases(payload):
             self._release_due = True
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
@@ -246,15 +251,20 @@ class Relay(Sink):
             self._watched_answer, self._watched_asked = self.watched(), now
         return self._watched_answer
 
-    def _releases(self, text: str) -> bool:
-        """Whether a token (each is asked once, in order) may move delayed delivery's boundary:
-        one with a word after a mark that may end a sentence, or with such a mark itself (a
-        false alarm only writes sooner)."""
-        if not text.strip():
-            return False  # the mark, if any, stays the last one seen
-        marked = self._after_mark or not SENTENCE_MARKS.isdisjoint(text)
-        self._after_mark = not SENTENCE_MARKS.isdisjoint(text)
-        return marked
+    def _releases(self, event: TokenEvent) -> bool:
+        """Whether a token (each is taken once, in order) moves delayed delivery's boundary:
+        the gateway may then send more text (reviewer/gateway/delivery.py, by the same rule)."""
+        self._text = self._text[: event.text_offset] + event.text  # a rollback: starts earlier
+        boundary = self._releasable()
+        moved, self._boundary = boundary > self._boundary, boundary
+        return moved
+
+    def _releasable(self) -> int:
+        rule = self.batching
+        if rule.delay_sentences is None:
+            return 0
+        sentences = self._sentences.complete_sentences(self._text)
+        return delayed_boundary(self._text, rule.delay_sentences, rule.stops, sentences)
 
     def _write_all(self, items: list[tuple[str, Any]]) -> None:
         """Each run of tokens in one statement and one broadcast call, everything else as it

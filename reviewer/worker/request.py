@@ -40,8 +40,10 @@ def relay_batching(session: ReviewSession) -> Batching:
     domain = session.domain
     if not session.from_gateway or (domain.delivery_mode == DELAYED and not domain.delay_sentences):
         return EACH_AT_ONCE
-    hold_s = settings.CAESURA_GATEWAY_RELAY_HOLD_MS / 1000
-    return Batching(settings.CAESURA_GATEWAY_RELAY_TOKENS, hold_s)
+    tokens, hold_s = settings.CAESURA_GATEWAY_RELAY_TOKENS, settings.CAESURA_GATEWAY_RELAY_HOLD_MS
+    if domain.delivery_mode != DELAYED:  # nothing leaves before review
+        return Batching(tokens, hold_s / 1000)
+    return Batching(tokens, hold_s / 1000, domain.delay_sentences, stop_strings(session))
 
 
 def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:
