@@ -235,7 +235,7 @@ class Relay(Sink):
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
         """Whether to wait for more before writing: only after tokens, until the run is whole
-        or its time is up, not when one of them may let delayed delivery send more text, and
+        or its time is up, not when one of them lets delayed delivery send more text, and
         not while a reviewer's page follows the session."""
         return (
             items[-1][0] == "token"
