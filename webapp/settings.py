@@ -286,9 +286,11 @@ CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, 
 # A gateway generation's tokens are written (and broadcast) in runs of up to this many, the
 # first held at most HOLD_MS for the rest: fewer writes on cores the model keeps busy
 # (reviewer/worker/relay.py). While a reviewer's page follows the session, and with 1, each
-# token is written as it comes.
+# token is written as it comes; a token that lets delayed delivery send more goes at once.
+# Nobody waits on a held token, so the hold is long: with eight generations at once a hold of
+# a second wrote most of their runs (docs/benchmarks.md).
 CAESURA_GATEWAY_RELAY_TOKENS = env_int("CAESURA_GATEWAY_RELAY_TOKENS", 32, minimum=1)
-CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 1000, minimum=0)
+CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 10_000, minimum=0)
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/web/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
 CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)
