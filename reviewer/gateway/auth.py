@@ -1,10 +1,12 @@
 """Who calls: the application whose key the ``Authorization: Bearer`` header carries. A
-missing, unknown, rotated or revoked key is refused alike (401), without saying which."""
+missing, unknown, rotated or revoked key is refused alike (401), without saying which; a
+known one's request is counted against its limits (reviewer/gateway/limits.py)."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 
+from reviewer.gateway import limits
 from reviewer.gateway.database import off_loop
 from reviewer.gateway.errors import GatewayError
 from reviewer.lifecycle import application_keys
@@ -23,11 +25,18 @@ def bearer_key(request: HttpRequest) -> str | None:
     return key.strip() or None if scheme.lower() == "bearer" else None
 
 
-async def application_of(request: HttpRequest) -> Application:
+async def admitted(request: HttpRequest) -> Application:
+    """The calling application, with this request counted against its limit: one trip off
+    the event loop for both, before the call's own work."""
     key = bearer_key(request)
     if key is None:
         raise GatewayError(401, MISSING, code="missing_api_key")
-    application = await off_loop(application_keys.application_for)(key)
+    return await off_loop(_admit)(key)
+
+
+def _admit(key: str) -> Application:
+    application = application_keys.application_for(key)
     if application is None:
         raise GatewayError(401, REFUSED, code="invalid_api_key")
+    limits.count_request(application)
     return application

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from reviewer.gateway import answers, auth, limits, schemas, streams
+from reviewer.gateway import answers, auth, schemas, streams
 from reviewer.gateway.database import off_loop
 from reviewer.gateway.delivery import Delivery, End, Piece
 from reviewer.gateway.errors import GatewayError, error_body, from_validation
@@ -44,8 +44,7 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
                     refused = GatewayError(405, f"{request.path} answers {method} only").response()
                     refused["Allow"] = method
                     return refused
-                application = await auth.application_of(request)
-                await off_loop(limits.count_request)(application)
+                application = await auth.admitted(request)
                 return await view(request, application, *args, **kwargs)
             except GatewayError as exc:
                 return exc.response()

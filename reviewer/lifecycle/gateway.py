@@ -83,8 +83,8 @@ def start_generation(
             "decoding": params.to_dict(),
         }
         started |= {"endpoint": request.get("endpoint"), "user": request.get("user")}
+        transitions.dispatch_segment(session)  # first: see reviewer/lifecycle/transitions.py
         transitions.set_status(session, S.RUNNING)
-        transitions.dispatch_segment(session)
         # Last: the audit chain's lock is held from here to the commit, so calls arriving
         # together wait on each other for the record alone.
         audit.append("start", application.actor, session, started)

@@ -76,8 +76,8 @@ def start_session(
         started = {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()}
         started |= {"task_type": task, "task_source": task_source}
         audit.append("start", user.username, session, started)
+        transitions.dispatch_segment(session)  # first: see reviewer/lifecycle/transitions.py
         set_status(session, S.RUNNING)
-        transitions.dispatch_segment(session)
     metrics.generation_started(task)
     return summary(session)
 
@@ -107,9 +107,9 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
         _tell_the_time_if_late(session, paused_s)
         # A pause request that a policy pause overtook must not stop the resumed run at once.
         set_flag(pause_flags.clear, session.pk)
+        transitions.dispatch_segment(session)  # first: see reviewer/lifecycle/transitions.py
         set_status(session, S.RUNNING)
         events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
-        transitions.dispatch_segment(session)
     return summary(session)
 
 

@@ -201,7 +201,10 @@ def live_holder(worker: str) -> str | None:
 
 
 def dispatch_segment(session: ReviewSession) -> None:
-    """Hand the session to a worker after commit: the one holding its state if it is alive."""
+    """Hand the session to a worker after commit: the one holding its state if it is alive.
+    Called before the status changes: hooks run after commit in the order they were added, so
+    the task is on its way before the status's broadcasts (2-3 ms) and the worker starts
+    while they go out."""
     session.segment = uuid.uuid4().hex
     session.save(update_fields=["segment", "updated_at"])
     holder = live_holder(session.worker)

@@ -39,7 +39,7 @@ from reviewer.analytics import pause_models
 from reviewer.events import watching
 from reviewer.lifecycle import record
 from reviewer.lifecycle.transitions import latest_open_pause
-from reviewer.models import Edit, ReviewSession
+from reviewer.models import Edit, ReviewSession, statuses
 from reviewer.worker import details, liveness, request, vault
 from reviewer.worker.pause_flags import RedisControl
 from reviewer.worker.relay import Relay
@@ -90,7 +90,7 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
         return "stale"
     pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
     if not session.prompt_ids:  # a new generation: nothing to edit or tell yet
-        if not lifecycle.generates(session):
+        if session.status != statuses.RUNNING:  # as read under the claim's lock
             return "stale"
         start_generating(session, None)
         return "generating"
