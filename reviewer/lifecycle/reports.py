@@ -54,7 +54,9 @@ class StopReport:
 def begin_segment(session_id: int, segment: str, worker: str) -> ReviewSession | None:
     """Claim a segment for this worker; None when the segment is stale or the session is done."""
     with transaction.atomic():
-        session = S.objects.select_for_update().filter(pk=session_id).first()
+        # The domain comes with it (its prompt, delivery and metrics label), unlocked.
+        sessions = S.objects.select_related("domain").select_for_update(of=("self",))
+        session = sessions.filter(pk=session_id).first()
         if session is None or session.segment != segment or session.is_final:
             return None
         session.worker = worker
