@@ -50,6 +50,17 @@ def test_it_numbers_a_run_of_events_after_the_last_one(alice):
     assert row.created_at == stored[1].created_at and row.pk == stored[1].pk
 
 
+def test_it_stores_a_payload_encoded_ahead_as_its_text(alice):
+    """A relay encodes each token as it takes it; the write does not encode it again."""
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    ahead = events.Encoded({"text": "b"})
+    assert ahead == {"text": "b"} and ahead.text == '{"text": "b"}'
+    ahead.text = '{"text": "as encoded"}'
+    stored = events.emit_many(session.pk, "token", [ahead, {"text": "c"}])
+    assert seqs_and_texts(session) == [(1, "as encoded"), (2, "c")]
+    assert [type(e.payload) for e in stored] == [dict, dict]  # sent as plain dicts
+
+
 def test_it_sends_a_run_as_one_message_once_stored(alice, listener):
     join, receive = listener
     session = make_session(alice, status=ReviewSession.RUNNING)

@@ -210,8 +210,7 @@ class Relay(Sink):
         item = self._queue.get()
         until = time.monotonic() + self.batching.hold_s  # the longest the first token waits
         while True:
-            items.append(item)
-            self._note(item)
+            items.append(self._taken(item))
             if item[0] in ENDS or len(items) >= MAX_BATCH:
                 break
             try:
@@ -228,10 +227,16 @@ class Relay(Sink):
         self._held = tokens_in(items) if held else 0  # a run's tokens, until written
         return items
 
-    def _note(self, item: tuple[str, Any]) -> None:
+    def _taken(self, item: tuple[str, Any]) -> tuple[str, Any]:
+        """An item as it will be written. A token is encoded as it is taken, while the relay
+        waits for the rest of its run, not in the write that the run's end (often the
+        generation's, eight at once on a busy worker) then waits for."""
         kind, payload = item
-        if kind == "token" and self.batching.tokens > 1 and self._releases(payload):
+        if kind != "token":
+            return item
+        if self.batching.tokens > 1 and self._releases(payload):
             self._release_due = True
+        return kind, events.Encoded(events.token(payload))
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
         """Whether to wait for more before writing: only after tokens, until the run is whole
@@ -285,7 +290,7 @@ class Relay(Sink):
         try:
             if kind == "tokens":
                 # lifecycle.record_token, for many: a token is an event and nothing else.
-                events.emit_many(self.session.pk, events.TOKEN, [events.token(e) for e in payload])
+                events.emit_many(self.session.pk, events.TOKEN, payload)
             elif kind == "flag":
                 lifecycle.record_flag(self.session, events.flag(payload))
             elif kind == "rollback":
