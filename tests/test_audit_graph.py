@@ -230,3 +230,15 @@ def test_it_builds_a_graph_again_from_the_records_never_from_an_edited_graph(ali
     graph.refresh_from_db()
     assert "reading:entropy" in nodes(graph) and graph.graph["events_through"] > 0
     call_command("verify_audit")  # the forged version was never hashed into the chain
+
+
+def test_it_completes_open_graphs_and_looks_once_where_none_is_open(
+    alice, django_assert_num_queries
+):
+    session = running(alice)
+    pause = policy_pause(session)
+    assert not graph_of(pause=pause).complete
+    audit_graph.complete_open(session)
+    assert graph_of(pause=pause).complete
+    with django_assert_num_queries(1):  # no lock and no savepoint for a story already told
+        audit_graph.complete_open(session)

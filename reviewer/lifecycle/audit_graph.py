@@ -83,10 +83,14 @@ def refresh(row: AuditGraph, complete: bool) -> AuditGraph:
 
 
 def complete_open(session: ReviewSession) -> None:
-    """The session ran on or was decided: the stories of its open graphs have ended."""
+    """The session ran on or was decided: the stories of its open graphs have ended. Most ends
+    have none (a generation nothing flagged or paused): one look, no lock. Graphs are added by
+    the thread that reports the session's segment, never beside a status change."""
+    rows = AuditGraph.objects.filter(session=session, complete=False)
+    if not rows.exists():
+        return
     with transaction.atomic():
         lock(session.pk)
-        rows = AuditGraph.objects.filter(session=session, complete=False)
         for row in rows.select_related("record", "pause"):
             refresh(row, complete=True)
 
