@@ -84,8 +84,8 @@ def refresh(row: AuditGraph, complete: bool) -> AuditGraph:
 
 def complete_open(session: ReviewSession) -> None:
     """The session ran on or was decided: the stories of its open graphs have ended. Most ends
-    have none (a generation nothing flagged or paused): one look, no lock. Graphs are added by
-    the thread that reports the session's segment, never beside a status change."""
+    have none (nothing flagged or paused the generation): one look, without the lock and the
+    savepoint that a rebuild takes."""
     rows = AuditGraph.objects.filter(session=session, complete=False)
     if not rows.exists():
         return
