@@ -5,7 +5,6 @@ waits for review it sends ``: keep-alive`` comments, which clients skip."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -14,7 +13,7 @@ from reviewer.gateway import answers
 from reviewer.gateway.database import off_loop
 from reviewer.gateway.delivery import Delivery, End, KeepAlive, Piece
 from reviewer.gateway.errors import error_body
-from reviewer.models import ReviewSession, statuses
+from reviewer.models import ReviewSession
 
 KEEP_ALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
@@ -66,59 +65,27 @@ async def completions(
     head = await built(answers.chunk_head, session_id, kind)
     if chat:
         yield sse({**head, "choices": [choice(chat, {"role": "assistant", "content": ""})]})
-    closing: asyncio.Future[dict[str, Any]] | None = None
-    try:
-        async for step in delivery.steps():
-            if isinstance(step, KeepAlive):
-                yield KEEP_ALIVE
-            elif isinstance(step, Piece):
-                closing = closing or closing_early(delivery, session_id, kind)
-                yield piece_chunk(step, head, chat, top)
-            elif step.outcome != "completed":
-                yield sse(end_error(step, session_id)[1])
-                return
-            else:
-                closed = await (closing or built(answers.closing, session_id, kind))
-                for chunk in closing_chunks(closed, head, chat, delivery, include_usage):
-                    yield chunk
-    finally:
-        if closing is not None and not closing.done():  # the client left first
-            closing.cancel()
-
-
-def closing_early(
-    delivery: Delivery, session_id: int, kind: str
-) -> asyncio.Future[dict[str, Any]] | None:
-    """The closing chunks' contents, read while the last piece goes out: once the session is
-    completed nothing in them changes, and the client's stream ends a database trip sooner."""
-    row = delivery.follower.row
-    if row is None or row.status != statuses.COMPLETED:
-        return None
-    return asyncio.ensure_future(built(answers.closing, session_id, kind))
-
-
-def piece_chunk(step: Piece, head: dict[str, Any], chat: bool, top: int | None) -> bytes:
-    logprobs = None
-    if top is not None:
-        make = answers.chat_logprobs if chat else answers.completion_logprobs
-        logprobs = make(step.tokens, top)
-    text = {"content": step.text} if chat else step.text
-    return sse({**head, "choices": [choice(chat, text, None, logprobs)]})
-
-
-def closing_chunks(
-    closed: dict[str, Any],
-    head: dict[str, Any],
-    chat: bool,
-    delivery: Delivery,
-    include_usage: bool,
-) -> list[bytes]:
-    reason = finish_reason(delivery.follower.finish_reason)
-    empty: dict[str, Any] | str = {} if chat else ""
-    chunks = [sse({**closed["head"], "choices": [choice(chat, empty, reason)]})]
-    if include_usage:
-        chunks.append(sse({**head, "choices": [], "usage": closed["usage"]}))
-    return [*chunks, DONE]
+    async for step in delivery.steps():
+        if isinstance(step, KeepAlive):
+            yield KEEP_ALIVE
+        elif isinstance(step, Piece):
+            logprobs = None
+            if top is not None:
+                make = answers.chat_logprobs if chat else answers.completion_logprobs
+                logprobs = make(step.tokens, top)
+            text = {"content": step.text} if chat else step.text
+            yield sse({**head, "choices": [choice(chat, text, None, logprobs)]})
+        elif step.outcome != "completed":
+            yield sse(end_error(step, session_id)[1])
+            return
+        else:
+            closed = await built(answers.closing, session_id, kind)
+            reason = finish_reason(delivery.follower.finish_reason)
+            empty: dict[str, Any] | str = {} if chat else ""
+            yield sse({**closed["head"], "choices": [choice(chat, empty, reason)]})
+            if include_usage:
+                yield sse({**head, "choices": [], "usage": closed["usage"]})
+            yield DONE
 
 
 def choice(
