@@ -124,43 +124,67 @@ def test_it_keeps_the_api_and_gateway_schema_names_apart():
     from reviewer.gateway import openapi as gateway_openapi
 
     spec = openapi.description()
-    own = {"SessionSummary", "Session", "Decoding", "CommandResult", "Error"}
+    own = set(openapi.model_schemas())
+    assert {"SessionSummary", "Session", "Decoding", "CommandResult", "Error", "EditBody"} <= own
     assert not own & set(gateway_openapi.components())
     assert set(spec["components"]["schemas"]) == own | set(gateway_openapi.components())
+
+
+def body_schema(spec: dict, path: str) -> dict:
+    body = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return spec["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+
+
+def plain(schema: dict) -> dict:
+    """An optional field's own schema: the branch of anyOf that is not null."""
+    return next((s for s in schema.get("anyOf", ()) if s.get("type") != "null"), schema)
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_it_describes_every_command_with_its_arguments(name):
     command = COMMANDS[name]
-    operation = openapi.description()["paths"][f"/api/sessions/{{session_id}}/{name}"]["post"]
-    schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    expected = {reader.name for reader in (*command.required, *command.optional)}
-    assert set(schema["properties"]) == expected | {"command_id"}
-    assert set(schema.get("required", [])) == {reader.name for reader in command.required}
+    spec = openapi.description()
+    operation = spec["paths"][f"/api/sessions/{{session_id}}/{name}"]["post"]
+    schema = body_schema(spec, f"/api/sessions/{{session_id}}/{name}")
+    required, optional = command.body.argument_names()
+    assert set(schema["properties"]) == {*required, *optional, "command_id"}
+    assert set(schema.get("required", [])) == set(required)
+    assert operation["requestBody"]["required"] == bool(required)
     assert str(command.status) in operation["responses"]
 
 
+def test_it_names_the_arguments_each_command_has_always_taken():
+    names = {name: c.body.argument_names() for name, c in COMMANDS.items()}
+    assert names["edit"] == (["start", "end", "text"], ["glossary_term"])
+    assert names["approve"] == ([], ["comment"])
+    assert names["reject"] == (["comment"], [])
+    assert names["correct_task"] == (["task_type"], [])
+    assert names["pause"] == ([], [])
+
+
 def test_it_describes_integer_fields_as_integers_with_their_range():
-    paths = openapi.description()["paths"]
-    rollback = paths["/api/sessions/{session_id}/rollback"]["post"]["requestBody"]
-    position = rollback["content"]["application/json"]["schema"]["properties"]["position"]
+    spec = openapi.description()
+    position = body_schema(spec, "/api/sessions/{session_id}/rollback")["properties"]["position"]
     assert (position["type"], position["minimum"], position["maximum"]) == ("integer", 0, 2**31 - 1)
+    seed = plain(body_schema(spec, "/api/sessions")["properties"]["seed"])
+    assert (seed["type"], seed["minimum"], seed["maximum"]) == ("integer", 0, 2**63 - 1)
 
 
 @override_settings(CAESURA_MAX_EDIT_CHARS=123, CAESURA_MAX_INPUT_CHARS=456)
 def test_it_describes_the_configured_text_limits():
-    paths = openapi.description()["paths"]
-    edit = paths["/api/sessions/{session_id}/edit"]["post"]["requestBody"]
-    start = paths["/api/sessions"]["post"]["requestBody"]
-    assert edit["content"]["application/json"]["schema"]["properties"]["text"]["maxLength"] == 123
-    assert start["content"]["application/json"]["schema"]["properties"]["input"]["maxLength"] == 456
+    spec = openapi.description()
+    edit = body_schema(spec, "/api/sessions/{session_id}/edit")
+    start = body_schema(spec, "/api/sessions")
+    assert edit["properties"]["text"]["maxLength"] == 123
+    assert start["properties"]["input"]["maxLength"] == 456
+    assert start["required"] == ["domain", "input"]
 
 
 def test_it_describes_every_sampling_parameter_with_its_json_type():
     decoding = openapi.description()["components"]["schemas"]["Decoding"]
     kinds = {"int": "integer", "GateConfig": "object"}
     expected = {f.name: kinds.get(str(f.type), "number") for f in fields(SamplingParams)}
-    assert {name: p["type"] for name, p in decoding["properties"].items()} == expected
+    assert {name: plain(p)["type"] for name, p in decoding["properties"].items()} == expected
     assert decoding["additionalProperties"] is False
 
 
@@ -176,3 +200,53 @@ def test_it_resolves_every_reference_and_names_each_operation_once():
     ids = [op["operationId"] for op in operations]
     assert len(ids) == len(set(ids))
     assert all(op["responses"] for op in operations)
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def test_it_answers_in_the_shapes_it_describes(alice, monkeypatch):
+    from pydantic import ValidationError
+
+    from reviewer.web import replies
+    from tests.floor_factory import gateway_session
+    from tests.session_factory import clinical_notes, make_session, stub_worker
+
+    stub_worker(monkeypatch)
+    clinical_notes()
+    api = Client()
+    api.force_login(alice)
+
+    def post(url: str, body: dict) -> dict:
+        return api.post(url, body, content_type="application/json").json()
+
+    started = post("/api/sessions", {"domain": "clinical-notes", "input": "Fever.", "seed": 3})
+    replies.CommandResult.model_validate(started)
+    session = make_session(alice).pk
+    edited = post(f"/api/sessions/{session}/edit", {"start": 0, "end": 1, "text": "A"})
+    assert edited["edit"] > 0
+    replies.CommandResult.model_validate(edited)
+    post(f"/api/sessions/{session}/correct_task", {"task_type": "open", "command_id": "c1"})
+    again = post(f"/api/sessions/{session}/correct_task", {"task_type": "open", "command_id": "c1"})
+    assert again["repeated"] is True
+    replies.CommandResult.model_validate(again)
+
+    clinical_notes().reviewers.add(alice)
+    waiting = gateway_session().pk
+    claimed = post(f"/api/sessions/{waiting}/claim", {})
+    assert claimed["claimed_by"] == "alice" and claimed["claim_expires_at"]
+    replies.CommandResult.model_validate(claimed)
+    replies.Session.model_validate(api.get(f"/api/sessions/{waiting}").json())
+
+    detail = api.get(f"/api/sessions/{session}?attention=1").json()
+    assert detail["pauses"] and detail["edits"] and detail["task_correction"]
+    replies.Session.model_validate(detail)
+    replies.Session.model_validate(api.get(f"/api/sessions/{started['id']}").json())
+    replies.SessionList.model_validate(api.get("/api/sessions").json())
+    replies.Events.model_validate(api.get(f"/api/sessions/{session}/events").json())
+    replies.IssuedToken.model_validate(post("/api/token", {}))
+    replies.Error.model_validate(post(f"/api/sessions/{session}/rollback", {}))
+
+    # The models name every key: one the description does not know fails here.
+    with pytest.raises(ValidationError):
+        replies.Session.model_validate({**detail, "undescribed": 1})

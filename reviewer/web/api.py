@@ -13,7 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from reviewer import events, lifecycle
 from reviewer.lifecycle.task_corrections import correction_data, correction_of
 from reviewer.models import PauseEvent, ReviewSession
-from reviewer.web import arguments, auth, command_table, openapi
+from reviewer.web import arguments, auth, bodies, command_table, openapi
 from reviewer.web.auth import AuthenticatedHttpRequest
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -176,16 +176,15 @@ def sessions(request: AuthenticatedHttpRequest) -> JsonResponse:
 
 
 def start_session(request: AuthenticatedHttpRequest) -> JsonResponse:
-    body = body_of(request)
+    data = body_of(request)
+    command_id = bodies.command_id_of(data)
+    given = bodies.read(bodies.StartBody, data)
     result = lifecycle.start_session(
         request.user,
-        body.get("domain"),
-        body.get("input"),
-        seed=body.get("seed"),
-        max_new_tokens=body.get("max_new_tokens"),
-        decoding=body.get("decoding"),
-        task_type=body.get("task_type"),
-        command_id=command_table.command_id_of(body),
+        given.pop("domain"),
+        given.pop("input"),
+        **given,
+        command_id=command_id,
     )
     return JsonResponse(result, status=201)
 

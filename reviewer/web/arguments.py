@@ -1,5 +1,9 @@
-"""What clients may send: one typed reader per argument, shared by services, the commands
-table, the HTTP API, the websocket and the API description (reviewer/web/openapi.py).
+"""What clients may send: one typed reader per argument, shared by services, the request
+bodies (reviewer/web/bodies.py), the HTTP API, the websocket and the API description.
+
+Each reader is pydantic metadata: ``Annotated[int, POSITION]`` declares a body field, pydantic
+checks it (strictly) and describes it in JSON Schema, and the refusal says, in the API's own
+words, what was wrong. Services call the same reader on their own (``POSITION(value)``).
 
 Integer fields take JSON integers only: 2.5, 3.0, true and "3" are refused, and so is any
 integer outside the field's range. Numbers must be finite: JSON text holding NaN, Infinity
@@ -15,9 +19,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from functools import cached_property
+from typing import Annotated, Any, NoReturn
 
 from django.conf import settings
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from reviewer.lifecycle import task_types
 
@@ -28,6 +36,7 @@ MAX_COMMAND_ID_CHARS = 100  # CommandReceipt.command_id
 MAX_DOMAIN_CHARS = 100  # Domain.name and Domain.slug
 MAX_POLICY_NAME_CHARS = 100  # PausePolicy.name
 SHOWN_CHARS = 40  # of a refused value, in the error message
+REFUSED = "refused"  # the pydantic error type of a reader's refusal
 
 
 class CommandError(Exception):
@@ -46,32 +55,83 @@ def shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
+def refuse(message: str) -> NoReturn:
+    """Inside a pydantic check: fail with this message, as the client reads it."""
+    raise PydanticCustomError(REFUSED, "{message}", {"message": message})
+
+
 @dataclass(frozen=True)
-class Integer:
+class Reader:
+    """One argument: pydantic's own check (``inner``), refusals in the API's words
+    (``refusal``, ``read``) and its JSON Schema, with the description."""
+
     name: str
+
+    def inner(self) -> CoreSchema:
+        raise NotImplementedError
+
+    def refusal(self, value: Any) -> str:
+        raise NotImplementedError
+
+    def read(self, value: Any) -> Any:
+        """What pydantic's check passed, checked further; refuse() what it may not hold."""
+        return value
+
+    def _checked(self, value: Any, check: core_schema.ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return self.read(check(value))
+        except ValidationError:
+            refuse(self.refusal(value))
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_wrap_validator_function(self._checked, self.inner())
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        described = handler(schema)
+        description = getattr(self, "description", "")
+        return {**described, "description": description} if description else described
+
+    @cached_property
+    def _adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(Annotated[Any, self])
+
+    def __call__(self, value: Any) -> Any:
+        """Read one argument outside a body (services, the websocket's sync)."""
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise InvalidInput(str(exc.errors()[0]["msg"])) from None
+
+    def schema(self) -> dict[str, Any]:
+        return dict(self._adapter.json_schema())
+
+
+@dataclass(frozen=True)
+class Integer(Reader):
     minimum: int = 0
     maximum: int = MAX_INT
     description: str = ""
 
-    def __call__(self, value: Any) -> int:
-        # bool is an int in Python; JSON true is not an integer.
-        if type(value) is not int or not self.minimum <= value <= self.maximum:
-            raise InvalidInput(
-                f"{self.name} must be a JSON integer from {self.minimum} to {self.maximum},"
-                f" not {shown(value)}"
-            )
-        return value
+    def inner(self) -> CoreSchema:
+        # Strict: bool is an int in Python, but JSON true is not an integer; nor is 3.0.
+        return core_schema.int_schema(strict=True, ge=self.minimum, le=self.maximum)
 
-    def schema(self) -> dict[str, Any]:
-        return _described(
-            {"type": "integer", "minimum": self.minimum, "maximum": self.maximum},
-            self.description,
+    def refusal(self, value: Any) -> str:
+        return (
+            f"{self.name} must be a JSON integer from {self.minimum} to {self.maximum},"
+            f" not {shown(value)}"
         )
+
+    def __call__(self, value: Any) -> int:
+        return int(super().__call__(value))
 
 
 @dataclass(frozen=True)
-class Text:
-    name: str
+class Text(Reader):
     max_chars: int = 0  # or, when limit_setting names one, that setting's value
     limit_setting: str = ""
     blank: bool = False  # may be empty (or only spaces)
@@ -82,55 +142,61 @@ class Text:
     def limit(self) -> int:
         return getattr(settings, self.limit_setting) if self.limit_setting else self.max_chars
 
-    def __call__(self, value: Any) -> str:
-        if not isinstance(value, str):
-            raise InvalidInput(f"{self.name} must be a string, not {shown(value)}")
+    def inner(self) -> CoreSchema:
+        # The rest is read(): a setting may change the limit after the models are built, and
+        # pydantic's own stripping would refuse a lone surrogate as "not a string".
+        return core_schema.str_schema(strict=True)
+
+    def refusal(self, value: Any) -> str:
+        return f"{self.name} must be a string, not {shown(value)}"
+
+    def read(self, value: str) -> str:
         if self.strip:
             value = value.strip()
         if not self.blank and not value.strip():
-            raise InvalidInput(f"{self.name} must not be empty")
+            refuse(f"{self.name} must not be empty")
         if len(value) > self.limit:
-            raise InvalidInput(
-                f"{self.name} is {len(value)} characters long; the limit is {self.limit}"
-            )
-        return storable(value, self.name)
+            refuse(f"{self.name} is {len(value)} characters long; the limit is {self.limit}")
+        if "\x00" in value:
+            refuse(f"{self.name} must not contain the NUL character")
+        if not encodable(value):
+            refuse(f"{self.name} must be valid Unicode (it holds a lone surrogate)")
+        return value
 
-    def schema(self) -> dict[str, Any]:
-        schema = {"type": "string", "maxLength": self.limit}
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        described = {**super().__get_pydantic_json_schema__(schema, handler)}
+        described["maxLength"] = self.limit  # read now: the configured limit
         if not self.blank:
-            schema["minLength"] = 1
-        return _described(schema, self.description)
+            described["minLength"] = 1
+        return described
+
+    def __call__(self, value: Any) -> str:
+        return str(super().__call__(value))
 
 
 @dataclass(frozen=True)
-class Choice:
-    name: str
-    choices: Sequence[str]
+class Choice(Reader):
+    choices: Sequence[str] = ()
     description: str = ""
 
+    def inner(self) -> CoreSchema:
+        return core_schema.literal_schema(list(self.choices))
+
+    def refusal(self, value: Any) -> str:
+        return f"{self.name} must be one of {', '.join(self.choices)}, not {shown(value)}"
+
     def __call__(self, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.choices:
-            raise InvalidInput(
-                f"{self.name} must be one of {', '.join(self.choices)}, not {shown(value)}"
-            )
-        return value
-
-    def schema(self) -> dict[str, Any]:
-        return _described({"type": "string", "enum": list(self.choices)}, self.description)
+        return str(super().__call__(value))
 
 
-def storable(value: str, name: str) -> str:
-    if "\x00" in value:
-        raise InvalidInput(f"{name} must not contain the NUL character")
+def encodable(value: str) -> bool:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput(f"{name} must be valid Unicode (it holds a lone surrogate)") from None
-    return value
-
-
-def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {**schema, "description": description} if description else schema
+        return False
+    return True
 
 
 # --- the arguments --------------------------------------------------------------------------

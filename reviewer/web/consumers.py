@@ -12,7 +12,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
-from reviewer.web import arguments, command_table, session_feed
+from reviewer.web import arguments, bodies, command_table, session_feed
 
 if TYPE_CHECKING:
     from channels.auth import UserLazyObject
@@ -176,6 +176,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 def echoed_id(message: dict[str, Any]) -> str | None:
     """The command id to echo in a reply: the client's own, when it is one we could take."""
     try:
-        return command_table.command_id_of(message)
+        return bodies.command_id_of(message)
     except lifecycle.CommandError:
         return None

@@ -53,12 +53,10 @@ def event_fields() -> dict[str, dict[str, list[str]]]:
 def command_arguments() -> dict[str, dict[str, list[str]]]:
     from reviewer.web.command_table import COMMANDS
 
+    named = {name: command.body.argument_names() for name, command in sorted(COMMANDS.items())}
     return {
-        name: {
-            "required": [arg.name for arg in command.required],
-            "optional": [arg.name for arg in command.optional],
-        }
-        for name, command in sorted(COMMANDS.items())
+        name: {"required": required, "optional": optional}
+        for name, (required, optional) in named.items()
     }
 
 
