@@ -4,11 +4,16 @@ stop string, and never takes back what it released."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from types import SimpleNamespace
+
 import pytest
+from django.test import override_settings
 from pydantic import ValidationError
 
 from reviewer.gateway import schemas
-from reviewer.gateway.delivery import releasable
+from reviewer.gateway.delivery import Delivery, KeepAlive, releasable
 
 TEXT = "First sentence. Second one. Third is being wri"
 
@@ -85,3 +90,42 @@ def test_it_reads_a_prefill_and_the_sampling_parameters():
         "max_new_tokens": 7,
         "top_alternatives": 8,
     }
+
+
+class Waiting:
+    """A follower of a session that has stored nothing yet: every wait runs out."""
+
+    session_id, row, text, tokens = 1, None, "", []
+
+    async def open(self) -> None:
+        pass
+
+    async def wait(self, timeout: float) -> None:
+        await asyncio.sleep(timeout)
+
+
+def test_it_keeps_a_waiting_stream_alive_at_the_configured_interval():
+    delivery = Delivery(Waiting(), "after_review", 0, max_wait_s=60, keep_alive_s=0.1)
+
+    async def first_three() -> tuple[list, float]:
+        began, steps = time.monotonic(), []
+        async for step in delivery.steps():
+            steps.append(step)
+            if len(steps) == 3:
+                return steps, time.monotonic() - began
+        raise AssertionError("the delivery ended")
+
+    steps, took = asyncio.run(first_three())
+    assert steps == [KeepAlive(), KeepAlive(), KeepAlive()]
+    assert 0.28 <= took < 2.0
+
+
+@override_settings(CAESURA_GATEWAY_KEEPALIVE_S=4)
+def test_it_gives_each_call_the_keep_alive_interval_the_settings_name(monkeypatch):
+    from reviewer.gateway import views
+
+    monkeypatch.setattr(views, "Follower", lambda session_id: Waiting())
+    domain = SimpleNamespace(delivery_mode="delayed", delay_sentences=1, max_wait_s=30)
+    session = SimpleNamespace(pk=1, domain=domain, gateway={"stop": ["\n"]})
+    delivery = asyncio.run(views.follow(session))
+    assert (delivery.keep_alive_s, delivery.stops, delivery.mode) == (4, ["\n"], "delayed")

@@ -291,6 +291,9 @@ CAESURA_WORKER_STATE_BUDGET_MB = env_int("CAESURA_WORKER_STATE_BUDGET_MB", 512, 
 # a second wrote most of their runs (docs/benchmarks.md).
 CAESURA_GATEWAY_RELAY_TOKENS = env_int("CAESURA_GATEWAY_RELAY_TOKENS", 32, minimum=1)
 CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 10_000, minimum=0)
+# A streaming gateway call that waits (for review, or at a pause) gets an SSE comment this
+# often; a client whose read timeout is this long or shorter would give up while it waits.
+CAESURA_GATEWAY_KEEPALIVE_S = env_int("CAESURA_GATEWAY_KEEPALIVE_S", 15, minimum=1)
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/web/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
 CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)

@@ -26,8 +26,6 @@ from reviewer.lifecycle.record import Token
 from reviewer.models import statuses
 from reviewer.models.domain import DELAYED
 
-KEEP_ALIVE_S = 15.0  # an SSE comment this often while a call waits
-
 
 def releasable(
     mode: str, delay_sentences: int, status: str, text: str, stops: Sequence[str], released: int
@@ -76,6 +74,7 @@ class Delivery:
     sent: int = 0  # characters sent on this call
     tokens_sent: int = 0
     lock: bool = True  # this call sends the text out (a status read does not)
+    keep_alive_s: float = 15.0  # an SSE comment this often while the call waits
     _sent_text: str = field(default="")
 
     async def steps(self, start_at: int = 0) -> AsyncIterator[Step]:
@@ -96,10 +95,10 @@ class Delivery:
             if now - waited_since > self.max_wait_s:
                 yield End("timeout", f"waited longer than {self.max_wait_s:g} s for review")
                 return
-            if now - last_beat >= KEEP_ALIVE_S:
+            if now - last_beat >= self.keep_alive_s:
                 last_beat = now
                 yield KeepAlive()
-            await self.follower.wait(max(0.05, min(KEEP_ALIVE_S - (now - last_beat), 5.0)))
+            await self.follower.wait(max(0.05, min(self.keep_alive_s - (now - last_beat), 5.0)))
 
     async def _release(self) -> Piece | None:
         row, text = self.follower.row, self.follower.text

@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -128,6 +129,7 @@ async def follow(session: ReviewSession, lock: bool = True) -> Delivery:
         max_wait_s=domain.max_wait_s,
         stops=list(session.gateway.get("stop") or []),
         lock=lock,
+        keep_alive_s=settings.CAESURA_GATEWAY_KEEPALIVE_S,
     )
 
 
