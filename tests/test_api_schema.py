@@ -9,12 +9,18 @@ from dataclasses import fields
 import pytest
 from django.test import Client, override_settings
 from django.urls import URLPattern
+from jsonschema import ValidationError as Undescribed
+from openapi_schema_validator import OAS31Validator
+from openapi_spec_validator import validate
+from pydantic import ValidationError
 
 from inference.config import SamplingParams
 from reviewer.gateway import schemas as gateway_schemas
 from reviewer.gateway import urls as gateway_urls
-from reviewer.web import openapi, urls
+from reviewer.web import openapi, replies, urls
 from reviewer.web.command_table import COMMANDS
+from tests.floor_factory import gateway_session
+from tests.session_factory import clinical_notes, make_session, stub_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -205,15 +211,28 @@ def test_it_resolves_every_reference_and_names_each_operation_once():
 # --- answers ---------------------------------------------------------------------------------
 
 
+def test_it_serves_a_valid_openapi_3_1_description():
+    validate(openapi.description())  # raises, naming the place, where it is not
+
+
+def as_modelled(name: str, answer: dict) -> None:
+    getattr(replies, name).model_validate(answer)
+
+
+def as_served(spec: dict, name: str, answer: dict) -> None:
+    served = {"$ref": f"#/components/schemas/{name}", "components": spec["components"]}
+    OAS31Validator(served).validate(answer)
+
+
 def test_it_answers_in_the_shapes_it_describes(alice, monkeypatch):
-    from pydantic import ValidationError
-
-    from reviewer.web import replies
-    from tests.floor_factory import gateway_session
-    from tests.session_factory import clinical_notes, make_session, stub_worker
-
     stub_worker(monkeypatch)
     clinical_notes()
+    spec = openapi.description()
+
+    def holds(name: str, answer: dict) -> None:
+        as_modelled(name, answer)
+        as_served(spec, name, answer)
+
     api = Client()
     api.force_login(alice)
 
@@ -221,32 +240,33 @@ def test_it_answers_in_the_shapes_it_describes(alice, monkeypatch):
         return api.post(url, body, content_type="application/json").json()
 
     started = post("/api/sessions", {"domain": "clinical-notes", "input": "Fever.", "seed": 3})
-    replies.CommandResult.model_validate(started)
+    holds("CommandResult", started)
     session = make_session(alice).pk
     edited = post(f"/api/sessions/{session}/edit", {"start": 0, "end": 1, "text": "A"})
     assert edited["edit"] > 0
-    replies.CommandResult.model_validate(edited)
+    holds("CommandResult", edited)
     post(f"/api/sessions/{session}/correct_task", {"task_type": "open", "command_id": "c1"})
     again = post(f"/api/sessions/{session}/correct_task", {"task_type": "open", "command_id": "c1"})
     assert again["repeated"] is True
-    replies.CommandResult.model_validate(again)
-
+    holds("CommandResult", again)
     clinical_notes().reviewers.add(alice)
     waiting = gateway_session().pk
     claimed = post(f"/api/sessions/{waiting}/claim", {})
     assert claimed["claimed_by"] == "alice" and claimed["claim_expires_at"]
-    replies.CommandResult.model_validate(claimed)
-    replies.Session.model_validate(api.get(f"/api/sessions/{waiting}").json())
+    holds("CommandResult", claimed)
+    holds("Session", api.get(f"/api/sessions/{waiting}").json())
 
     detail = api.get(f"/api/sessions/{session}?attention=1").json()
     assert detail["pauses"] and detail["edits"] and detail["task_correction"]
-    replies.Session.model_validate(detail)
-    replies.Session.model_validate(api.get(f"/api/sessions/{started['id']}").json())
-    replies.SessionList.model_validate(api.get("/api/sessions").json())
-    replies.Events.model_validate(api.get(f"/api/sessions/{session}/events").json())
-    replies.IssuedToken.model_validate(post("/api/token", {}))
-    replies.Error.model_validate(post(f"/api/sessions/{session}/rollback", {}))
+    holds("Session", detail)
+    holds("Session", api.get(f"/api/sessions/{started['id']}").json())
+    holds("SessionList", api.get("/api/sessions").json())
+    holds("Events", api.get(f"/api/sessions/{session}/events").json())
+    holds("IssuedToken", post("/api/token", {}))
+    holds("Error", post(f"/api/sessions/{session}/rollback", {}))
 
-    # The models name every key: one the description does not know fails here.
+    # The models and the description name every key: one they do not know fails here.
     with pytest.raises(ValidationError):
-        replies.Session.model_validate({**detail, "undescribed": 1})
+        as_modelled("Session", {**detail, "undescribed": 1})
+    with pytest.raises(Undescribed):
+        as_served(spec, "Session", {**detail, "undescribed": 1})
