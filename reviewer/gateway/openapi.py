@@ -5,6 +5,7 @@ SDK's types and are only named here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -80,11 +81,15 @@ RESPONSE_ID = {
 }
 
 
+def model_components(models: Sequence[type[BaseModel]]) -> dict[str, Any]:
+    """Models and what they refer to, as components (the /api/ description's too)."""
+    _, top = models_json_schema([(model, VALIDATION) for model in models], ref_template=REF)
+    return dict(top.get("$defs", {}))
+
+
 def request_schemas() -> dict[str, Any]:
     """Every request model and what it refers to, as components."""
-    models = [(model, VALIDATION) for _, _, model, _ in GENERATING]
-    _, top = models_json_schema(models, ref_template=REF)
-    return dict(top.get("$defs", {}))
+    return model_components([model for _, _, model, _ in GENERATING])
 
 
 def components() -> dict[str, Any]:

@@ -9,10 +9,7 @@ command is described, and that real answers match their models.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from typing import Any
 
 from reviewer.gateway import openapi as gateway
 from reviewer.web import arguments, bodies, replies
@@ -22,15 +19,10 @@ OPENAPI_VERSION = "3.1.0"
 JSON = "application/json"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
-REF = "#/components/schemas/{model}"
-VALIDATION: Literal["validation"] = "validation"
-
 
 def model_schemas() -> dict[str, Any]:
     """The request bodies and the answers, and what they refer to, as components."""
-    models: list[type[BaseModel]] = [*bodies.MODELS, *replies.MODELS]
-    _, top = models_json_schema([(m, VALIDATION) for m in models], ref_template=REF)
-    return dict(top.get("$defs", {}))
+    return gateway.model_components([*bodies.MODELS, *replies.MODELS])
 
 
 def body(model: type[bodies.CommandBody]) -> dict[str, Any]:
@@ -43,7 +35,7 @@ def answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, 
 
 
 def ref(name: str) -> dict[str, Any]:
-    return {"$ref": REF.format(model=name)}
+    return {"$ref": gateway.REF.format(model=name)}
 
 
 def refusals(*statuses: int) -> dict[str, Any]:
