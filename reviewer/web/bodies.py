@@ -161,7 +161,9 @@ def read(model: type[CommandBody], data: dict[str, Any]) -> dict[str, Any]:
 def command_id_of(data: dict[str, Any]) -> str | None:
     """The command id alone (an empty one counts as absent), before anything else is read."""
     value = data.get("command_id")
-    return a.COMMAND_ID(value) or None if value is not None else None
+    if value is None:
+        return None
+    return a.COMMAND_ID(value) or None
 
 
 def refusal(exc: ValidationError) -> str:
