@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from reviewer.web.arguments import encodable
+
 MODEL_PREFIX = "caesura:"
 MAX_STOPS = 4  # OpenAI's own limit
 MAX_STOP_CHARS = 200
@@ -21,13 +23,7 @@ Role = Literal["system", "developer", "user", "assistant"]
 
 def storable(text: str) -> bool:
     """Postgres stores neither the NUL character nor a lone UTF-16 surrogate."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+    return "\x00" not in text and encodable(text)
 
 
 def unstorable(value: Any) -> str | None:
