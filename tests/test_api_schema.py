@@ -186,6 +186,16 @@ def test_it_describes_the_configured_text_limits():
     assert start["required"] == ["domain", "input"]
 
 
+def test_it_describes_optional_fields_on_the_field_not_inside_any_of():
+    components = openapi.description()["components"]["schemas"]
+    seed = components["StartBody"]["properties"]["seed"]
+    assert seed["description"].startswith("Same seed, same text")
+    for name, schema in components.items():
+        for field, prop in schema.get("properties", {}).items():
+            hidden = [b for b in prop.get("anyOf", ()) if "description" in b]
+            assert not hidden, f"{name}.{field}"
+
+
 def test_it_describes_every_sampling_parameter_with_its_json_type():
     decoding = openapi.description()["components"]["schemas"]["Decoding"]
     kinds = {"int": "integer", "GateConfig": "object"}

@@ -84,7 +84,19 @@ RESPONSE_ID = {
 def model_components(models: Sequence[type[BaseModel]]) -> dict[str, Any]:
     """Models and what they refer to, as components (the /api/ description's too)."""
     _, top = models_json_schema([(model, VALIDATION) for model in models], ref_template=REF)
-    return dict(top.get("$defs", {}))
+    components = dict(top.get("$defs", {}))
+    for schema in components.values():
+        for field in schema.get("properties", {}).values():
+            hoist_description(field)
+    return components
+
+
+def hoist_description(field: dict[str, Any]) -> None:
+    """An optional field's description onto the field itself: pydantic leaves it on the
+    non-null branch of ``anyOf``, where documentation tools do not show it."""
+    described = [branch for branch in field.get("anyOf", ()) if "description" in branch]
+    if len(described) == 1 and "description" not in field:
+        field["description"] = described[0].pop("description")
 
 
 def request_schemas() -> dict[str, Any]:

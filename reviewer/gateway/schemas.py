@@ -98,16 +98,24 @@ class StreamOptions(Lenient):
 class Sampling(Lenient):
     """What every generating endpoint shares."""
 
-    model: str = Field(min_length=1, max_length=200)
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    model: str = Field(
+        min_length=1, max_length=200, description="caesura:<domain slug>, as GET /v1/models lists"
+    )
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="0 decodes greedily; absent: the domain's preset"
+    )
     top_p: float | None = Field(default=None, gt=0, le=1)
-    seed: int | None = Field(default=None, ge=0, lt=2**63)
-    user: str | None = Field(default=None, max_length=256)
-    stream: bool = False
+    seed: int | None = Field(
+        default=None, ge=0, lt=2**63, description="Same seed, same text; random when absent"
+    )
+    user: str | None = Field(
+        default=None, max_length=256, description="Your end user, kept with the generation"
+    )
+    stream: bool = Field(default=False, description="Server-sent events instead of one answer")
     stream_options: StreamOptions | None = None
-    n: int | None = None
-    tools: list[Any] | None = None
-    functions: list[Any] | None = None
+    n: int | None = Field(default=None, description="1 only: each call makes one reviewed choice")
+    tools: list[Any] | None = Field(default=None, description="Refused: Caesura has no tools")
+    functions: list[Any] | None = Field(default=None, description="Refused, as tools")
 
     @model_validator(mode="after")
     def nothing_unsupported(self) -> Sampling:
@@ -134,9 +142,13 @@ class ChatRequest(Sampling):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    stop: Stop = None
-    logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    stop: Stop = Field(default=None, description="Up to 4 strings; the text ends before one")
+    logprobs: bool | None = Field(
+        default=None, description="Each token's log probability, from the engine's own"
+    )
+    top_logprobs: int | None = Field(
+        default=None, ge=0, le=20, description="Alternatives per token; needs logprobs: true"
+    )
 
     @model_validator(mode="after")
     def checked(self) -> ChatRequest:
@@ -173,7 +185,9 @@ class CompletionRequest(Sampling):
 class ResponseRequest(Sampling):
     input: str | list[Message] = Field(min_length=1)
     instructions: str | None = None
-    background: bool = False
+    background: bool = Field(
+        default=False, description="Return at once; follow with GET /v1/responses/{id}"
+    )
     max_output_tokens: int | None = Field(default=None, ge=1)
 
     def messages(self) -> list[Message]:
@@ -207,7 +221,9 @@ class Call:
     stream: bool = False
     include_usage: bool = False
     user: str | None = None
-    background: bool = False
+    background: bool = Field(
+        default=False, description="Return at once; follow with GET /v1/responses/{id}"
+    )
 
     @property
     def domain_slug(self) -> str:
