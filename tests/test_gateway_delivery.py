@@ -5,6 +5,7 @@ stop string, and never takes back what it released."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from types import SimpleNamespace
 
@@ -90,6 +91,43 @@ def test_it_reads_a_prefill_and_the_sampling_parameters():
         "max_new_tokens": 7,
         "top_alternatives": 8,
     }
+
+
+def test_it_reads_the_sampling_parameters_of_a_response_request():
+    body = schemas.ResponseRequest.model_validate(
+        {
+            "model": "caesura:plain",
+            "input": "Hi",
+            "instructions": "Be brief.",
+            "max_output_tokens": 9,
+            "temperature": 0,
+            "seed": 11,
+        }
+    )
+    call = schemas.response_call(body)
+    assert call.messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+    ]
+    assert call.decoding() == {"temperature": 0, "seed": 11, "max_new_tokens": 9}
+
+
+def test_it_keeps_a_record_of_every_kind_of_call_that_postgres_can_store():
+    base = {"model": "caesura:plain"}
+    calls = [
+        schemas.chat_call(
+            schemas.ChatRequest.model_validate(
+                {**base, "messages": [{"role": "user", "content": "Hi"}]}
+            )
+        ),
+        schemas.completion_call(schemas.CompletionRequest.model_validate({**base, "prompt": "Hi"})),
+        schemas.response_call(
+            schemas.ResponseRequest.model_validate({**base, "input": "Hi", "background": True})
+        ),
+    ]
+    records = [json.loads(json.dumps(call.record())) for call in calls]
+    assert [r["endpoint"] for r in records] == ["chat.completion", "text_completion", "response"]
+    assert [r["background"] for r in records] == [False, False, True]
 
 
 class Waiting:

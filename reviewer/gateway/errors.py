@@ -46,6 +46,8 @@ class GatewayError(Exception):
         answer = JsonResponse(self.body(), status=self.status)
         if self.retry_after is not None:
             answer["Retry-After"] = str(self.retry_after)
+        if self.status == 409:  # the generation's state: the SDK retries a 409 otherwise
+            answer["x-should-retry"] = "false"
         return answer
 
 

@@ -221,9 +221,7 @@ class Call:
     stream: bool = False
     include_usage: bool = False
     user: str | None = None
-    background: bool = Field(
-        default=False, description="Return at once; follow with GET /v1/responses/{id}"
-    )
+    background: bool = False
 
     @property
     def domain_slug(self) -> str:
@@ -310,6 +308,7 @@ def response_call(body: ResponseRequest) -> Call:
         max_tokens=body.max_output_tokens,
         temperature=body.temperature,
         top_p=body.top_p,
+        seed=body.seed,
         stream=body.stream,
         user=body.user,
         background=body.background,
