@@ -128,6 +128,33 @@ def test_it_cancels_a_response(client, plain_domain):
     assert cancelled.status == "cancelled" and session_of(created.id).status == "cancelled"
 
 
+def test_it_joins_a_timed_out_calls_automatic_retry_to_its_generation(
+    server_url, notes, plain_domain, celery_worker_process
+):
+    from reviewer.models import ReviewSession
+
+    plain_domain.auto_approve_unpaused = False  # the call waits for a reviewer: it times out
+    plain_domain.save()
+    impatient = openai.OpenAI(
+        base_url=server_url + "/v1", api_key=notes[1], timeout=2.0, max_retries=1
+    )
+    with pytest.raises(openai.APITimeoutError):
+        impatient.chat.completions.create(model="caesura:plain", messages=PROMPT, max_tokens=3)
+    # Two attempts, one generation: the retry followed the first attempt's.
+    assert ReviewSession.objects.filter(application=notes[0]).count() == 1
+
+
+def test_it_answers_one_idempotency_key_from_one_generation(client):
+    key = {"Idempotency-Key": "visit-42"}
+    asked = {"model": "caesura:plain", "input": "Count to three.", "max_output_tokens": 3}
+    first = client.responses.create(**asked, background=True, extra_headers=key)
+    again = client.responses.create(**asked, background=True, extra_headers=key)
+    assert again.id == first.id
+    with pytest.raises(openai.ConflictError, match="another request"):
+        client.responses.create(**{**asked, "input": "Count to four."}, extra_headers=key)
+    assert client.responses.create(**asked, background=True).id != first.id
+
+
 def test_it_refuses_each_error_class_in_openais_shape(client, server_url, notes, plain_domain):
     from reviewer.lifecycle import application_keys
 

@@ -8,6 +8,7 @@ stays at /v1/responses/{id}."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -106,15 +107,34 @@ def domain_for(application: Application, model: str) -> Domain:
     )
 
 
-def start(application: Application, call: schemas.Call) -> ReviewSession:
+MAX_IDEMPOTENCY_KEY = 200
+
+
+def replay_of(request: HttpRequest, body: BaseModel) -> gateway.Replay:
+    """What tells this call from a repeat of an earlier one: its endpoint and body (as the
+    model read it, so key order and spacing do not matter) and the headers clients send."""
+    digest = hashlib.sha256(f"{request.path}\n{body.model_dump_json()}".encode()).hexdigest()
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
+        raise GatewayError(
+            400,
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters",
+            param="Idempotency-Key",
+            code="invalid_value",
+        )
+    retried = request.headers.get("X-Stainless-Retry-Count", "0").strip() not in ("", "0")
+    return gateway.Replay(digest, key, retried)
+
+
+def start(application: Application, call: schemas.Call, replay: gateway.Replay) -> ReviewSession:
     domain = domain_for(application, call.model)
     prompt: Any = call.messages
     if prompt is None:
         from reviewer.web.tokenizer import tokenizer  # loads a tokenizer: lazily
 
         prompt = tokenizer().encode(call.prompt or "")
-    return gateway.start_generation(
-        application, domain, call.input_text(), prompt, call.decoding(), call.record()
+    return gateway.start_or_join(
+        application, domain, call.input_text(), prompt, call.decoding(), call.record(), replay
     )
 
 
@@ -133,11 +153,18 @@ async def follow(session: ReviewSession, lock: bool = True) -> Delivery:
     )
 
 
-def event_stream(body: AsyncIterator[bytes], delivery: Delivery) -> StreamingHttpResponse:
+def event_stream(
+    body: AsyncIterator[bytes], delivery: Delivery, answers_call: bool = True
+) -> StreamingHttpResponse:
+    """``answers_call``: the stream is the answer of the call that started the generation, so
+    its end marks that call answered (a client that drops before the end may retry)."""
+
     async def closing() -> AsyncIterator[bytes]:
         try:
             async for chunk in body:
                 yield chunk
+            if answers_call:
+                await off_loop(gateway.mark_answered)(delivery.follower.session_id)
         except Exception:  # the stream has begun: the client is told in it, never a traceback
             log.exception("gateway stream of session %s failed", delivery.follower.session_id)
             yield streams.sse(error_body(500, "Internal server error"))
@@ -161,18 +188,21 @@ async def models(request: HttpRequest, application: Application) -> HttpResponse
 
 @answering("POST")
 async def chat_completions(request: HttpRequest, application: Application) -> HttpResponseBase:
-    call = schemas.chat_call(parse(request, schemas.ChatRequest))
-    return await generate(application, call, chat=True)
+    body = parse(request, schemas.ChatRequest)
+    return await generate(application, schemas.chat_call(body), replay_of(request, body), True)
 
 
 @answering("POST")
 async def completions(request: HttpRequest, application: Application) -> HttpResponseBase:
-    call = schemas.completion_call(parse(request, schemas.CompletionRequest))
-    return await generate(application, call, chat=False)
+    body = parse(request, schemas.CompletionRequest)
+    call = schemas.completion_call(body)
+    return await generate(application, call, replay_of(request, body), chat=False)
 
 
-async def generate(application: Application, call: schemas.Call, chat: bool) -> HttpResponseBase:
-    session = await off_loop(start)(application, call)
+async def generate(
+    application: Application, call: schemas.Call, replay: gateway.Replay, chat: bool
+) -> HttpResponseBase:
+    session = await off_loop(start)(application, call, replay)
     delivery = await follow(session)
     top = call.top_logprobs if call.logprobs else None
     if call.stream:
@@ -182,6 +212,7 @@ async def generate(application: Application, call: schemas.Call, chat: bool) -> 
         pieces, end = await collect(delivery)
     finally:
         await delivery.follower.close()
+    await off_loop(gateway.mark_answered)(session.pk)
     if end.outcome != "completed":
         status, error = streams.end_error(end, session.pk)
         return no_retry(JsonResponse(error, status=status))
@@ -213,9 +244,11 @@ def no_retry(answer: JsonResponse) -> JsonResponse:
 
 @answering("POST")
 async def create_response(request: HttpRequest, application: Application) -> HttpResponseBase:
-    call = schemas.response_call(parse(request, schemas.ResponseRequest))
-    session = await off_loop(start)(application, call)
+    body = parse(request, schemas.ResponseRequest)
+    call = schemas.response_call(body)
+    session = await off_loop(start)(application, call, replay_of(request, body))
     if call.background and not call.stream:
+        await off_loop(gateway.mark_answered)(session.pk)  # its id is the answer
         return JsonResponse(await streams.built(answers.response, session.pk))
     delivery = await follow(session)
     if call.stream:
@@ -224,6 +257,7 @@ async def create_response(request: HttpRequest, application: Application) -> Htt
         _, end = await collect(delivery)
     finally:
         await delivery.follower.close()
+    await off_loop(gateway.mark_answered)(session.pk)
     if end.outcome == "timeout":
         status, error = streams.end_error(end, session.pk)
         return no_retry(JsonResponse(error, status=status))
@@ -254,7 +288,8 @@ async def response(
             400, "starting_after must be an integer", param="starting_after"
         ) from None
     delivery = await follow(session)
-    return event_stream(streams.ResponseEvents(session.pk, after).stream(delivery), delivery)
+    events = streams.ResponseEvents(session.pk, after).stream(delivery)
+    return event_stream(events, delivery, answers_call=False)
 
 
 @answering("POST")

@@ -7,10 +7,13 @@ An application is audited by its ``actor`` name; the system's own decisions as `
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, inputs, task_types, transitions
@@ -20,6 +23,20 @@ from reviewer.web.arguments import CommandError, InvalidInput
 from reviewer.worker import pause_flags
 
 SYSTEM_ACTOR = "system"
+# How long after it started an unanswered generation can be joined by a client's automatic
+# retry: longer than a client waits before it gives up on a call (the openai SDK: 10 minutes).
+RETRY_JOIN_S = 3600
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What tells a repeated call from a new one: the digest of its endpoint and body, the
+    Idempotency-Key it sent, and whether the client says it retries a call (the openai SDK's
+    ``x-stainless-retry-count``)."""
+
+    digest: str
+    key: str | None = None
+    retried: bool = False
 
 
 class Throttled(CommandError):
@@ -44,6 +61,56 @@ def session_of(application: Application, session_id: Any) -> ReviewSession:
         raise NotFound(f"No response or completion with id {session_id!r}") from None
 
 
+def generation_to_join(application: Application, replay: Replay) -> ReviewSession | None:
+    """The generation a repeated call follows instead of starting another: the one started
+    with its Idempotency-Key, or, for a client's automatic retry, the newest one started with
+    the same body whose call got no answer (a timed-out call's retry must not put a second
+    copy in front of the reviewers). A key reused with another body is refused."""
+    mine = S.objects.of_application(application).select_related("domain")  # read off the loop
+    if replay.key is not None:
+        found = mine.filter(idempotency_key=replay.key).first()
+        if found is not None and found.request_digest != replay.digest:
+            raise Conflict(
+                f"The Idempotency-Key {replay.key!r} was used for another request (generation"
+                f" {found.pk}); send a new key with a new request"
+            )
+        return found
+    if not replay.retried:
+        return None
+    since = timezone.now() - timedelta(seconds=RETRY_JOIN_S)
+    unanswered = mine.filter(
+        request_digest=replay.digest, answered_at__isnull=True, created_at__gte=since
+    )
+    return unanswered.exclude(status=S.FAILED).order_by("-created_at").first()
+
+
+def start_or_join(
+    application: Application,
+    domain: Domain,
+    input_text: str,
+    prompt: Sequence[Mapping[str, str]] | Sequence[int],
+    decoding: Mapping[str, Any],
+    request: Mapping[str, Any],
+    replay: Replay,
+) -> ReviewSession:
+    """The generation a call follows: the one it repeats, else a new one."""
+    joined = generation_to_join(application, replay)
+    if joined is not None:
+        return joined
+    try:
+        return start_generation(application, domain, input_text, prompt, decoding, request, replay)
+    except IntegrityError:  # a call with the same key started it a moment ago
+        joined = generation_to_join(application, replay)
+        if joined is None:
+            raise
+        return joined
+
+
+def mark_answered(session_id: int) -> None:
+    """The call that started the generation got its whole answer: a retry starts anew."""
+    S.objects.filter(pk=session_id, answered_at__isnull=True).update(answered_at=timezone.now())
+
+
 def start_generation(
     application: Application,
     domain: Domain,
@@ -51,6 +118,7 @@ def start_generation(
     prompt: Sequence[Mapping[str, str]] | Sequence[int],
     decoding: Mapping[str, Any],
     request: Mapping[str, Any],
+    replay: Replay | None = None,
 ) -> ReviewSession:
     """A new ownerless session in ``domain`` for ``application``: it waits in the domain's
     queue whenever it pauses. ``prompt`` is the chat messages (or token ids) the worker
@@ -76,6 +144,8 @@ def start_generation(
             task_type=task,
             task_source=task_source,
             gateway={**request, prompt_key: list(prompt)},
+            request_digest=replay.digest if replay else "",
+            idempotency_key=replay.key if replay else None,
         )
         started: dict[str, Any] = {
             "domain": domain.name,

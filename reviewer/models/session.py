@@ -90,6 +90,16 @@ class ReviewSession(models.Model):
     released_chars = models.PositiveIntegerField(
         default=0, help_text="Delayed delivery: characters of text already sent (locked)"
     )
+    # What tells a repeated gateway call from a new one (reviewer/lifecycle/gateway.py).
+    request_digest = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the gateway call's endpoint and body"
+    )
+    idempotency_key = models.CharField(
+        max_length=200, null=True, blank=True, help_text="The call's Idempotency-Key header"
+    )
+    answered_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the call that started it got its whole answer"
+    )
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="sessions")
     input_text = models.TextField()
     model_name = models.CharField(max_length=200)
@@ -131,6 +141,14 @@ class ReviewSession(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["application", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="one_generation_per_idempotency_key",
+            )
+        ]
+        indexes = [models.Index(fields=["application", "request_digest"])]
 
     def __str__(self) -> str:
         return f"Session {self.pk} ({self.status})"
