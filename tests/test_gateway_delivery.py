@@ -54,9 +54,17 @@ def test_it_refuses_what_caesura_does_not_do():
         ({"n": 2}, "n=2"),
         ({"tools": [{"type": "function"}]}, "tools"),
         ({"top_logprobs": 21, "logprobs": True}, "20"),
+        ({"tool_choice": "required"}, "tools"),
+        ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias"),
+        ({"frequency_penalty": 0.5}, "frequency_penalty"),
+        ({"stream_options": {"include_usage": True}}, "only allowed when stream"),
     ]:
         with pytest.raises(ValidationError, match=word):
             schemas.ChatRequest.model_validate({**base, **extra})
+    harmless = {"response_format": {"type": "text"}, "tool_choice": "none", "logit_bias": {}}
+    harmless |= {"frequency_penalty": 0, "presence_penalty": 0.0}
+    assert schemas.ChatRequest.model_validate({**base, **harmless}).model == "caesura:plain"
     image = {"type": "image_url", "image_url": {"url": "http://x"}}
     with pytest.raises(ValidationError, match="image_url"):
         schemas.ChatRequest.model_validate(
@@ -128,6 +136,24 @@ def test_it_keeps_a_record_of_every_kind_of_call_that_postgres_can_store():
     records = [json.loads(json.dumps(call.record())) for call in calls]
     assert [r["endpoint"] for r in records] == ["chat.completion", "text_completion", "response"]
     assert [r["background"] for r in records] == [False, False, True]
+
+
+def test_it_sends_a_response_streams_error_as_an_error_event(monkeypatch):
+    from reviewer.gateway import streams
+    from reviewer.gateway.delivery import End
+
+    async def built(make, session_id, *args):
+        return {"status": "cancelled"}
+
+    async def lines() -> list[bytes]:
+        events = streams.ResponseEvents(7, -1)
+        return [line async for line in events._closing(End("cancelled", "by its application"), 0)]
+
+    monkeypatch.setattr(streams, "built", built)
+    [line] = asyncio.run(lines())
+    event = json.loads(line.decode().split("data: ", 1)[1])
+    assert event["type"] == "error"  # as the SDK's ResponseErrorEvent, not the error's kind
+    assert event["code"] == "cancelled" and event["sequence_number"] == 0
 
 
 class Waiting:

@@ -97,6 +97,29 @@ def test_it_answers_unknown_urls_and_wrong_methods_in_openais_shape(drafter):
         assert response["Allow"] in ("GET", "POST")
 
 
+def test_it_answers_an_unknown_url_with_404_even_where_csrf_is_checked(drafter):
+    strict = Client(enforce_csrf_checks=True, headers=drafter[1].defaults)
+    for path in ("/v1/embeddings", "/v1/chat/completions/"):
+        assert openai_error(post(strict, path, CHAT), 404)["code"] == "unknown_url"
+
+
+def test_it_answers_one_model_by_its_id(drafter):
+    entry = drafter[1].get("/v1/models/caesura:clinical-notes").json()
+    assert entry["id"] == "caesura:clinical-notes" and entry["object"] == "model"
+    refused = openai_error(drafter[1].get("/v1/models/caesura:contracts"), 403)
+    assert refused["code"] == "model_not_allowed"
+    assert openai_error(drafter[1].get("/v1/models/caesura:x"), 404)["code"] == "model_not_found"
+
+
+@pytest.mark.model  # the prompt is counted with the model's tokenizer
+def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
+    before = snapshot()
+    too_long = CHAT | {"max_tokens": 10**6}
+    error = openai_error(post(drafter[1], "/v1/chat/completions", too_long), 400)
+    assert (error["code"], error["param"]) == ("context_length_exceeded", "max_tokens")
+    assert snapshot() == before
+
+
 @pytest.fixture
 def delivered(alice, monkeypatch):
     """A paused gateway session whose first two words ("The patient") were delivered; alice

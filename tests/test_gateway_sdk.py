@@ -112,6 +112,9 @@ def test_it_runs_a_background_response_resumable_by_sequence_number(client):
     assert [e.sequence_number for e in resumed] == numbers[3:]
     done = client.responses.retrieve(created.id)
     assert done.status == "completed" and done.output_text == session_of(created.id).text
+    # The SDK's stream helper rebuilds the response from the events, even once it ended.
+    with client.responses.stream(response_id=created.id) as again:
+        assert again.get_final_response().output_text == done.output_text
 
 
 def test_it_cancels_a_response(client, plain_domain):

@@ -281,7 +281,7 @@ def response_usage(session: ReviewSession) -> dict[str, Any]:
     counts = usage(session)
     return {
         "input_tokens": counts["prompt_tokens"],
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": counts["completion_tokens"],
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": counts["total_tokens"],

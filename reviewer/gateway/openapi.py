@@ -72,6 +72,14 @@ REASONS = {
     504: "Still waiting for review after the domain's max_wait_s; the generation goes on",
 }
 
+MODEL_ID = {
+    "name": "model_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "maxLength": 200},
+    "description": "caesura:<domain slug>",
+}
+
 RESPONSE_ID = {
     "name": "response_id",
     "in": "path",
@@ -153,6 +161,17 @@ def paths() -> dict[str, Any]:
                 "One model per domain this application may use (caesura:<domain slug>)",
                 responses={"200": answer("The models, as OpenAI lists them", JSON)},
             )
+        },
+        "/v1/models/{model_id}": {
+            "parameters": [MODEL_ID],
+            "get": operation(
+                "retrieve_model",
+                "One model this application may use",
+                responses={
+                    "200": answer("The model, as OpenAI shows one", JSON),
+                    **refusals(403),
+                },
+            ),
         },
         **{path: generating_path(op, model, summary) for path, op, model, summary in GENERATING},
         "/v1/responses/{response_id}": {

@@ -116,13 +116,34 @@ class Sampling(Lenient):
     n: int | None = Field(default=None, description="1 only: each call makes one reviewed choice")
     tools: list[Any] | None = Field(default=None, description="Refused: Caesura has no tools")
     functions: list[Any] | None = Field(default=None, description="Refused, as tools")
+    tool_choice: Any = Field(default=None, description="none or auto only: no tools")
+    response_format: dict[str, Any] | None = Field(
+        default=None,
+        description='{"type": "text"} only: the text is a reviewer\'s, not a schema\'s',
+    )
+    logit_bias: dict[str, Any] | None = Field(default=None, description="Refused unless empty")
+    frequency_penalty: float | None = Field(default=None, description="0 only")
+    presence_penalty: float | None = Field(default=None, description="0 only")
 
     @model_validator(mode="after")
     def nothing_unsupported(self) -> Sampling:
+        # What would change the text is refused, never ignored: the answer would not be what
+        # the application asked for.
         if self.n not in (None, 1):
             raise ValueError(f"n={self.n} is not supported: each call makes one reviewed choice")
-        if self.tools or self.functions:
+        if self.tools or self.functions or self.tool_choice not in (None, "none", "auto"):
             raise ValueError("tools and functions are not supported: Caesura has no tools")
+        if self.response_format and self.response_format.get("type", "text") != "text":
+            raise ValueError(
+                "response_format other than text is not supported: Caesura does not constrain"
+                " the text to a format"
+            )
+        if self.logit_bias:
+            raise ValueError("logit_bias is not supported")
+        if self.frequency_penalty or self.presence_penalty:
+            raise ValueError("frequency_penalty and presence_penalty are not supported (0 only)")
+        if self.stream_options is not None and not self.stream:
+            raise ValueError("stream_options is only allowed when stream is true")
         return self
 
 

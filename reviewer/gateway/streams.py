@@ -120,7 +120,11 @@ class ResponseEvents:
         return {"item_id": f"msg_{self.session_id}", "output_index": 0, "content_index": 0}
 
     async def stream(self, delivery: Delivery) -> AsyncIterator[bytes]:
-        state = await built(answers.response, self.session_id)
+        now = await built(answers.response, self.session_id)
+        # The opening events show the response as it began, on every connection: a client
+        # (the SDK's stream helper) builds the output from the events that follow.
+        state = {**now, "status": "in_progress", "output": [], "usage": None}
+        state |= {"completed_at": None, "error": None, "incomplete_details": None}
         opening: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"response": state}),
             ("response.in_progress", {"response": state}),
@@ -179,7 +183,8 @@ class ResponseEvents:
             closing = [("response.failed", {"response": state})]
         else:  # cancelled, or waited too long: the stream ends, the response goes on
             status, body = end_error(end, self.session_id)
-            closing = [("error", {**body["error"], "status": status})]
+            error = {k: v for k, v in body["error"].items() if k != "type"}  # the event's own
+            closing = [("error", {**error, "status": status})]
         for kind, body in closing:
             if (line := self._numbered(kind, body)) is not None:
                 yield line

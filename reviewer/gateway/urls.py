@@ -6,6 +6,7 @@ from reviewer.gateway import views
 
 urlpatterns = [
     path("models", views.models, name="v1-models"),
+    path("models/<str:model_id>", views.model, name="v1-model"),
     path("chat/completions", views.chat_completions, name="v1-chat-completions"),
     path("completions", views.completions, name="v1-completions"),
     path("responses", views.create_response, name="v1-responses"),

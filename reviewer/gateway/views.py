@@ -51,8 +51,13 @@ def answering(method: str) -> Callable[[Callable[..., Awaitable[HttpResponseBase
             except GatewayError as exc:
                 return exc.response()
             except CommandError as exc:
-                retry = getattr(exc, "retry_after", None)
-                return GatewayError(exc.status, str(exc), retry_after=retry).response()
+                return GatewayError(
+                    exc.status,
+                    str(exc),
+                    param=getattr(exc, "param", None),
+                    code=getattr(exc, "code", None),
+                    retry_after=getattr(exc, "retry_after", None),
+                ).response()
 
         run.methods = (method,)  # type: ignore[attr-defined]  # for the API description's test
         return csrf_exempt(run)
@@ -186,6 +191,11 @@ async def models(request: HttpRequest, application: Application) -> HttpResponse
     return JsonResponse({"object": "list", "data": [answers.model_entry(d) for d in domains]})
 
 
+@answering("GET")
+async def model(request: HttpRequest, application: Application, model_id: str) -> HttpResponseBase:
+    return JsonResponse(answers.model_entry(await off_loop(domain_for)(application, model_id)))
+
+
 @answering("POST")
 async def chat_completions(request: HttpRequest, application: Application) -> HttpResponseBase:
     body = parse(request, schemas.ChatRequest)
@@ -203,7 +213,8 @@ async def generate(
     application: Application, call: schemas.Call, replay: gateway.Replay, chat: bool
 ) -> HttpResponseBase:
     session = await off_loop(start)(application, call, replay)
-    delivery = await follow(session)
+    # Only a stream sends text before the end: only a stream locks what it sent.
+    delivery = await follow(session, lock=call.stream)
     top = call.top_logprobs if call.logprobs else None
     if call.stream:
         body = streams.completions(delivery, session.pk, chat, top, call.include_usage)
@@ -250,7 +261,7 @@ async def create_response(request: HttpRequest, application: Application) -> Htt
     if call.background and not call.stream:
         await off_loop(gateway.mark_answered)(session.pk)  # its id is the answer
         return JsonResponse(await streams.built(answers.response, session.pk))
-    delivery = await follow(session)
+    delivery = await follow(session, lock=call.stream)
     if call.stream:
         return event_stream(streams.ResponseEvents(session.pk, -1).stream(delivery), delivery)
     try:
@@ -301,5 +312,6 @@ async def cancel_response(
     return JsonResponse(await streams.built(answers.response, session.pk))
 
 
+@csrf_exempt  # as every /v1/ route: a POST to an unknown one is told it is unknown
 async def not_found(request: HttpRequest, rest: str = "") -> HttpResponseBase:
     return GatewayError(404, f"No endpoint at {request.path}", code="unknown_url").response()

@@ -39,6 +39,13 @@ class Replay:
     retried: bool = False
 
 
+class ContextExceeded(InvalidInput):
+    """The prompt plus the tokens asked for do not fit the model's context; OpenAI's code,
+    which clients (LangChain) recognise."""
+
+    code, param = "context_length_exceeded", "max_tokens"
+
+
 class Throttled(CommandError):
     """Over one of the application's limits: refused, nothing changed; retry after a while."""
 
@@ -175,7 +182,7 @@ def _check_prompt_fits(
     system = domain.system_prompt or None
     needed = len(encode_prompt(tokenizer(), prompt, system=system)) + max_new_tokens
     if needed > context_length():
-        raise InvalidInput(
+        raise ContextExceeded(
             f"The prompt plus max_tokens is {needed} tokens; the model's context is"
             f" {context_length()}"
         )
