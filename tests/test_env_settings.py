@@ -42,6 +42,22 @@ def test_it_generates_a_secret_once_and_keeps_it(monkeypatch, tmp_path):
     assert (tmp_path / "token").stat().st_mode & 0o077 == 0
 
 
+def test_it_keeps_the_first_secret_when_another_process_wrote_one_meanwhile(monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.delenv("TOKEN", raising=False)
+    monkeypatch.delenv("TOKEN_FILE", raising=False)
+    real_link = os.link
+
+    def raced(source, target):  # another process links its secret in first
+        (tmp_path / "token").write_text("theirs")
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", raced)
+    assert env_secret("TOKEN", tmp_path / "token") == "theirs"
+    assert [p.name for p in tmp_path.iterdir()] == ["token"]  # no draft left behind
+
+
 def test_it_prefers_the_variable_then_the_file(monkeypatch, tmp_path):
     (tmp_path / "s").write_text("from-file\n")
     monkeypatch.setenv("TOKEN_FILE", str(tmp_path / "s"))

@@ -99,10 +99,18 @@ def env_secret(name: str, fallback_file: Path) -> str:
 
 
 def _generated_secret(path: Path) -> str:
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(48)
-    path.write_text(value)
-    path.chmod(0o600)
-    return value
+    """Processes starting together (the web process and a worker on one volume) must agree:
+    the secret is written whole beside the file and linked into place, and the first link
+    wins."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        draft.write_text(secrets.token_urlsafe(48))
+        draft.chmod(0o600)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return path.read_text().strip()
