@@ -120,6 +120,28 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
     assert snapshot() == before
 
 
+@pytest.mark.parametrize(
+    ("extra", "param", "words"),
+    [
+        ({"n": 2}, "n", "n=2 is not supported"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "at most 4 stop strings"),
+        ({"top_logprobs": 3}, "top_logprobs", "needs logprobs"),
+        ({"messages": [{"role": "system", "content": "Be brief."}]}, "messages", "user message"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+            "messages.0.content",
+            'parts of type "image_url" are not supported: Caesura reviews text only',
+        ),
+        ({"response_format": {"type": "json_object"}}, "response_format", "not supported"),
+    ],
+)
+def test_it_names_the_parameter_it_refuses_and_says_why(drafter, extra, param, words):
+    before = snapshot()
+    error = openai_error(post(drafter[1], "/v1/chat/completions", CHAT | extra), 400)
+    assert error["param"] == param and words in error["message"]
+    assert snapshot() == before
+
+
 @pytest.fixture
 def delivered(alice, monkeypatch):
     """A paused gateway session whose first two words ("The patient") were delivered; alice

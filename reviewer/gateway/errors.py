@@ -65,7 +65,7 @@ def error_response(status: int, message: str, code: str | None = None) -> JsonRe
 def from_validation(exc: ValidationError) -> GatewayError:
     """The first thing wrong with a request body, named by its parameter."""
     first = exc.errors()[0]
-    param = ".".join(str(p) for p in first["loc"]) or None
+    param = ".".join(str(p) for p in first["loc"]) or first.get("ctx", {}).get("param")
     message = str(first["msg"]).removeprefix("Value error, ")
-    shown = f"{param}: {message}" if param else message
+    shown = f"{param}: {message}" if first["loc"] else message  # a refusal names its own
     return GatewayError(400, f"Invalid request: {shown}", param=param, code="invalid_value")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from reviewer.web.arguments import encodable
 
@@ -19,6 +20,15 @@ MAX_STOP_CHARS = 200
 MAX_MESSAGES = 200
 
 Role = Literal["system", "developer", "user", "assistant"]
+TEXT_PARTS = ("text", "input_text", "output_text")
+
+
+def refuse(param: str, message: str) -> PydanticCustomError:
+    """A refusal that names its parameter where a check over several fields finds it (the
+    error's location would be the whole body): ``errors.from_validation`` reads it."""
+    return PydanticCustomError(
+        "refused", message.replace("{", "{{").replace("}", "}}"), {"param": param}
+    )
 
 
 def storable(text: str) -> bool:
@@ -50,22 +60,30 @@ class Lenient(BaseModel):
 
 class ContentPart(Lenient):
     type: str
-    text: str | None = None
-
-    @model_validator(mode="after")
-    def only_text(self) -> ContentPart:
-        if self.type not in ("text", "input_text", "output_text") or self.text is None:
-            raise ValueError(
-                f'content parts of type "{self.type}" are not supported: Caesura reviews'
-                " text only (no images, audio or files)"
-            )
-        return self
+    text: str
 
 
 class Message(Lenient):
     role: Role
     content: str | list[ContentPart] = ""
     tool_calls: list[Any] | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def text_only(cls, value: Any) -> Any:
+        """Null (an assistant's) is no text; a list holds text parts only. Checked before the
+        forms content may take, so that a refusal says what is wrong with the parts."""
+        if value is None:
+            return ""
+        for part in value if isinstance(value, list) else ():
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in TEXT_PARTS or not isinstance(part.get("text"), str):
+                shown = f'of type "{kind}"' if isinstance(kind, str) else "without a type"
+                raise ValueError(
+                    f"content parts {shown} are not supported: Caesura reviews text only"
+                    " (text parts with their text; no images, audio or files)"
+                )
+        return value
 
     @field_validator("role", mode="before")
     @classmethod
@@ -130,24 +148,33 @@ class Sampling(Lenient):
         # What would change the text is refused, never ignored: the answer would not be what
         # the application asked for.
         if self.n not in (None, 1):
-            raise ValueError(f"n={self.n} is not supported: each call makes one reviewed choice")
+            raise refuse("n", f"n={self.n} is not supported: each call makes one reviewed choice")
         if self.tools or self.functions or self.tool_choice not in (None, "none", "auto"):
-            raise ValueError("tools and functions are not supported: Caesura has no tools")
+            raise refuse("tools", "tools and functions are not supported: Caesura has no tools")
         if self.response_format and self.response_format.get("type", "text") != "text":
-            raise ValueError(
+            raise refuse(
+                "response_format",
                 "response_format other than text is not supported: Caesura does not constrain"
-                " the text to a format"
+                " the text to a format",
             )
         if self.logit_bias:
-            raise ValueError("logit_bias is not supported")
+            raise refuse("logit_bias", "logit_bias is not supported")
         if self.frequency_penalty or self.presence_penalty:
-            raise ValueError("frequency_penalty and presence_penalty are not supported (0 only)")
+            param = "frequency_penalty" if self.frequency_penalty else "presence_penalty"
+            raise refuse(param, f"{param} is not supported (0 only)")
         if self.stream_options is not None and not self.stream:
-            raise ValueError("stream_options is only allowed when stream is true")
+            raise refuse("stream_options", "stream_options is only allowed when stream is true")
         return self
 
 
 Stop = str | list[str] | None
+
+
+def checked_stops(stop: Stop) -> None:
+    try:
+        stop_list(stop)
+    except ValueError as exc:
+        raise refuse("stop", str(exc)) from None
 
 
 def stop_list(stop: Stop) -> list[str]:
@@ -173,11 +200,11 @@ class ChatRequest(Sampling):
 
     @model_validator(mode="after")
     def checked(self) -> ChatRequest:
-        stop_list(self.stop)
+        checked_stops(self.stop)
         if self.top_logprobs and not self.logprobs:
-            raise ValueError("top_logprobs needs logprobs: true")
+            raise refuse("top_logprobs", "top_logprobs needs logprobs: true")
         if not any(m.role == "user" for m in self.messages):
-            raise ValueError("messages need at least one user message")
+            raise refuse("messages", "messages need at least one user message")
         return self
 
 
@@ -192,11 +219,11 @@ class CompletionRequest(Sampling):
 
     @model_validator(mode="after")
     def checked(self) -> CompletionRequest:
-        stop_list(self.stop)
+        checked_stops(self.stop)
         if isinstance(self.prompt, list) and len(self.prompt) != 1:
-            raise ValueError("prompt must be one string: each call makes one reviewed choice")
+            raise refuse("prompt", "prompt must be one string: each call makes one reviewed choice")
         if self.echo or self.suffix or self.best_of not in (None, 1):
-            raise ValueError("echo, suffix and best_of are not supported")
+            raise refuse("echo", "echo, suffix and best_of are not supported")
         return self
 
     def text(self) -> str:
