@@ -131,6 +131,17 @@ def test_it_cancels_a_response(client, plain_domain):
     assert cancelled.status == "cancelled" and session_of(created.id).status == "cancelled"
 
 
+def test_it_answers_a_cancel_of_a_running_generation_once_it_stopped(client):
+    created = client.responses.create(
+        model="caesura:plain", input="Describe the heart.", max_output_tokens=200, background=True
+    )
+    wait_for(lambda: len(session_of(created.id).text) > 0, what="the first tokens")
+    cancelled = client.responses.cancel(created.id)
+    session = session_of(created.id)
+    assert cancelled.status == "cancelled" and session.status == "cancelled"
+    assert len(session.generated_ids) < 200
+
+
 def test_it_joins_a_timed_out_calls_automatic_retry_to_its_generation(
     server_url, notes, plain_domain, celery_worker_process
 ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ from reviewer.gateway.delivery import Delivery, End, Piece
 from reviewer.gateway.errors import GatewayError, error_body, from_validation
 from reviewer.gateway.progress import Follower
 from reviewer.lifecycle import gateway
-from reviewer.models import Application, Domain, ReviewSession
+from reviewer.models import Application, Domain, ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import CommandError
 from webapp.errors import body_limit
@@ -309,7 +310,24 @@ async def cancel_response(
 ) -> HttpResponseBase:
     session = await off_loop(own_session)(application, response_id)
     await off_loop(gateway.cancel)(application, session.pk)
+    await until_ended(session.pk, CANCEL_WAIT_S)
     return JsonResponse(await streams.built(answers.response, session.pk))
+
+
+CANCEL_WAIT_S = 5.0  # a running generation stops at its next step: answer it cancelled
+
+
+async def until_ended(session_id: int, timeout: float) -> None:
+    """Until the session has ended (a cancel of a running one lands in the worker), or
+    ``timeout``: the answer then says ``in_progress``, and the cancel still lands."""
+    follower = Follower(session_id)
+    await follower.open()
+    try:
+        deadline = time.monotonic() + timeout
+        while follower.status not in statuses.FINAL and time.monotonic() < deadline:
+            await follower.wait(deadline - time.monotonic())
+    finally:
+        await follower.close()
 
 
 @csrf_exempt  # as every /v1/ route: a POST to an unknown one is told it is unknown
