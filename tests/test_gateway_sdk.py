@@ -99,6 +99,37 @@ def test_it_ends_at_a_stop_string_without_it(client):
     assert session_of(answer.id).text == answer.choices[0].text
 
 
+def test_it_streams_a_text_completions_offsets_from_the_start_of_its_text(client, plain_domain):
+    plain_domain.delivery_mode, plain_domain.delay_sentences = "delayed", 0  # text as it comes
+    plain_domain.save()
+    chunks = list(
+        client.completions.create(
+            model="caesura:plain",
+            prompt="The heart",
+            max_tokens=8,
+            temperature=0,
+            logprobs=2,
+            stream=True,
+        )
+    )
+    text, offsets = "", []
+    for chunk in chunks:
+        choice = chunk.choices[0] if chunk.choices else None
+        if choice is not None and choice.logprobs is not None:
+            offsets += choice.logprobs.text_offset
+            assert "".join(choice.logprobs.tokens) == choice.text
+        text += choice.text if choice is not None else ""
+    tokens = [
+        t
+        for c in chunks
+        if c.choices and c.choices[0].logprobs
+        for t in c.choices[0].logprobs.tokens
+    ]
+    assert offsets == [len("".join(tokens[:i])) for i in range(len(tokens))]
+    assert text == "".join(tokens) and len(tokens) > 1
+    assert sum(1 for c in chunks if c.choices and c.choices[0].logprobs) > 1  # several pieces
+
+
 def test_it_runs_a_background_response_resumable_by_sequence_number(client):
     created = client.responses.create(
         model="caesura:plain", input="Name one vital sign.", max_output_tokens=5, background=True

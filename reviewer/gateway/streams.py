@@ -65,14 +65,17 @@ async def completions(
     head = await built(answers.chunk_head, session_id, kind)
     if chat:
         yield sse({**head, "choices": [choice(chat, {"role": "assistant", "content": ""})]})
+    sent = 0  # characters streamed so far: a text completion's offsets count from the start
     async for step in delivery.steps():
         if isinstance(step, KeepAlive):
             yield KEEP_ALIVE
         elif isinstance(step, Piece):
             logprobs = None
-            if top is not None:
-                make = answers.chat_logprobs if chat else answers.completion_logprobs
-                logprobs = make(step.tokens, top)
+            if top is not None and chat:
+                logprobs = answers.chat_logprobs(step.tokens, top)
+            elif top is not None:
+                logprobs = answers.completion_logprobs(step.tokens, top, offset=sent)
+            sent += len(step.text)
             text = {"content": step.text} if chat else step.text
             yield sse({**head, "choices": [choice(chat, text, None, logprobs)]})
         elif step.outcome != "completed":
