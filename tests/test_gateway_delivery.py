@@ -78,7 +78,10 @@ def test_it_reads_a_prefill_and_the_sampling_parameters():
             "model": "caesura:plain",
             "messages": [
                 {"role": "developer", "content": "Be brief."},
-                {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}],
+                },
                 {"role": "assistant", "content": "Hello"},
             ],
             "max_completion_tokens": 7,
@@ -92,7 +95,7 @@ def test_it_reads_a_prefill_and_the_sampling_parameters():
     call = schemas.chat_call(body)
     assert call.messages is not None and call.messages[0]["role"] == "system"
     assert call.messages[-1] == {"role": "assistant", "content": "Hello"}
-    assert call.input_text() == "Hi" and call.stop == ["\n"] and call.domain_slug == "plain"
+    assert call.input_text() == "Hi\nthere" and call.stop == ["\n"] and call.domain_slug == "plain"
     assert call.decoding() == {
         "temperature": 0.5,
         "seed": 3,

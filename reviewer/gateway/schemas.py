@@ -101,7 +101,7 @@ class Message(Lenient):
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return "".join(part.text or "" for part in self.content)
+        return "\n".join(part.text for part in self.content)  # as vLLM joins text parts
 
     def as_chat(self) -> dict[str, str]:
         # The chat template knows system, user and assistant; a developer message is a system one.
