@@ -63,6 +63,7 @@ def js_labels() -> dict[str, str | dict[str, str]]:
             " with the next update."
         ),
         "commentRequired": _("Please say why you reject the text."),
+        "justPaused": _("It has just paused: press again to resume."),
         "finished": _("Generation finished."),
         "stopReasons": stop_reasons("%(limit)s"),
         "decidedBy": _("by %(actor)s, %(time)s"),

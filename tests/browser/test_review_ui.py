@@ -252,3 +252,23 @@ def test_it_tells_another_reviewer_the_session_is_not_found(page, server_url, al
     assert response.status == 404
     assert page.locator("h1").inner_text() == "Session not found"
     assert session.input_text not in page.content()
+
+
+def test_a_press_just_after_a_policy_paused_does_not_resume(
+    page, server_url, celery_worker_process, alice
+):
+    """A reviewer pressing Space to pause, a moment after a policy paused, meant "pause"."""
+    policy = {"name": "Blood pressure", "kind": "keyword", "params": {"keywords": ["blood"]}}
+    domain = ward_domain("Ward note race", (policy,))
+    log_in(page, server_url, "alice", "alice-password-1")
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=40)
+    wait_for_status(page, "paused")
+    page.keyboard.press("Space")
+    page.wait_for_selector("#notice:not([hidden])")
+    assert "just paused" in page.locator("#notice").inner_text()
+    page.wait_for_timeout(1500)
+    assert ReviewSession.objects.get(pk=sid).status == ReviewSession.PAUSED
+    page.keyboard.press("Space")  # a second press, later: the reviewer does mean resume
+    page.wait_for_function(
+        "() => document.getElementById('status').dataset.status !== 'paused'", timeout=60_000
+    )

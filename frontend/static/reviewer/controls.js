@@ -15,6 +15,11 @@ const state = store.state;
 
 const statusLabel = (status) => data.statusLabels[status] || status;
 
+// A press meant as Pause that lands just after a policy paused (or just after one's own pause
+// showed) must not resume: within this long of the pause, a resume asks for a second press.
+const JUST_PAUSED_MS = 1000;
+let pausedAt = -Infinity;
+
 // A generation from an application is worked on by the reviewer holding its claim (anyone may
 // pause it): the others see its resume and decision greyed, with why.
 function claimedByOther() {
@@ -29,6 +34,7 @@ function lockForClaim(button, locked) {
 }
 
 function renderStatus(status) {
+  if (status === STATUS.PAUSED && $("status").dataset.status !== STATUS.PAUSED) pausedAt = performance.now();
   const badge = $("status");
   badge.textContent = statusLabel(status);
   badge.dataset.status = status;
@@ -108,6 +114,11 @@ export function showStopReason(reason) {
 export function toggleRun() {
   const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
   if (!name || !$("toggle-run") || waitingFor("pause", "resume")) return;
+  if (name === "resume" && performance.now() - pausedAt < JUST_PAUSED_MS) {
+    pausedAt = -Infinity; // the next press resumes
+    notify(L.justPaused);
+    return;
+  }
   const from = state.status;
   const sent = command(name);
   renderControls();
