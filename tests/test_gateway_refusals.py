@@ -197,3 +197,23 @@ def test_it_still_takes_a_change_after_the_delivered_text(delivered, alice, monk
     )
     assert edit.status_code == 202, edit.content
     assert Edit.objects.get(session=delivered).text_after == "had"
+
+
+def test_it_never_tells_the_application_the_words_a_policy_stopped_on(monkeypatch):
+    """A pattern policy's reason quotes the text it matched: unreviewed text, maybe the very
+    words the reviewer removes. The application learns which policy paused, not the words."""
+    from reviewer.gateway import answers
+    from reviewer.models import PauseEvent
+
+    monkeypatch.setattr(web_tokenizer, "tokenizer", PieceTokenizer)
+    app, _ = application_keys.create("drafter", [clinical_notes()], "root")
+    session = make_session(None, application=app)
+    PauseEvent.objects.filter(session=session).update(
+        trigger="Patient name",
+        kind="regex",
+        reason='Pattern /[A-Z][a-z]+ Smith/ matched "John Smith"',
+    )
+    told = json.dumps(answers.caesura_info(session))
+    assert "John Smith" not in told and "[A-Z]" not in told
+    review = answers.caesura_info(session)["review"]
+    assert review["pause_reason"] == "paused by the policy 'Patient name' (regex)"

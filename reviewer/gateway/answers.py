@@ -16,7 +16,7 @@ from django.urls import reverse
 from reviewer.gateway.schemas import MODEL_PREFIX
 from reviewer.lifecycle import claims
 from reviewer.lifecycle.record import Token
-from reviewer.models import Domain, ReviewSession, statuses
+from reviewer.models import Domain, PauseEvent, ReviewSession, statuses
 
 FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_tokens": "length"}
 NO_LOGPROB = -9999.0  # OpenAI's own floor for a probability too small to show
@@ -100,7 +100,7 @@ def caesura_info(session: ReviewSession) -> dict[str, Any]:
             "waiting_for_reviewer": session.status in statuses.WAITING and holder is None,
             "claimed_by": holder.username if holder is not None else None,
             "reviewer": session.reviewer_name or None,
-            "pause_reason": open_pause.reason if open_pause is not None else None,
+            "pause_reason": told_reason(open_pause) if open_pause is not None else None,
             "waiting_since": session.waiting_since.isoformat() if session.waiting_since else None,
             "comment": session.decision_comment or None,
         },
@@ -108,13 +108,28 @@ def caesura_info(session: ReviewSession) -> dict[str, Any]:
         "delivery_mode": session.domain.delivery_mode,
         "delivered_chars": session.released_chars,
         "pauses": [
-            {"position": p.position, "trigger": p.trigger, "reason": p.reason, "outcome": p.outcome}
+            {
+                "position": p.position,
+                "trigger": p.trigger,
+                "reason": told_reason(p),
+                "outcome": p.outcome,
+            }
             for p in pauses
         ],
         "edits": session.edits.filter(applied=True).count(),
         "redline_url": reverse("api-redline", args=[session.pk]),
         "review_url": reverse("session-page", args=[session.pk]),
     }
+
+
+def told_reason(pause: PauseEvent) -> str:
+    """Why a generation paused, as its application is told: which policy, never the words.
+    A policy's own reason quotes the text it stopped on (a pattern's match), which is
+    unreviewed text and may be what the reviewer then removes."""
+    if pause.trigger == "manual":
+        return "paused by a reviewer"
+    kind = f" ({pause.kind})" if pause.kind and pause.kind != "manual" else ""
+    return f"paused by the policy {pause.trigger!r}{kind}"
 
 
 def usage(session: ReviewSession) -> dict[str, int]:
