@@ -8,4 +8,7 @@ RUN pip install --no-cache-dir -r requirements.txt --extra-index-url https://dow
 ARG CAESURA_BACKEND=transformers
 RUN if [ "$CAESURA_BACKEND" = "vllm" ]; then pip install --no-cache-dir --no-deps -r requirements-vllm.txt; fi
 COPY . .
-CMD ["sh", "-c", "python manage.py prepare_model && python manage.py compile_translations && python manage.py migrate --no-input && python manage.py seed_demo && CAESURA_DB_POOL_SIZE=${CAESURA_DB_POOL_SIZE:-20} daphne -b 0.0.0.0 -p 8000 webapp.asgi:application"]
+# The demo data only when asked for (CAESURA_DEMO=1), its logins kept in /data, never printed
+# to the logs; behind the TLS proxy (CAESURA_HTTPS=1) the client's address comes from the
+# proxy's X-Forwarded-For, so login throttling locks the client, not the proxy.
+CMD ["sh", "-c", "python manage.py prepare_model && python manage.py compile_translations && python manage.py migrate --no-input && if [ \"${CAESURA_DEMO:-0}\" = 1 ]; then python manage.py seed_demo --quiet-logins; fi && CAESURA_DB_POOL_SIZE=${CAESURA_DB_POOL_SIZE:-20} exec daphne -b 0.0.0.0 -p 8000 $([ \"${CAESURA_HTTPS:-0}\" = 1 ] && echo --proxy-headers) webapp.asgi:application"]
