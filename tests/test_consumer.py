@@ -388,3 +388,29 @@ async def test_it_closes_the_sockets_whose_feed_lost_the_channel_layer(alice, mo
     assert (await second.receive_json_from(timeout=3))["text"] == "after"
     await first.disconnect()
     await second.disconnect()
+
+
+@database_sync_to_async
+def deactivate(user) -> None:
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+
+
+@database_sync_to_async
+def log_out_everywhere(user) -> None:
+    from django.contrib.sessions.models import Session
+
+    Session.objects.all().delete()  # as a logout deletes the session the socket was opened with
+
+
+@pytest.mark.parametrize("ended", [deactivate, log_out_everywhere])
+async def test_it_closes_an_open_socket_whose_login_is_over_at_its_next_command(alice, ended):
+    session = await database_sync_to_async(make_session)(alice, status=S.GENERATED)
+    communicator = await socket(session.pk, alice)
+    assert (await communicator.connect())[0]
+    await ended(alice)
+    await communicator.send_json_to({"command": "approve", "comment": "fine"})
+    while (output := await communicator.receive_output(timeout=3))["type"] != "websocket.close":
+        assert "ack" not in output.get("text", "")
+    assert output["code"] == consumers.UNAUTHENTICATED
+    assert (await database_sync_to_async(S.objects.get)(pk=session.pk)).status == S.GENERATED

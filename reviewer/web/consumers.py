@@ -13,6 +13,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
 from reviewer.web import arguments, bodies, command_table, session_feed
+from reviewer.web.socket_user import current_user_async
 
 if TYPE_CHECKING:
     from channels.auth import UserLazyObject
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 @database_sync_to_async
-def can_see(user: UserLazyObject, session_id: int) -> bool:
+def can_see(user: UserLazyObject | User, session_id: int) -> bool:
     return ReviewSession.objects.visible_to(cast("User", user)).filter(pk=session_id).exists()
 
 
@@ -37,7 +38,7 @@ def events_after(session_id: int, after: int) -> list[dict[str, Any]]:
 
 @database_sync_to_async
 def run_command(
-    user: UserLazyObject | None, session_id: int, name: object, message: dict[str, Any]
+    user: UserLazyObject | User | None, session_id: int, name: object, message: dict[str, Any]
 ) -> dict[str, Any]:
     return command_table.run(cast("User", user), session_id, name, message)
 
@@ -132,7 +133,19 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         else:
             await self.command(content)
 
+    async def still_allowed(self) -> UserLazyObject | User | None:
+        """The user now, where they may still see the session; else the socket closes."""
+        user = await current_user_async(dict(self.scope))
+        if user is None:
+            await self.close(code=UNAUTHENTICATED)
+        elif not await can_see(user, self.session_id):
+            await self.close(code=NOT_FOUND)
+            return None
+        return user
+
     async def sync(self, message: dict[str, Any]) -> None:
+        if await self.still_allowed() is None:
+            return
         after = message.get("after")
         try:
             after = arguments.AFTER(after) if after is not None else 0
@@ -144,10 +157,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def command(self, message: dict[str, Any]) -> None:
         name, command_id = message.get("command"), echoed_id(message)
         name = name if isinstance(name, str) and name in command_table.COMMANDS else None
+        user = await self.still_allowed()
+        if user is None:
+            return
         try:
-            result = await run_command(
-                self.scope["user"], self.session_id, message.get("command"), message
-            )
+            result = await run_command(user, self.session_id, message.get("command"), message)
         except lifecycle.CommandError as exc:
             await self.send_error(name, command_id, str(exc), exc.status)
             return
