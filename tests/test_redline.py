@@ -1,18 +1,21 @@
-"""The redline: each edit's exact insertions and deletions with author, reason and pause, as
-JSON, HTML and a Word document with tracked changes."""
+"""The redline: each edit's exact insertions and deletions with author, what it replaced with
+what, the pause (numbered within the session) and the decision, as JSON, HTML and a Word
+document with tracked changes."""
 
 from __future__ import annotations
 
+import html
 import io
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 from docx import Document
 from docx.oxml.ns import qn
 
 from reviewer import events
-from reviewer.documents import redline
-from reviewer.models import Edit, Glossary, GlossaryTerm, PauseEvent, SessionEvent
+from reviewer.documents import redline, redline_docx
+from reviewer.lifecycle import audit
+from reviewer.models import Edit, Glossary, GlossaryTerm, PauseEvent, ReviewSession, SessionEvent
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db
@@ -66,8 +69,11 @@ def test_a_glossary_edit_is_one_change_with_its_author_reason_and_pause(reviewed
     assert AFTER[change["start"] : change["end"]] == change["inserted"] == "ypertension"
     assert change["deleted"] == "igh blood pressure"
     assert change["author"] == "alice"
-    assert "hypertension" in change["reason"] and "I10" in change["reason"]
-    assert "Unsure" in change["pause"]
+    assert (
+        change["reason"]
+        == "Replaced “high blood pressure” with “hypertension” (glossary term [I10])"
+    )
+    assert change["pause"] == "Pause 2 (Unsure) after 7 tokens"  # the session's manual one first
 
 
 def test_later_edits_move_earlier_changes(reviewed, alice):
@@ -102,3 +108,130 @@ def test_the_api_serves_html_and_docx_and_refuses_a_bad_format(client, alice, bo
 
 def test_it_needs_a_login(client, reviewed):
     assert client.get(f"/api/sessions/{reviewed.pk}/redline").status_code == 401
+
+
+def docx_text(session) -> str:
+    return "\n".join(p.text for p in Document(io.BytesIO(redline_docx.as_docx(session))).paragraphs)
+
+
+def test_a_glossary_change_names_the_text_it_replaced_not_the_terms_own_wording(alice):
+    """The reviewer selected "blood" and used a term written for "blood clot in the leg"."""
+    text = "Man with high deep vein thrombosis of lower extremity pressure."
+    session = make_session(alice)
+    session.text = text
+    session.save(update_fields=["text"])
+    glossary = Glossary.objects.create(domain=session.domain, name="Terms")
+    term = GlossaryTerm.objects.create(
+        glossary=glossary, term="blood clot in the leg",
+        preferred="deep vein thrombosis of lower extremity", code="I82.40",
+    )  # fmt: skip
+    start = len("Man with high ")
+    applied(
+        session, alice, "replace", start, "blood", term.preferred, start,
+        glossary_term=term, pause=session.pauses.get(),
+    )  # fmt: skip
+    [change] = redline.as_json(session)["changes"]
+    assert change["deleted"] == "blood" and change["inserted"] == term.preferred
+    said = (
+        "Replaced “blood” with “deep vein thrombosis of lower extremity” (glossary term [I82.40])"
+    )
+    assert change["reason"] == said
+    assert (change["text_before"], change["text_after"]) == ("blood", term.preferred)
+    page = redline.as_html(session)
+    assert "blood clot in the leg" not in page and html.escape(said) in page
+    assert "blood clot in the leg" not in docx_text(session) and said in docx_text(session)
+
+
+def test_a_rewrite_an_insertion_and_a_deletion_say_what_they_changed(alice):
+    assert redline.replacement(" high blood pressure", " hypertension") == (
+        "Replaced “high blood pressure” with “hypertension”"
+    )
+    assert redline.replacement("", "The ") == "Inserted “The”"
+    assert redline.replacement(" very", "") == "Deleted “very”"
+    choose = Edit(kind="choose", text_before=" cough", text_after=" rash")
+    assert redline.reason(choose) == (
+        "Replaced “cough” with “rash” (alternative chosen at the pause)"
+    )
+    assert redline.reason(Edit(kind="truncate", text_before=" and more")) == "Rolled back"
+
+
+def test_pauses_are_numbered_within_the_session_not_by_their_database_id(alice, bob):
+    elsewhere = make_session(bob)  # other sessions' pauses take ids first
+    for position in range(3):
+        PauseEvent.objects.create(
+            session=elsewhere, position=position, trigger="manual", reason="asked",
+            halted_at=timezone.now(),
+        )  # fmt: skip
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    session.text = AFTER
+    session.save(update_fields=["text"])
+    pauses = [
+        PauseEvent.objects.create(
+            session=session,
+            position=position,
+            trigger=trigger,
+            reason="r",
+            halted_at=timezone.now() + timezone.timedelta(seconds=position),
+        )  # fmt: skip
+        for position, trigger in ((3, "manual"), (9, "Unsure"), (12, "manual"))
+    ]
+    start = BEFORE.index(" high")
+    applied(
+        session, alice, "replace", start, " high blood pressure", " hypertension", start,
+        pause=pauses[2],
+    )  # fmt: skip
+    assert pauses[2].pk > 3  # a label from the id would not read "Pause 3"
+    [change] = redline.as_json(session)["changes"]
+    assert change["pause_number"] == 3
+    assert change["pause"] == "Pause 3 (manual pause) after 12 tokens"
+    assert f"#{pauses[2].pk}" not in redline.as_html(session)
+    assert "Pause 3 (manual pause) after 12 tokens" in docx_text(session)
+    assert redline.pause_label(pauses[1]) == "Pause 2 (Unsure) after 9 tokens"
+
+
+def test_the_redline_says_who_decided_when_and_with_what_comment(reviewed, alice):
+    reviewed.status, reviewed.decision_comment = ReviewSession.COMPLETED, "Fine as written."
+    reviewed.save(update_fields=["status", "decision_comment"])
+    record = audit.append("approve", "alice", reviewed, {"comment": "Fine as written."})
+    decided = redline.as_json(reviewed)["decision"]
+    when = timezone.localtime(record.created_at).strftime("%Y-%m-%d %H:%M %Z")
+    assert decided["action"] == "approve" and decided["actor"] == "alice"
+    assert decided["time"] == timezone.localtime(record.created_at).isoformat()
+    assert decided["text"] == f"Approved by alice, {when}"
+    assert decided["comment"] == "Fine as written."
+    page = redline.as_html(reviewed)
+    assert "<h2>Decision</h2>" in page and f"Approved by alice, {when}" in page
+    assert "Comment: Fine as written." in page
+    told = docx_text(reviewed)
+    assert f"Approved by alice, {when}" in told and "Comment: Fine as written." in told
+
+
+def test_a_rejection_by_an_application_and_an_open_session_are_told_too(reviewed):
+    assert redline.as_json(reviewed)["decision"]["text"] == "Not decided yet (paused)"
+    assert "Not decided yet (paused)" in redline.as_html(reviewed)
+    reviewed.status = ReviewSession.REJECTED
+    reviewed.save(update_fields=["status"])
+    audit.append("reject", "app:Demo application", reviewed, {"comment": "Wrong patient."})
+    decided = redline.decision(reviewed)
+    assert decided["text"].startswith("Rejected by Demo application (application), ")
+    assert decided["comment"] == "Wrong patient."
+
+
+def test_the_html_names_its_language(reviewed):
+    with translation.override("en"):
+        assert redline.as_html(reviewed).startswith('<!doctype html><html lang="en">')
+    with translation.override("zh-hans"):
+        assert redline.as_html(reviewed).startswith('<!doctype html><html lang="zh-hans">')
+        word = Document(io.BytesIO(redline_docx.as_docx(reviewed)))
+        assert word.core_properties.language == "zh-hans"
+
+
+def test_the_list_numbers_each_change_as_its_marks_in_the_text(reviewed, alice):
+    """A change a later edit covered is left out: the list keeps the others' numbers."""
+    reviewed.text = "The " + AFTER
+    reviewed.save(update_fields=["text"])
+    applied(reviewed, alice, "replace", 0, "", "A ", 0)
+    applied(reviewed, alice, "replace", 0, "A ", "The ", 0)
+    page = redline.as_html(reviewed)
+    assert '<li value="1">' in page and '<li value="3">' in page
+    assert '<li value="2">' not in page

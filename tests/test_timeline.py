@@ -1,11 +1,14 @@
 """The timeline tells a session's audit records in the reader's language: policy and domain
-display names, the policy's reason from its evidence, how generation stopped, who acted."""
+display names, the policy's reason from its evidence, how generation stopped, who acted (a
+manual pause is the reviewer's who asked for it, an application is named as people read it)."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.utils import translation
 
+from reviewer.analytics.timeline import actor_name, timeline
 from reviewer.lifecycle import audit
 from reviewer.models import PausePolicy
 from tests.session_factory import make_session
@@ -40,6 +43,7 @@ def history(alice):
         session,
         {"trigger": "Unsure", "reason": "top-1 0.24 < 0.35", "position": pause.position},
     )
+    audit.append("pause_requested", "alice", session)
     audit.append("paused", "engine", session, {"trigger": "manual", "reason": "Paused: manual"})
     audit.append("generated", "engine", session, {"reason": "max_tokens", "tokens": 120})
     audit.append("approve", "alice", session, {"comment": "Fine as written."})
@@ -54,22 +58,76 @@ def entries(client, session, language: str) -> list[dict]:
 def test_it_tells_the_timeline_in_english(client, alice, history):
     client.force_login(alice)
     told = entries(client, history, "en")
-    assert [e["kind"] for e in told] == ["start", "paused", "paused", "generated", "approve"]
+    kinds = ["start", "paused", "pause_requested", "paused", "generated", "approve"]
+    assert [e["kind"] for e in told] == kinds
     assert told[0]["detail"] == "Clinical notes"
     assert told[1]["detail"] == "Unsure: top-1 0.24 < 0.35"
-    assert told[2]["detail"] == "You paused the generation."
-    assert told[3]["detail"] == "120 tokens: Stopped: reached the 120-token limit."
-    assert told[1]["actor"] == "system" and told[4]["actor"] == "alice"
-    assert told[4]["quotes"] and not told[1]["quotes"]
+    assert told[4]["detail"] == "120 tokens: Stopped: reached the 120-token limit."
+    assert told[1]["actor"] == "system" and told[5]["actor"] == "alice"
+    assert told[3]["actor"] == "alice"  # the pause she asked for, though the engine made it
+    assert told[5]["quotes"] and not told[1]["quotes"]
 
 
 def test_it_tells_the_timeline_in_chinese(client, alice, history):
     client.force_login(alice)
     told = entries(client, history, "zh-hans")
-    assert [e["action"] for e in told] == ["会话已开始", "已暂停", "已暂停", "生成已结束", "已批准"]
+    actions = ["会话已开始", "已暂停", "已请求暂停", "已暂停", "生成已结束", "已批准"]
+    assert [e["action"] for e in told] == actions
     assert told[0]["detail"] == "临床记录"
     assert told[1]["detail"] == "不确定：最高概率 0.24 低于 0.35"
-    assert told[2]["detail"] == "你暂停了生成。"
-    assert told[3]["detail"] == "120 个词元：已停止：达到 120 个词元的上限。"
+    assert told[4]["detail"] == "120 个词元：已停止：达到 120 个词元的上限。"
     assert told[1]["actor"] == "系统"
-    assert told[4]["detail"] == "Fine as written."  # a person's words stay as written
+    assert told[5]["detail"] == "Fine as written."  # a person's words stay as written
+
+
+def told_to(session, reader, language: str = "en") -> list[dict]:
+    with translation.override(language):
+        return timeline(session, reader)
+
+
+def test_a_manual_pause_is_the_reviewers_who_asked_not_the_systems(alice, history):
+    [_, policy, _, manual, *_] = told_to(history, alice)
+    assert (policy["actor"], policy["actor_id"]) == ("system", "engine")
+    assert (manual["actor"], manual["actor_id"]) == ("alice", "alice")
+    assert manual["detail"] == "You paused the generation."
+    [_, _, _, manual, *_] = told_to(history, "alice", "zh-hans")
+    assert manual["detail"] == "你暂停了生成。" and manual["actor"] == "alice"
+
+
+def test_someone_else_reading_the_trail_reads_the_reviewers_name(alice, admin_user, history):
+    for reader in (admin_user, None):
+        [_, _, _, manual, *_] = told_to(history, reader)
+        assert manual["actor"] == "alice"
+        assert manual["detail"] == "alice paused the generation."
+        assert "You" not in manual["detail"]
+
+
+def test_a_pause_is_credited_to_whoever_asked_for_it(alice, admin_user):
+    """Staff asked for the first pause; the session's own reviewer for the second; a pause
+    without a request on record is its reviewer's."""
+    session = make_session(alice)
+    audit.append("pause_requested", "root", session)
+    audit.append("paused", "engine", session, {"trigger": "manual", "position": 3})
+    audit.append("resume", "alice", session, {"paused_s": 1.0})
+    audit.append("pause_requested", "alice", session)
+    audit.append("paused", "engine", session, {"trigger": "Unsure", "position": 5})  # overtook
+    audit.append("resume", "alice", session, {"paused_s": 1.0})
+    audit.append("paused", "engine", session, {"trigger": "manual", "position": 9})
+    paused = [e for e in told_to(session, alice) if e["kind"] == "paused"]
+    assert [e["actor"] for e in paused] == ["root", "system", "alice"]
+    assert paused[0]["detail"] == "root paused the generation."
+    assert paused[2]["detail"] == "You paused the generation."
+    paused = [e for e in told_to(session, admin_user) if e["kind"] == "paused"]
+    assert paused[0]["detail"] == "You paused the generation."
+    assert paused[2]["detail"] == "alice paused the generation."
+
+
+def test_an_application_is_named_as_people_read_it(alice):
+    session = make_session(alice)
+    audit.append("start", "app:Demo application", session, {"domain": "Clinical notes"})
+    [started] = told_to(session, alice)
+    assert started["actor"] == "Demo application (application)"
+    assert started["actor_id"] == "app:Demo application"
+    assert "app:" not in started["actor"]
+    assert actor_name("engine") == actor_name("system") == "system"
+    assert actor_name("alice") == "alice"

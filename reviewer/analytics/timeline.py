@@ -3,11 +3,15 @@
 The records keep what happened in the engine's terms (English reasons, the policy's name,
 ``eos``); a reviewer reads it here in their own words: the policy's display name, its reason
 from the Chinese template where the page is Chinese, how generation stopped, who acted.
+
+Who acted: the engine is "system", an application its name, a person their username. The
+engine records a manual pause, but the reviewer who asked for it made it: the pause is
+credited to them, by name, or as "you" when they read their own trail.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -15,6 +19,9 @@ from django.utils.translation import gettext_lazy
 
 from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession
 from reviewer.web.ui_text import filled_reason, stop_reason_text, task_type_names
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 AUDIT_ACTIONS = {
     "start": gettext_lazy("Session started"),
@@ -50,31 +57,57 @@ AUDIT_ACTIONS = {
 # Details that quote what people or the model wrote: shown as they are, never translated.
 QUOTING = {"approve", "reject", "failed", "edit_refused", "replace_requested"}
 QUOTING_PREFIX = "edit_"
+# Pauses nobody's policy made: a person asked for them.
+MANUAL_TRIGGERS = ("manual", "external", "")
+# How the audit chain names the machinery and an application (reviewer.models.Application).
+SYSTEM_ACTORS = ("engine", "system")
+APPLICATION_PREFIX = "app:"
+# What ends a pause request without a pause (a resume clears a request a pause overtook).
+REQUEST_ENDS = {"resume", "generated", "failed", "cancel"}
 
 
 class Teller:
     """Tells one session's records; looks up its pauses and policy names once."""
 
-    def __init__(self, session: ReviewSession) -> None:
+    def __init__(self, session: ReviewSession, reader: str = "") -> None:
         self.session = session
+        self.reader = reader  # the username of who reads the trail
         self.pauses = {p.position: p for p in PauseEvent.objects.filter(session=session)}
         self.names = policy_names(session.domain)
         self.chinese = not (translation.get_language() or "en").startswith("en")
+        self.asked = ""  # who asked for the pause that has not come yet
 
     def entry(self, record: AuditRecord) -> dict[str, Any]:
+        actor = self.actor(record)
         return {
             "time": record.created_at.isoformat(),
             "kind": record.action,
-            "actor": actor_name(record.actor),
+            "actor": actor_name(actor),
+            "actor_id": actor,  # as the audit chain names them
             "action": str(AUDIT_ACTIONS.get(record.action, record.action)),
-            "detail": self.detail(record.action, record.payload),
+            "detail": self.detail(record.action, record.payload, actor),
             "quotes": record.action in QUOTING or record.action.startswith(QUOTING_PREFIX),
         }
 
-    def detail(self, action: str, payload: dict[str, Any]) -> str:
+    def actor(self, record: AuditRecord) -> str:
+        """Who acted. The engine records every pause; a manual one is the reviewer's who asked
+        for it (the last request since the pause before; a policy's pause that overtook a
+        request answers it too), else the session's reviewer."""
+        if record.action == "pause_requested":
+            self.asked = record.actor
+        elif record.action in REQUEST_ENDS:
+            self.asked = ""  # the run that would have paused ended, or was resumed anew
+        if record.action != "paused":
+            return record.actor
+        asked, self.asked = self.asked, ""
+        if record.payload.get("trigger", "") not in MANUAL_TRIGGERS:
+            return record.actor
+        return asked or self.session.reviewer_name or record.actor
+
+    def detail(self, action: str, payload: dict[str, Any], actor: str = "") -> str:
         """One readable line of what a record holds; the full payload stays in the admin."""
         if action == "paused":
-            return self.pause_detail(payload)
+            return self.pause_detail(payload, actor)
         if action in ("approve", "reject"):
             return str(payload.get("comment", ""))
         if action.startswith("edit_") and "text_after" in payload:
@@ -100,10 +133,14 @@ class Teller:
             return task_change(payload)
         return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
 
-    def pause_detail(self, payload: dict[str, Any]) -> str:
+    def pause_detail(self, payload: dict[str, Any], actor: str = "") -> str:
         trigger = payload.get("trigger", "")
-        if trigger in ("manual", "external", ""):
-            return _("You paused the generation.")
+        if trigger in MANUAL_TRIGGERS:
+            if actor and actor == self.reader:
+                return _("You paused the generation.")
+            if not actor or actor in SYSTEM_ACTORS:
+                return _("A reviewer paused the generation.")
+            return _("%(reviewer)s paused the generation.") % {"reviewer": actor_name(actor)}
         pause = self.pauses.get(payload.get("position", -1))
         decision = {"reason": payload.get("reason", "")}
         if pause is not None:
@@ -139,11 +176,23 @@ def policy_names(domain: Domain) -> dict[str, str]:
 
 
 def actor_name(actor: str) -> str:
-    return _("system") if actor == "engine" else actor
+    """An audit actor as people read it: "system", "Demo application (application)", or a
+    username as it is."""
+    if actor in SYSTEM_ACTORS:
+        return _("system")
+    if actor.startswith(APPLICATION_PREFIX):
+        return _("%(name)s (application)") % {"name": actor.removeprefix(APPLICATION_PREFIX)}
+    return actor
 
 
-def timeline(session: ReviewSession) -> list[dict[str, Any]]:
-    teller = Teller(session)
+def timeline(
+    session: ReviewSession, reader: AbstractBaseUser | AnonymousUser | str | None = None
+) -> list[dict[str, Any]]:
+    """The session's records as entries; ``reader`` (who reads them) sees their own manual
+    pauses as "You paused", anyone else reads the reviewer's name."""
+    if reader is not None and not isinstance(reader, str):
+        reader = reader.get_username() if reader.is_authenticated else ""
+    teller = Teller(session, reader or "")
     # A graph's digest is bookkeeping of the chain: the graphs have a page of their own.
     records = AuditRecord.objects.filter(session=session).exclude(action="audit_graph")
     return [teller.entry(record) for record in records.order_by("id")]

@@ -1,5 +1,6 @@
 """The reviewed text as a redline: what each reviewer's edit inserted and deleted, character
-by character, with its author, its reason and the pause that led to it.
+by character, with its author, what it replaced with what, the pause that led to it (numbered
+within the session: 1, 2, ... in the order they happened), and the decision that closed it.
 
 Built from the session's text and its applied edits, oldest first. Each edit is reduced to
 the characters that really changed (the common start and end of the old and new span are
@@ -13,10 +14,14 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from reviewer import events
+from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name, last_decision
 from reviewer.models import Edit, PauseEvent, ReviewSession, SessionEvent
+from reviewer.web.ui_text import decided_text, status_labels
 
 
 @dataclass
@@ -26,6 +31,7 @@ class Change:
     inserted: str
     deleted: str
     edit: Edit
+    pause_number: int | None = None  # the edit's pause, counted within the session
 
     @property
     def end(self) -> int:
@@ -42,7 +48,10 @@ class Change:
             "kind": self.edit.kind,
             "author": self.edit.author.username,
             "reason": reason(self.edit),
-            "pause": pause_label(self.edit.pause),
+            "text_before": self.edit.text_before,
+            "text_after": self.edit.text_after,
+            "pause": pause_label(self.edit.pause, self.pause_number),
+            "pause_number": self.pause_number,
             "time": self.edit.created_at.isoformat(),
         }
 
@@ -65,9 +74,11 @@ def changes(session: ReviewSession) -> list[Change]:
     found: list[Change] = []
     edits = session.edits.filter(applied=True).select_related("author", "pause", "glossary_term")
     starts = _char_starts(session)
+    numbers = pause_numbers(session)
     for number, edit in enumerate(edits.order_by("created_at", "id"), 1):
         change = _change_of(number, edit, starts.get(edit.pk, edit.start or 0))
         if change is not None:
+            change.pause_number = numbers.get(edit.pause_id) if edit.pause_id else None
             found = _moved(found, change) + [change]
     text = session.text
     kept = [c for c in found if c.end <= len(text) and text[c.start : c.end] == c.inserted]
@@ -109,30 +120,87 @@ def _moved(earlier: list[Change], new: Change) -> list[Change]:
 
 
 def reason(edit: Edit) -> str:
-    if edit.glossary_term is not None:
-        term = edit.glossary_term
-        code = f" [{term.code}]" if term.code else ""
-        return _("Glossary term: “%(term)s” → “%(preferred)s”%(code)s") % {
-            "term": term.term,
-            "preferred": term.preferred,
-            "code": code,
-        }
-    if edit.kind == "choose":
-        return _("Alternative chosen at the pause")
+    """What the edit did, naming the very text it replaced and what replaced it (a glossary
+    term's own wording may differ from the text the reviewer selected), and why."""
     if edit.kind == "truncate":
-        return _("Rolled back")
-    return _("Rewritten by the reviewer")
+        return _("Rolled back")  # the text cut away is struck through where it stood
+    change = replacement(edit.text_before, edit.text_after)
+    if edit.glossary_term is not None:
+        code = f" [{edit.glossary_term.code}]" if edit.glossary_term.code else ""
+        return _("%(change)s (glossary term%(code)s)") % {"change": change, "code": code}
+    if edit.kind == "choose":
+        return _("%(change)s (alternative chosen at the pause)") % {"change": change}
+    return change
 
 
-def pause_label(pause: PauseEvent | None) -> str:
+def replacement(before: str, after: str) -> str:
+    """ "Replaced “high blood pressure” with “hypertension”" (the spaces around each left
+    out, unless a text is nothing else)."""
+    before, after = before.strip() or before, after.strip() or after
+    if not before:
+        return _("Inserted “%(text)s”") % {"text": after}
+    if not after:
+        return _("Deleted “%(text)s”") % {"text": before}
+    return _("Replaced “%(before)s” with “%(after)s”") % {"before": before, "after": after}
+
+
+def pause_numbers(session: ReviewSession) -> dict[int, int]:
+    """Each of the session's pauses by id: its number in the session, 1, 2, ... in the order
+    the pauses happened (a database id counts every session's pauses)."""
+    pauses = PauseEvent.objects.filter(session=session).order_by("halted_at", "id")
+    return {pk: number for number, pk in enumerate(pauses.values_list("pk", flat=True), 1)}
+
+
+def pause_label(pause: PauseEvent | None, number: int | None = None) -> str:
     if pause is None:
         return ""
+    if number is None:
+        number = pause_numbers(pause.session).get(pause.pk, 0)
     trigger = _("manual pause") if pause.trigger == "manual" else pause.trigger
-    return _("Pause #%(id)s (%(trigger)s) after %(count)s tokens") % {
-        "id": pause.pk,
+    return _("Pause %(number)s (%(trigger)s) after %(count)s tokens") % {
+        "number": number,
         "trigger": trigger,
         "count": pause.position,
     }
+
+
+def decision(session: ReviewSession) -> dict[str, Any]:
+    """How the session was decided: approved, rejected or cancelled, by whom, when, with the
+    comment; or, for an undecided or failed session, its status. ``text`` is the line the
+    documents show."""
+    record = last_decision(session) if session.is_final else None
+    status = status_labels().get(session.status, session.status)
+    told: dict[str, Any] = {"status": session.status, "action": None, "actor": None}
+    if record is None:
+        told |= {"time": None, "comment": ""}
+        if session.is_final:  # failed, or closed with no decision on record
+            told["text"] = decided_text(status, session.error or session.decision_comment)
+        else:
+            told["text"] = _("Not decided yet (%(status)s)") % {"status": status}
+        return told
+    when = timezone.localtime(record.created_at)
+    told |= {
+        "action": record.action,
+        "actor": record.actor,  # as the audit chain names them
+        "time": when.isoformat(),
+        "comment": str(record.payload.get("comment") or session.decision_comment or ""),
+        "text": _("%(decision)s by %(actor)s, %(time)s")
+        % {
+            "decision": AUDIT_ACTIONS.get(record.action, record.action),
+            "actor": actor_name(record.actor),
+            "time": when.strftime("%Y-%m-%d %H:%M %Z"),
+        },
+    }
+    return told
+
+
+def comment_line(comment: str) -> str:
+    return (_("%(label)s: ") % {"label": _("Comment")}) + comment
+
+
+def language() -> str:
+    """The page's language, as the site's pages name it in their ``lang``."""
+    return translation.get_language() or settings.LANGUAGE_CODE
 
 
 def segments(text: str, found: list[Change]) -> list[tuple[str, str, Change | None]]:
@@ -164,6 +232,7 @@ def as_json(session: ReviewSession) -> dict[str, Any]:
             {"kind": kind, "text": text, "change": c.number if c else None}
             for kind, text, c in segments(session.text, found)
         ],
+        "decision": decision(session),
     }
 
 
@@ -178,19 +247,25 @@ def as_html(session: ReviewSession) -> str:
         title = html.escape(f"{change.edit.author.username}: {reason(change.edit)}")
         body.append(f'<{kind} title="{title}">{escaped}</{kind}><sup>{change.number}</sup>')
     rows = "".join(
-        "<li>"
+        f'<li value="{c.number}">'  # the number beside its marks in the text
         + html.escape(
             f"{c.edit.author.username} · {reason(c.edit)}"
-            + (f" · {pause_label(c.edit.pause)}" if c.edit.pause else "")
+            + (f" · {pause_label(c.edit.pause, c.pause_number)}" if c.edit.pause else "")
         )
         + "</li>"
         for c in sorted(found, key=lambda c: c.number)
     )
+    decided = decision(session)
+    verdict = f"<p>{html.escape(decided['text'])}</p>"
+    if decided["comment"]:
+        verdict += f"<p>{html.escape(comment_line(decided['comment']))}</p>"
     title = html.escape(_("Session %(id)s: reviewed text") % {"id": session.pk})
     return (
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>'
+        f'<!doctype html><html lang="{html.escape(language())}"><head><meta charset="utf-8">'
+        f"<title>{title}</title>"
         "<style>body{font:16px/1.6 sans-serif;max-width:50rem;margin:2rem auto}"
         "ins{background:#d9f2e3;text-decoration:underline}del{background:#fbe3e4;color:#8a1c22}"
         f"</style></head><body><h1>{title}</h1><p>{''.join(body)}</p>"
-        f"<h2>{html.escape(_('Changes'))}</h2><ol>{rows}</ol></body></html>"
+        f"<h2>{html.escape(_('Changes'))}</h2><ol>{rows}</ol>"
+        f"<h2>{html.escape(_('Decision'))}</h2>{verdict}</body></html>"
     )

@@ -1,6 +1,7 @@
 """The redline as a Word document: each change a tracked insertion (w:ins) or deletion
 (w:del) in the reviewer's name, so Word shows and accepts them as its own, followed by a
-numbered list of the changes with their reasons and the pauses behind them."""
+numbered list of the changes (what each replaced with what, and the pause behind it) and the
+decision that closed the session."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def as_docx(session: ReviewSession) -> bytes:
     found = redline.changes(session)
     document = Document()
     document.core_properties.title = _("Session %(id)s: reviewed text") % {"id": session.pk}
+    document.core_properties.language = redline.language()
     document.add_heading(document.core_properties.title, level=1)
     ids = itertools.count(1)
     paragraph = document.add_paragraph()
@@ -34,8 +36,13 @@ def as_docx(session: ReviewSession) -> bytes:
     for change in sorted(found, key=lambda c: c.number):
         details = [change.edit.author.username, redline.reason(change.edit)]
         if change.edit.pause is not None:
-            details.append(redline.pause_label(change.edit.pause))
+            details.append(redline.pause_label(change.edit.pause, change.pause_number))
         document.add_paragraph(f"{change.number}. " + " · ".join(details))
+    document.add_heading(_("Decision"), level=2)
+    decided = redline.decision(session)
+    document.add_paragraph(decided["text"])
+    if decided["comment"]:
+        document.add_paragraph(redline.comment_line(decided["comment"]))
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()

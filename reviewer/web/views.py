@@ -312,7 +312,7 @@ def session_audit(request: AuthenticatedHttpRequest, session_id: int) -> JsonRes
         session = lifecycle.get_session_for(request.user, session_id)
     except lifecycle.NotFound:
         return JsonResponse({"error": _("Session not found")}, status=404)
-    return JsonResponse({"entries": timeline(session)})
+    return JsonResponse({"entries": timeline(session, request.user)})
 
 
 # --- static files browsers ask for at fixed addresses ----------------------------------------

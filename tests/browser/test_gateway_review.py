@@ -175,7 +175,8 @@ def test_an_application_receives_exactly_what_its_reviewer_approved(
     # The audit and the redline tell who asked, who reviewed, and what changed.
     audit = desk.request.get(f"{server_url}/sessions/{session.pk}/audit").json()["entries"]
     by_kind = {entry["kind"]: entry for entry in audit}
-    assert by_kind["start"]["actor"] == app.actor == "app:Note drafter"
+    assert by_kind["start"]["actor_id"] == app.actor == "app:Note drafter"
+    assert by_kind["start"]["actor"] == "Note drafter (application)"
     assert by_kind["claim"]["actor"] == "alice"
     assert by_kind["approve"]["actor"] == "alice"
     edits = [e for e in audit if e["kind"].startswith("edit")]
