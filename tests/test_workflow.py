@@ -179,9 +179,30 @@ def test_it_refuses_invalid_transitions_without_changing_anything(
     with pytest.raises(lifecycle.Conflict):
         lifecycle.resume(alice, sid)
     with pytest.raises(lifecycle.Conflict):
-        lifecycle.edit(alice, sid, 0, 1, "x")
+        lifecycle.choose(alice, sid, 1)  # alternatives are offered at a pause only
     assert AuditRecord.objects.count() == before
     assert session(sid).status == "generated"
+
+
+def test_it_reopens_a_generated_text_for_a_correction_then_approves_the_corrected_text(
+    celery_worker_process, alice, plain_domain
+):
+    sid = lifecycle.start_session(alice, "Plain", PROMPT, seed=2, max_new_tokens=12)["id"]
+    wait_for(status_is(sid, "generated"), what="the end")
+    generated = session(sid)
+    word_end = generated.text.index(" ", 1) if " " in generated.text[1:] else len(generated.text)
+    lifecycle.edit(alice, sid, 0, word_end, "Corrected")
+    assert session(sid).status == "paused"  # at once: a pause at the end of the text
+    wait_for(lambda: session(sid).events.filter(type="edited").exists(), what="the edit applied")
+    corrected = session(sid)
+    assert corrected.text == "Corrected" + generated.text[word_end:]
+    assert corrected.pauses.get(resumed_at__isnull=True).position == len(generated.generated_ids)
+    assert corrected.events.filter(type="pause").exists()
+    lifecycle.approve(alice, sid, "Corrected the first word.")
+    final = session(sid)
+    assert (final.status, final.text) == ("completed", corrected.text)
+    kinds = list(AuditRecord.objects.filter(session_id=sid).values_list("action", flat=True))
+    assert kinds.index("reopen") < kinds.index("edit_replace") < kinds.index("approve")
 
 
 def test_it_detects_a_tampered_audit_row(celery_worker_process, alice, plain_domain):

@@ -27,6 +27,7 @@ AUDIT_ACTIONS = {
     "start": gettext_lazy("Session started"),
     "pause_requested": gettext_lazy("Pause requested"),
     "paused": gettext_lazy("Paused"),
+    "reopen": gettext_lazy("Reopened to correct the generated text"),
     "resume": gettext_lazy("Resumed"),
     "replace_requested": gettext_lazy("Replacement requested"),
     "choose_requested": gettext_lazy("Alternative chosen"),

@@ -133,6 +133,25 @@ def pause_report(
     }
 
 
+def reopened_pause(position: int, reason: str, text: str) -> PauseReport:
+    """A generated text reopened for a correction: a pause at its end that no decision of the
+    engine made; the edit's report brings the alternatives, its details the rest."""
+    return {
+        "position": position,
+        "trigger": "manual",
+        "kind": "manual",
+        "reason": reason,
+        "evidence": {},
+        "span": None,
+        "decisions": [],
+        "alternatives": [],
+        "attention": {},
+        "text": text,
+        "history": {"probability": [], "entropy": []},
+        "lookahead": LOOKAHEAD_PENDING,
+    }
+
+
 # Sent in the pause (or edit) event while the look-ahead is still being computed.
 LOOKAHEAD_PENDING: dict[str, Any] = {"branches": [], "ms": 0, "pending": True}
 

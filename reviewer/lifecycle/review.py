@@ -29,7 +29,7 @@ from reviewer.lifecycle.transitions import (
     set_flag,
     set_status,
 )
-from reviewer.models import Edit, ReviewSession, statuses
+from reviewer.models import Edit, PauseEvent, ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
 from reviewer.worker import dispatch, pause_flags
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 # What the model reads after a long pause: a short aside in its context, never in the text.
 TIME_NOTE = " (Current time: {time}.) "
+# A generated text waits for its decision; an edit or a rollback reopens it as a pause at its
+# end, where a worker applies it as at any pause. The model writes on only if it is resumed.
+EDITABLE = frozenset({S.PAUSED, S.GENERATED})
+REOPENED = "Reopened by {user} to correct the generated text"
 
 
 def summary(session: ReviewSession) -> dict[str, Any]:
@@ -136,7 +140,7 @@ def edit(
 ) -> dict[str, Any]:
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
-    with command_on(user, session_id, {S.PAUSED}, "edit", edits_applied=True) as session:
+    with command_on(user, session_id, EDITABLE, "edit", edits_applied=True) as session:
         if not 0 <= start <= end <= len(session.text):
             raise InvalidInput(
                 f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
@@ -144,6 +148,7 @@ def edit(
         gateway.require_undelivered(session, start, "edit")
         term = inputs.glossary_term(session, glossary_term)
         inputs.check_edit_fits(session, session.text[:start] + text + session.text[end:])
+        _reopen_if_generated(session, user)
         record = _queue_edit(
             session,
             user,
@@ -199,7 +204,7 @@ def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
 @idempotent("rollback")
 def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
     position = arguments.POSITION(position)
-    with command_on(user, session_id, {S.PAUSED}, "roll back", edits_applied=True) as session:
+    with command_on(user, session_id, EDITABLE, "roll back", edits_applied=True) as session:
         if not 0 <= position < len(session.generated_ids):
             raise InvalidInput(
                 f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
@@ -207,6 +212,7 @@ def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
         if session.released_chars:
             gateway.require_undelivered(session, _chars_before(session, position), "roll back")
         end = len(session.generated_ids)
+        _reopen_if_generated(session, user)
         record = _queue_edit(session, user, "truncate", start=position, end=end)
     return {**summary(session), "edit": record.pk}
 
@@ -284,6 +290,26 @@ def _decide(user: User, session_id: Any, status: str, command: str, comment: str
         audit.append(command, user.username, session, {"comment": comment, "text": session.text})
         finish(session, status)
     return summary(session)
+
+
+def _reopen_if_generated(session: ReviewSession, user: User) -> None:
+    """A generated session becomes paused at its end (its row is locked), so that an edit has
+    a pause to belong to; the alternatives there come with the edit's report."""
+    if session.status != S.GENERATED:
+        return
+    reason = REOPENED.format(user=user.username)
+    pause = PauseEvent.objects.create(
+        session=session,
+        position=len(session.generated_ids),
+        trigger="manual",
+        kind="manual",
+        reason=reason,
+        halted_at=timezone.now(),
+    )
+    audit.append("reopen", user.username, session, {"position": pause.position})
+    set_status(session, S.PAUSED)
+    report = events.reopened_pause(pause.position, reason, session.text)
+    events.emit(session.pk, events.PAUSE, events.pause(report, pause.pk, None, {}))
 
 
 def _queue_edit(session: ReviewSession, user: User, kind: str, **fields: Any) -> Edit:

@@ -5,6 +5,7 @@ the services, the views, the API description and the page read are derived from 
 data (strings, tuples, dicts), so the page's generated protocol module can carry it as is.
 
     draft -> running -> paused -> running ... -> generated -> completed | rejected
+    generated -> paused: an edit or a rollback of the generated text reopens it at its end
     a paused session may be decided at once; any status not final -> cancelled | failed;
     failed -> running (resume rebuilds it from its stored token ids)
 
@@ -37,7 +38,7 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     DRAFT: (RUNNING, CANCELLED, FAILED),
     RUNNING: (PAUSED, GENERATED, CANCELLED, FAILED),
     PAUSED: (RUNNING, COMPLETED, REJECTED, CANCELLED, FAILED),
-    GENERATED: (COMPLETED, REJECTED, CANCELLED, FAILED),
+    GENERATED: (PAUSED, COMPLETED, REJECTED, CANCELLED, FAILED),  # paused: reopened to correct
     FAILED: (RUNNING,),
     COMPLETED: (),
     REJECTED: (),

@@ -272,3 +272,31 @@ def test_a_press_just_after_a_policy_paused_does_not_resume(
     page.wait_for_function(
         "() => document.getElementById('status').dataset.status !== 'paused'", timeout=60_000
     )
+
+
+def test_it_corrects_a_generated_text_before_approving_it(
+    page, server_url, celery_worker_process, alice
+):
+    """No pause needed: a generated text takes a correction, which reopens it at its end."""
+    domain = ward_domain("Ward note final")
+    term = GlossaryTerm.objects.get(glossary__domain=domain, term="high blood pressure")
+    log_in(page, server_url, "alice", "alice-password-1")
+    sid = start_in_browser(page, server_url, domain, max_new_tokens=12)
+    wait_for_status(page, "generated")
+    before = ReviewSession.objects.get(pk=sid).text
+    first = page.locator("#tokens .word:not(.blank)").first.inner_text().strip()
+    assert page.evaluate(SELECT_TEXT, first)
+    page.wait_for_selector("#edit-panel:not([hidden])")
+    page.fill("#edit-text", term.preferred)
+    page.click("#edit-apply")
+    wait_for_text(page, term.preferred)
+    wait_for_status(page, "paused")
+    corrected = ReviewSession.objects.get(pk=sid)
+    assert corrected.text == before.replace(first, term.preferred, 1)
+    assert page_text(page) == corrected.text
+    page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
+    screenshot(page, "session-generated-corrected-en")
+    page.click("#approve")
+    wait_for_status(page, "completed")
+    approved = ReviewSession.objects.get(pk=sid)
+    assert (approved.status, approved.text) == ("completed", corrected.text)

@@ -5,7 +5,7 @@ import { command } from "./commands.js";
 import { textOf, toCodePoints } from "./fold.js";
 import { notifyError } from "./notice.js";
 import { $, data, L } from "./page.js";
-import { store } from "./store.js";
+import { editable, store } from "./store.js";
 import { wordText } from "./stream.js";
 
 const state = store.state;
@@ -38,7 +38,7 @@ function textBefore(element, node) {
 }
 
 function textSelected(hideMenu) {
-  if (state.status !== "paused") return;
+  if (!editable()) return;
   const selection = window.getSelection();
   if (!selection || selection.isCollapsed || !selection.rangeCount) return;
   const range = selection.getRangeAt(0);
@@ -126,5 +126,5 @@ export function bindEditor(hideMenu) {
   $("edit-close").addEventListener("click", closeEditor);
   $("glossary-filter").addEventListener("input", renderGlossary);
   $("edit-apply").addEventListener("click", () => replaceSelection($("edit-text").value, null));
-  store.subscribe("status", (status) => status !== "paused" && closeEditor());
+  store.subscribe("status", (status) => !editable(status) && closeEditor());
 }

@@ -7,7 +7,7 @@ import { closeEditor, replaceWord } from "./editor.js";
 import { hideMenu, openMenu } from "./menu.js";
 import { $ } from "./page.js";
 import { choose } from "./pause-panel.js";
-import { store } from "./store.js";
+import { editable, store } from "./store.js";
 
 const state = store.state;
 let box = null;
@@ -46,7 +46,7 @@ function movePause(step) {
 
 function replaceFocused() {
   const word = focusedWord();
-  if (!word || state.status !== "paused") return;
+  if (!word || !editable()) return;
   replaceWord(word);
   $("edit-text").focus();
   $("edit-text").select();

@@ -7,7 +7,7 @@ import { command } from "./commands.js";
 import { closeEditor, replaceWord } from "./editor.js";
 import { notifyError } from "./notice.js";
 import { $ } from "./page.js";
-import { store } from "./store.js";
+import { editable, store } from "./store.js";
 import { wordOf } from "./stream.js";
 import { hideTip } from "./tip.js";
 
@@ -17,7 +17,7 @@ let pressTimer = null;
 
 function tokenMenuRequested(event) {
   const element = wordOf(event.target);
-  if (!element || state.status !== "paused") return;
+  if (!element || !editable()) return;
   event.preventDefault(); // our menu instead of the browser's
   openMenu(element);
 }
@@ -25,7 +25,7 @@ function tokenMenuRequested(event) {
 function pressStarted(event) {
   const element = wordOf(event.target);
   clearTimeout(pressTimer);
-  if (!element || state.status !== "paused" || event.touches.length !== 1) return;
+  if (!element || !editable() || event.touches.length !== 1) return;
   pressTimer = setTimeout(() => openMenu(element), LONG_PRESS_MS);
 }
 
@@ -76,5 +76,5 @@ export function bindMenu() {
   });
   $("rollback-here").addEventListener("click", rollbackHere);
   $("replace-here").addEventListener("click", replaceHere);
-  store.subscribe("status", (status) => status !== "paused" && hideMenu());
+  store.subscribe("status", (status) => !editable(status) && hideMenu());
 }

@@ -117,7 +117,7 @@ export const TRANSITIONS = deepFreeze({
   "draft": ["running", "cancelled", "failed"],
   "running": ["paused", "generated", "cancelled", "failed"],
   "paused": ["running", "completed", "rejected", "cancelled", "failed"],
-  "generated": ["completed", "rejected", "cancelled", "failed"],
+  "generated": ["paused", "completed", "rejected", "cancelled", "failed"],
   "failed": ["running"],
   "completed": [],
   "rejected": [],

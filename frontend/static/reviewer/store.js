@@ -56,6 +56,11 @@ export function createStore(state) {
 
 export const store = createStore(initialState());
 
+// Whether the text takes a correction now: at a pause, or generated and awaiting its decision
+// (an edit or a rollback then reopens it as a pause at its end).
+const EDITABLE = new Set([STATUS.PAUSED, STATUS.GENERATED]);
+export const editable = (status = store.state.status) => EDITABLE.has(status);
+
 // The open pause, while it is shown: paused, and the replay complete.
 export const shownPause = () => (store.state.status === STATUS.PAUSED && store.state.live ? store.state.pause : null);
 
