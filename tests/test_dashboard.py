@@ -119,3 +119,102 @@ def test_it_refuses_a_reviewer_with_the_sites_own_403_page(client, alice):
     client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
     chinese = client.get(reverse("dashboard")).content.decode()
     assert "拒绝访问" in chinese and "caesura.css" in chinese
+
+
+def chinese_dashboard(client, admin_user, plain, params):
+    """The dashboard on a Chinese page; Plain has a Chinese name and a policy "Dosage" (剂量)."""
+    from reviewer.models import PausePolicy
+
+    plain.name_zh = "普通病历"
+    plain.save()
+    PausePolicy.objects.get_or_create(domain=plain, name="Dosage", name_zh="剂量", kind="keyword")
+    client.force_login(admin_user)
+    client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    return client.get(reverse("dashboard"), params)
+
+
+def test_it_shows_the_dashboard_in_chinese(
+    client, admin_user, alice, bob, plain_domain, compiled_catalogs
+):
+    build_history(alice, bob, plain_domain)
+    response = chinese_dashboard(client, admin_user, plain_domain, {**MARCH, "domain": "plain"})
+    page = response.content.decode()
+    figures = page.split('id="roi-figures"')[1].split("</table>")[0]
+    # The Figures table: labels, notes and units in Chinese, no English left.
+    assert "每个会话的暂停次数" in figures and "Pauses per session" not in figures
+    assert "从请求到停下" in figures and "request to halt" not in figures
+    assert "决策链压缩" in figures and "no data" not in figures
+    assert "无数据" in figures  # no annual system cost: no ROI
+    assert " 秒" in figures and " s<" not in figures
+    # Trigger names: the reviewer's own pauses and the policy by its Chinese name.
+    triggers = figures.split('data-figure="pauses_by_trigger"')[1]
+    assert "手动：2" in triggers and "剂量：2" in triggers and "manual" not in triggers
+    # Group by: the options read in Chinese, their values stay what the URL takes.
+    assert '<option value="week">周</option>' in page and ">week<" not in page
+    # The formula, and the domain by its Chinese name in the settings and what is missing.
+    assert "ROI =（节省的审阅工时" in page and "reviewer hours saved" not in page
+    settings = page.split('id="roi-settings"')[1].split("</table>")[0]
+    assert "<td>普通病历</td>" in settings and "<td>Plain</td>" not in settings
+    assert any("普通病历" in line for line in response.context["missing"])
+    # The charts: series and axes named in Chinese, each axis with its unit.
+    names = response.context["chart_names"]
+    assert names["triggers"]["manual"] == "手动" and names["triggers"]["Dosage"] == "剂量"
+    assert names["valueAxis"] == "价值（USD）" and names["latencyAxis"] == "延迟（毫秒）"
+    assert names["ratesAxis"] == "占暂停的比例（%）" and names["editsAxis"] == "每次暂停的编辑数"
+
+
+def test_it_reports_bad_filters_in_chinese(client, admin_user, plain_domain, compiled_catalogs):
+    response = chinese_dashboard(
+        client,
+        admin_user,
+        plain_domain,
+        {"start": "yesterday", "bucket": "fortnight", "domain": "nowhere", "reviewer": "nobody"},
+    )
+    errors = list(response.context["filters"].errors)
+    assert any(e.startswith("开始日期“yesterday”不是日期") for e in errors), errors
+    assert "未知的分组方式“fortnight”；按天分组。" in errors
+    assert "未知的领域“nowhere”；显示全部领域。" in errors
+    assert "未知的审阅人“nobody”；显示全部审阅人。" in errors
+    assert not any("Unknown" in e or "not a date" in e for e in errors)
+    backwards = chinese_dashboard(
+        client, admin_user, plain_domain, {"start": "2025-03-31", "end": "2025-03-01"}
+    )
+    assert "所选期间的开始晚于结束；显示默认期间。" in backwards.content.decode()
+
+
+def test_it_writes_the_durations_of_a_table_in_one_unit(
+    client, admin_user, alice, bob, plain_domain
+):
+    build_history(alice, bob, plain_domain)
+    client.force_login(admin_user)
+    response = client.get(reverse("dashboard"), {**MARCH, "domain": "plain"})
+    shown = response.context["shown"]
+    # Manual latency 200 / 290 ms and a 10 s decision: all three in seconds, with the unit.
+    assert shown["manual_latency_ms_p50"] == "0.2 s"
+    assert shown["manual_latency_ms_p95"] == "0.29 s"
+    assert shown["decision_seconds_p50"] == "10 s"
+    assert shown["hours_saved"] == "0.2 h"  # default: 1 cycle × 10 min
+
+
+def test_it_picks_one_unit_for_all_the_durations_of_a_table():
+    from reviewer.analytics.dashboard import duration, duration_unit
+
+    assert duration_unit([0.046, 0.4]) == "ms"
+    assert duration_unit([0.046, 21.457, 6.5]) == "s"
+    assert duration_unit([0, 11, 150]) == "min"
+    assert duration_unit([]) == "s"
+    assert [duration(t, "s") for t in (0.046, 21.457, 6.5)] == ["0.046 s", "21.5 s", "6.5 s"]
+    assert [duration(t, "min") for t in (0, 150)] == ["0 min", "2.5 min"]
+    assert duration(0.046, "ms") == "46 ms"
+
+
+def test_it_keeps_wide_tables_in_a_scrolling_box(client, admin_user, alice, bob, plain_domain):
+    """At phone width a table scrolls in its own box (caesura.css .table-scroll), not the page."""
+    build_history(alice, bob, plain_domain)
+    client.force_login(admin_user)
+    page = client.get(reverse("dashboard"), {**MARCH, "domain": "plain"}).content.decode()
+    before_each = page.split("<table")[:-1]
+    assert len(before_each) >= 3  # the floor, the figures, the ROI settings
+    for before in before_each:
+        assert before.rsplit("<div", 1)[1].startswith(' class="table-scroll"')
+    assert 'id="chart-edits"' in page and 'id="chart-rates"' in page  # a ratio apart from the %

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -18,11 +18,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django_stubs_ext import StrOrPromise
 
 from reviewer.analytics import roi
 from reviewer.analytics.floor import FloorFigures, floor_figures
 from reviewer.analytics.task_card import task_card
-from reviewer.models import Domain, ReviewSession
+from reviewer.models import Domain, PausePolicy, ReviewSession
 
 DEFAULT_DAYS = 30
 _M = TypeVar("_M", bound=Model)
@@ -64,16 +66,16 @@ def filters_from(request: HttpRequest) -> Filters:
     """Read the query string; a bad value is reported and replaced by its default."""
     errors: list[str] = []
     today = timezone.localdate()
-    end = _date(request.GET.get("end"), today, "end", errors)
+    end = _date(request.GET.get("end"), today, BAD_END, errors)
     start = _date(
-        request.GET.get("start"), end - dt.timedelta(days=DEFAULT_DAYS - 1), "start", errors
+        request.GET.get("start"), end - dt.timedelta(days=DEFAULT_DAYS - 1), BAD_START, errors
     )
     if start > end:
-        errors.append("The period starts after it ends; showing the default period.")
+        errors.append(_("The period starts after it ends; showing the default period."))
         start, end = today - dt.timedelta(days=DEFAULT_DAYS - 1), today
     bucket = request.GET.get("bucket") or "day"
     if bucket not in roi.BUCKETS:
-        errors.append(f"Unknown grouping {bucket!r}; grouping by day.")
+        errors.append(_("Unknown grouping “%(value)s”; grouping by day.") % {"value": bucket})
         bucket = "day"
     domain = _found(
         Domain.objects.filter(slug=request.GET.get("domain") or None), "domain", request, errors
@@ -83,13 +85,24 @@ def filters_from(request: HttpRequest) -> Filters:
     return Filters(domain, reviewer, start, end, bucket, tuple(errors))
 
 
-def _date(raw: str | None, default: dt.date, name: str, errors: list[str]) -> dt.date:
+# What a bad filter value reads as; %(value)s is what was given, %(default)s what is used.
+BAD_START = gettext_lazy(
+    "The start date “%(value)s” is not a date (YYYY-MM-DD); using %(default)s."
+)
+BAD_END = gettext_lazy("The end date “%(value)s” is not a date (YYYY-MM-DD); using %(default)s.")
+UNKNOWN = {
+    "domain": gettext_lazy("Unknown domain “%(value)s”; showing all domains."),
+    "reviewer": gettext_lazy("Unknown reviewer “%(value)s”; showing all reviewers."),
+}
+
+
+def _date(raw: str | None, default: dt.date, message: StrOrPromise, errors: list[str]) -> dt.date:
     if not raw:
         return default
     try:
         return dt.date.fromisoformat(raw)
     except ValueError:
-        errors.append(f"The {name} date {raw!r} is not a date (YYYY-MM-DD); using {default}.")
+        errors.append(str(message) % {"value": raw, "default": default.isoformat()})
         return default
 
 
@@ -97,7 +110,7 @@ def _found(queryset: QuerySet[_M], name: str, request: HttpRequest, errors: list
     wanted = request.GET.get(name)
     found = queryset.first()
     if wanted and found is None:
-        errors.append(f"Unknown {name} {wanted!r}; showing all.")
+        errors.append(str(UNKNOWN[name]) % {"value": wanted})
     return found
 
 
@@ -110,19 +123,26 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     rows = roi.session_rows(filters.sessions())
     settings = roi.settings_for(filters.domains_in_scope())
     totals = roi.figures(rows, settings)
+    summary = summary_rows(totals)
+    triggers = trigger_names(filters.domains_in_scope())
     context = {
         "filters": filters,
         "domains": Domain.objects.all(),
         "reviewers": _reviewers(),
-        "buckets": roi.BUCKETS,
+        "buckets": [(bucket, BUCKET_NAMES[bucket]) for bucket in roi.BUCKETS],
         "has_data": bool(rows),
-        "summary": summary_rows(totals),
-        "shown": {row["key"]: row["value"] for row in summary_rows(totals)},
+        "summary": summary,
+        "shown": {row["key"]: row["value"] for row in summary},
         "totals": totals,
+        "pauses_by_trigger": [
+            _("%(trigger)s: %(count)s") % {"trigger": triggers.get(t, t), "count": n}
+            for t, n in totals["pauses_by_trigger"].items()
+        ],
+        "currency": currency_of(settings),
         "settings": settings,
         "series": roi.time_series(rows, settings, filters.bucket, timezone.get_current_timezone()),
         "missing": missing_for_roi(totals, settings),
-        "chart_names": chart_names(),
+        "chart_names": chart_names(triggers, currency_of(settings)),
         "query": request.GET.urlencode(),
         "floor": floor_rows(floor_figures(filters.sessions(), filters.domains_in_scope())),
         "task_card": task_card(),
@@ -151,55 +171,145 @@ def _reviewers() -> QuerySet[User]:
     return get_user_model().objects.filter(pk__in=owners).order_by("username")
 
 
+BUCKET_NAMES = {
+    "day": gettext_lazy("day"),
+    "week": gettext_lazy("week"),
+    "month": gettext_lazy("month"),
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A row of the Figures table: ``shown`` writes its value, unless it is a duration
+    (``seconds``: how many seconds one unit of the stored value is), which is written in the
+    unit the table's durations share."""
+
+    key: str
+    label: StrOrPromise
+    note: StrOrPromise
+    shown: Callable[[float], str] | None = None
+    seconds: float = 0.0
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}"
+
+
+def _two(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
+
+
 FIGURES = [
-    ("sessions", "Sessions", "{:.0f}", "generations started in the period"),
-    ("pauses_per_session", "Pauses per session", "{:.2f}", "all triggers"),
-    ("manual_latency_ms_p50", "Manual pause latency p50", "{:.0f} ms", "request to halt"),
-    ("manual_latency_ms_p95", "Manual pause latency p95", "{:.0f} ms", "request to halt"),
-    ("decision_seconds_p50", "Time to decision p50", "{:.1f} s", "pause to first edit or resume"),
-    ("edits_per_pause", "Edits per pause", "{:.2f}", "refused edits left out"),
-    (
+    Figure(
+        "sessions",
+        gettext_lazy("Sessions"),
+        gettext_lazy("generations started in the period"),
+        _count,
+    ),
+    Figure(
+        "pauses_per_session", gettext_lazy("Pauses per session"), gettext_lazy("all triggers"), _two
+    ),
+    Figure(
+        "manual_latency_ms_p50",
+        gettext_lazy("Manual pause latency p50"),
+        gettext_lazy("request to halt"),
+        seconds=0.001,
+    ),
+    Figure(
+        "manual_latency_ms_p95",
+        gettext_lazy("Manual pause latency p95"),
+        gettext_lazy("request to halt"),
+        seconds=0.001,
+    ),
+    Figure(
+        "decision_seconds_p50",
+        gettext_lazy("Time to decision p50"),
+        gettext_lazy("pause to first edit or resume"),
+        seconds=1.0,
+    ),
+    Figure(
+        "edits_per_pause",
+        gettext_lazy("Edits per pause"),
+        gettext_lazy("refused edits left out"),
+        _two,
+    ),
+    Figure(
         "accepted_alternative_rate",
-        "Accepted-alternative rate",
-        "{:.0%}",
-        "“choose” edits ÷ pauses that offered alternatives",
+        gettext_lazy("Accepted-alternative rate"),
+        gettext_lazy("“choose” edits ÷ pauses that offered alternatives"),
+        _percent,
     ),
-    (
+    Figure(
         "interception_rate",
-        "Interception rate",
-        "{:.0%}",
-        "policy pauses followed by an edit or rollback ÷ policy pauses",
+        gettext_lazy("Interception rate"),
+        gettext_lazy("policy pauses followed by an edit or rollback ÷ policy pauses"),
+        _percent,
     ),
-    (
+    Figure(
         "compression_ratio",
-        "Decision-chain compression",
-        "{:.2f}×",
-        "generations replaced per reviewed one",
+        gettext_lazy("Decision-chain compression"),
+        gettext_lazy("generations replaced per reviewed one"),
+        lambda value: f"{value:.2f}×",
     ),
-    ("hours_saved", "Reviewer hours saved", "{:.1f} h", "avoided cycles × minutes per cycle"),
-    ("roi", "ROI", "{:.1%}", "value ÷ annual system cost"),
+    Figure(
+        "hours_saved",
+        gettext_lazy("Reviewer hours saved"),
+        gettext_lazy("avoided cycles × minutes per cycle"),
+        lambda value: _("%(hours)s h") % {"hours": f"{value:.1f}"},
+    ),
+    Figure(
+        "roi",
+        gettext_lazy("ROI"),
+        gettext_lazy("value ÷ annual system cost"),
+        lambda value: f"{value:.1%}",
+    ),
 ]
 
 
 def summary_rows(totals: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"key": key, "label": label, "value": _shown(totals.get(key), fmt), "note": note}
-        for key, label, fmt, note in FIGURES
-    ]
+    """The Figures table; its durations (pause latency, time to decision) share one unit."""
+    unit = duration_unit(
+        totals[f.key] * f.seconds for f in FIGURES if f.seconds and totals.get(f.key) is not None
+    )
+    rows = []
+    for figure in FIGURES:
+        value = totals.get(figure.key)
+        if value is None:
+            shown = _("no data")
+        elif figure.shown is None:
+            shown = duration(value * figure.seconds, unit)
+        else:
+            shown = figure.shown(value)
+        rows.append(
+            {
+                "key": figure.key,
+                "label": str(figure.label),
+                "value": shown,
+                "note": str(figure.note),
+            }
+        )
+    return rows
 
 
 def _shown(value: float | None, fmt: str) -> str:
-    return "no data" if value is None else fmt.format(value)
+    return _("no data") if value is None else fmt.format(value)
 
 
 def floor_rows(figures: list[FloorFigures]) -> list[dict[str, Any]]:
-    """The review floor's figures as the dashboard shows them, one row per domain."""
+    """The review floor's figures as the dashboard shows them, one row per domain; its times
+    share one unit."""
+    times = [(f.claim_p(50), f.claim_p(95), f.decision_p(50), f.decision_p(95)) for f in figures]
+    unit = duration_unit(t for four in times for t in four if t is not None)
     return [
         {
             "domain": f.domain,
             "generations": f.generations,
-            "claim": _pair(f.claim_p(50), f.claim_p(95)),
-            "decision": _pair(f.decision_p(50), f.decision_p(95)),
+            "claim": _pair(f.claim_p(50), f.claim_p(95), unit),
+            "decision": _pair(f.decision_p(50), f.decision_p(95), unit),
             "past_sla": f.past_sla,
             "approved_unpaused": _shown(f.approved_unpaused_share, "{:.0%}"),
             "edits": _shown(f.edits_per_reviewed, "{:.2f}"),
@@ -208,31 +318,58 @@ def floor_rows(figures: list[FloorFigures]) -> list[dict[str, Any]]:
     ]
 
 
-def _pair(p50: float | None, p95: float | None) -> str:
+def _pair(p50: float | None, p95: float | None, unit: str) -> str:
     if p50 is None or p95 is None:
         return _("no data")
-    return f"{_seconds(p50)} / {_seconds(p95)}"
+    return f"{duration(p50, unit)} / {duration(p95, unit)}"
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
+def duration_unit(seconds: Iterable[float]) -> str:
+    """The one unit of a table's durations: ms when all are under a second, minutes when one
+    is two minutes or more, else seconds."""
+    longest = max(seconds, default=1.0)
+    if longest < 1:
+        return "ms"
+    return "min" if longest >= 120 else "s"
+
+
+def duration(seconds: float, unit: str) -> str:
+    """A duration in ``unit`` (duration_unit()), with its unit, in the page's language."""
+    value = seconds * {"ms": 1000, "s": 1, "min": 1 / 60}[unit]
+    number = f"{value:.0f}" if value >= 100 or value < 0.001 else f"{value:.3g}"
+    if unit == "ms":
+        return _("%(ms)s ms") % {"ms": number}
+    if unit == "min":
+        return _("%(minutes)s min") % {"minutes": number}
+    return _("%(seconds)s s") % {"seconds": number}
+
+
+def trigger_names(domains: Iterable[Domain]) -> dict[str, str]:
+    """What a pause's trigger reads as: a reviewer's pause, or the policy by its shown name."""
+    policies = PausePolicy.objects.filter(domain__in=list(domains))
+    return {**{p.name: p.display_name for p in policies}, "manual": _("manual")}
+
+
+def currency_of(settings: dict[str, dict[str, Any]]) -> str:
+    """The currency the value and costs are in (the domains' currencies, should they differ)."""
+    return " / ".join(sorted({s["currency"] for s in settings.values()}))
 
 
 def missing_for_roi(totals: dict[str, Any], settings: dict[str, dict[str, Any]]) -> list[str]:
     """Why ROI is empty or small with the data at hand: each gap in words, so a thin period
     reads as "not measured yet" rather than as "worthless"."""
     gaps = []
-    uncosted = [name for name, s in settings.items() if not s["annual_system_cost"]]
+    uncosted = [s["display_name"] for s in settings.values() if not s["annual_system_cost"]]
     if uncosted:
         gaps.append(
             _("No annual system cost is set for %(domains)s, so ROI cannot be computed there.")
-            % {"domains": ", ".join(uncosted)}
+            % {"domains": _(", ").join(uncosted)}
         )
-    defaults = [name for name, s in settings.items() if not s["set_by_admin"]]
+    defaults = [s["display_name"] for s in settings.values() if not s["set_by_admin"]]
     if defaults:
         gaps.append(
             _("The default assumptions (cycles, minutes, costs) are still in use for %(domains)s.")
-            % {"domains": ", ".join(defaults)}
+            % {"domains": _(", ").join(defaults)}
         )
     if not totals.get("reviewed_generations"):
         gaps.append(
@@ -246,10 +383,18 @@ def missing_for_roi(totals: dict[str, Any], settings: dict[str, dict[str, Any]])
     return gaps
 
 
-def chart_names() -> dict[str, str]:
+def chart_names(triggers: dict[str, str], currency: str) -> dict[str, Any]:
+    """What the charts call their series and axes (frontend/static/reviewer/roi.js)."""
     return {
         "edits": _("edits per pause"),
         "accepted": _("accepted alternatives"),
         "interception": _("interception"),
         "value": _("value"),
+        "triggers": triggers,
+        "pausesAxis": _("pauses per session"),
+        "latencyAxis": _("latency (ms)"),
+        "editsAxis": _("edits per pause"),
+        "ratesAxis": _("share of pauses (%)"),
+        "valueAxis": _("value (%(currency)s)") % {"currency": currency},
+        "roiAxis": _("ROI (%)"),
     }

@@ -165,7 +165,9 @@ def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence[Edit]) -> None
 
 
 def settings_for(domains: Iterable[Domain]) -> dict[str, dict[str, Any]]:
-    """Each domain's ROI settings as shown beside the figures; unsaved defaults where none."""
+    """Each domain's ROI settings as shown beside the figures, by the domain's name (what
+    a SessionRow holds); unsaved defaults where none. ``display_name``: the name as the page
+    shows it (the admin's Chinese name on a Chinese page)."""
     found = {s.domain_id: s for s in RoiSettings.objects.filter(domain__in=list(domains))}
     shown = {}
     for domain in domains:
@@ -178,6 +180,7 @@ def settings_for(domains: Iterable[Domain]) -> dict[str, dict[str, Any]]:
             "annual_system_cost": float(settings.annual_system_cost),
             "currency": settings.currency,
             "set_by_admin": settings.pk is not None,
+            "display_name": domain.display_name,
         }
     return shown
 
