@@ -1,6 +1,6 @@
 """The queue socket: a reviewer hears of every change to the gateway generations of the domains
 they review, through the real ASGI application and the Redis channel layer; a reviewer of
-another domain hears nothing, and an owned session is nobody else's news."""
+another domain hears nothing; an owned session is told to its owner's pages alone."""
 
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ async def test_it_tells_the_domains_reviewers_of_a_new_pause_and_nobody_else(ali
             "type": "queue",
             "session": session.pk,
             "domain": session.domain_id,
+            "owner": None,
             "status": "paused",
             "claimed_by": None,
             "action": "status",
@@ -80,13 +81,16 @@ async def test_it_tells_the_domains_reviewers_of_a_new_pause_and_nobody_else(ali
         await communicator.disconnect()
 
 
-async def test_it_says_nothing_of_a_reviewers_own_session(alice, bob, carol):
+async def test_it_tells_a_reviewers_own_session_to_them_alone(alice, bob, carol):
     await database_sync_to_async(make_floor)(alice, bob, carol)
     own = await database_sync_to_async(make_session)(alice, S.RUNNING)
-    communicator = await queue_socket(bob)
+    theirs, others = await queue_socket(alice), await queue_socket(bob)
     await pause(own)
-    assert await communicator.receive_nothing(timeout=0.5)
-    await communicator.disconnect()
+    message = await theirs.receive_json_from(timeout=3)
+    assert (message["session"], message["owner"], message["status"]) == (own.pk, alice.pk, "paused")
+    assert await others.receive_nothing(timeout=0.5)
+    for communicator in (theirs, others):
+        await communicator.disconnect()
 
 
 async def test_it_closes_for_an_anonymous_visitor_and_refuses_messages(alice):

@@ -1,6 +1,7 @@
-"""The floor's live queue: whenever a gateway (ownerless) session changes status or claim, a
-small ``queue`` message goes to its domain's group, where every open queue page of that
-domain's reviewers listens (reviewer/web/queue_consumer.py). Unlike session events these are
+"""The live queue: whenever a gateway (ownerless) session changes status or claim, a small
+``queue`` message goes to its domain's group, where every open queue page of that domain's
+reviewers listens (reviewer/web/queue_consumer.py); a reviewer's own session's changes go to
+that reviewer's group alone. Unlike session events these are
 not stored or numbered: the page reads the item itself on each one, so a lost message costs
 only freshness, and a reconnecting page reloads the queue."""
 
@@ -29,6 +30,7 @@ class QueueMessage(TypedDict):
     type: str  # always "queue"
     session: int
     domain: int
+    owner: int | None  # a reviewer's own session: only their pages hear of it
     status: str
     claimed_by: str | None
     action: str  # "status", or the claim's audit action (claim, renew, release, ...)
@@ -40,11 +42,14 @@ def group_name(domain_id: int) -> str:
     return f"queue-{settings.DATABASES['default']['NAME']}-{domain_id}"
 
 
+def owner_group_name(user_id: int) -> str:
+    """The group of one reviewer's queue pages, for the sessions they own."""
+    return f"queue-{settings.DATABASES['default']['NAME']}-user-{user_id}"
+
+
 def announce(session: ReviewSession, action: str) -> None:
-    """Tell the domain's queue pages, once the surrounding transaction commits. Only
-    ownerless sessions are on the floor; a reviewer's own session is nobody else's news."""
-    if session.owner_id is not None:
-        return
+    """Tell the queue pages that list the session, once the surrounding transaction commits:
+    the domain's for a session on the floor; its owner's for a reviewer's own session."""
     from reviewer.lifecycle.claims import holder  # claims imports the event modules
 
     current = holder(session)
@@ -52,6 +57,7 @@ def announce(session: ReviewSession, action: str) -> None:
         "type": QUEUE,
         "session": session.pk,
         "domain": session.domain_id,
+        "owner": session.owner_id,
         "status": session.status,
         "claimed_by": current.username if current is not None else None,
         "action": action,
@@ -80,7 +86,8 @@ def send(message: QueueMessage) -> None:
     try:
         if layer is None:
             raise RuntimeError("no channel layer is configured")
-        group = group_name(message["domain"])
+        owner = message.get("owner")
+        group = owner_group_name(owner) if owner is not None else group_name(message["domain"])
         layer_loop.run(layer.group_send(group, {"type": "queue.event", "event": dict(message)}))
     except Exception as exc:
         log.warning("queue message not sent (%s: %s)", type(exc).__name__, exc)

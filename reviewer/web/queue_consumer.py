@@ -1,5 +1,5 @@
 """The queue page's websocket: one group per domain the reviewer reviews (every domain for
-staff); it forwards the floor's ``queue`` messages (reviewer/events/queue.py) and takes no
+staff), and one of the reviewer's own sessions; it forwards the floor's ``queue`` messages (reviewer/events/queue.py) and takes no
 commands — claims go through the command table, over HTTP or the session's socket."""
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
             await self.accept()  # before closing, so the browser sees the close code
             await self.close(code=UNAUTHENTICATED)
             return
-        for domain_id in await reviewed_domains(user):
-            name = queue.group_name(domain_id)
+        names = [queue.group_name(domain_id) for domain_id in await reviewed_domains(user)]
+        for name in [*names, queue.owner_group_name(user.pk)]:
             await self.channel_layer.group_add(name, self.channel_name)
             self.groups_joined.append(name)
         await self.accept()
