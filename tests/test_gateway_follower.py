@@ -61,3 +61,15 @@ async def test_it_ends_a_receive_whose_cancel_was_dropped(alice, monkeypatch):
     assert receiving is not None
     await asyncio.wait_for(follower.close(), 2)
     assert dropped.is_set() and receiving.done()
+
+
+def test_it_reads_token_events_without_their_attention_rows(alice):
+    from reviewer import events
+    from reviewer.gateway.progress import read_events
+
+    session = make_session(alice)
+    row = [0.25] * 4000  # a long context's row: most of a token event's bytes
+    events.emit(session.pk, "token", {"text": " fever", "token_id": 5, "attention": row})
+    [read] = read_events(session.pk, 0)
+    assert read["text"] == " fever" and read["token_id"] == 5
+    assert "attention" not in read

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
+from django.db.models import JSONField
+from django.db.models.expressions import RawSQL
 
 from reviewer import events
 from reviewer.events.channel_layer import cancel_receive
@@ -54,8 +56,11 @@ def read_row(session_id: int) -> Row:
 
 
 def read_events(session_id: int, after: int) -> list[dict[str, Any]]:
+    """The events after ``after``, without the attention rows token events carry for the
+    page: a delivery never reads them, and over a long text they are most of the bytes."""
     rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
-    return [{"type": r.type, "seq": r.seq, **r.payload} for r in rows[:5000]]
+    lean = rows.annotate(lean=RawSQL("payload - 'attention'", [], output_field=JSONField()))
+    return [{"type": r.type, "seq": r.seq, **r.lean} for r in lean.only("type", "seq")[:5000]]
 
 
 def read_progress(session_id: int, after: int) -> tuple[Row, list[dict[str, Any]]]:
