@@ -173,6 +173,30 @@ def test_it_answers_a_cancel_of_a_running_generation_once_it_stopped(client):
     assert len(session.generated_ids) < 200
 
 
+def test_it_gives_a_waiting_call_nothing_once_its_key_was_revoked(client, notes, plain_domain):
+    from reviewer.lifecycle import application_keys, gateway
+    from reviewer.models import ReviewSession
+
+    plain_domain.auto_approve_unpaused = False  # the call waits for a reviewer
+    plain_domain.save()
+    refused: list[int] = []
+
+    def call() -> None:
+        try:
+            client.chat.completions.create(model="caesura:plain", messages=PROMPT, max_tokens=3)
+        except openai.APIStatusError as exc:
+            refused.append(exc.status_code)
+
+    waiting = threading.Thread(target=call)
+    waiting.start()
+    mine = ReviewSession.objects.filter(application=notes[0])
+    sid = wait_for(lambda: mine.filter(status="generated").values_list("pk", flat=True).first())
+    application_keys.revoke(notes[0], "root")
+    gateway.cancel(notes[0], sid)  # the call's generation ends: what would it be told?
+    waiting.join(timeout=30)
+    assert refused == [401]
+
+
 def test_it_joins_a_timed_out_calls_automatic_retry_to_its_generation(
     server_url, notes, plain_domain, celery_worker_process
 ):

@@ -34,6 +34,17 @@ async def admitted(request: HttpRequest) -> Application:
     return await off_loop(_admit)(key)
 
 
+def still_admitted(application: Application) -> bool:
+    """Whether the key a call came with still works: a rotation or a revocation while the
+    call waits for its review ends what it would receive."""
+    current = Application.objects.active().filter(pk=application.pk)
+    return current.filter(key_digest=application.key_digest).exists()
+
+
+def refusal_now() -> GatewayError:
+    return GatewayError(401, REFUSED, code="invalid_api_key")
+
+
 def _admit(key: str) -> Application:
     application = application_keys.application_for(key)
     if application is None:

@@ -159,15 +159,28 @@ async def follow(session: ReviewSession, lock: bool = True) -> Delivery:
     )
 
 
+KEY_CHECK_S = 5.0  # how often a stream reads again whether its key still works
+
+
 def event_stream(
-    body: AsyncIterator[bytes], delivery: Delivery, answers_call: bool = True
+    body: AsyncIterator[bytes],
+    delivery: Delivery,
+    application: Application,
+    answers_call: bool = True,
 ) -> StreamingHttpResponse:
     """``answers_call``: the stream is the answer of the call that started the generation, so
-    its end marks that call answered (a client that drops before the end may retry)."""
+    its end marks that call answered (a client that drops before the end may retry). A key
+    rotated or revoked meanwhile ends the stream within KEY_CHECK_S, with a 401 error."""
 
     async def closing() -> AsyncIterator[bytes]:
+        checked = time.monotonic()
         try:
             async for chunk in body:
+                if time.monotonic() - checked > KEY_CHECK_S:
+                    if not await off_loop(auth.still_admitted)(application):
+                        yield streams.sse(auth.refusal_now().body())
+                        return
+                    checked = time.monotonic()
                 yield chunk
             if answers_call:
                 await off_loop(gateway.mark_answered)(delivery.follower.session_id)
@@ -219,11 +232,13 @@ async def generate(
     top = call.top_logprobs if call.logprobs else None
     if call.stream:
         body = streams.completions(delivery, session.pk, chat, top, call.include_usage)
-        return event_stream(body, delivery)
+        return event_stream(body, delivery, application)
     try:
         pieces, end = await collect(delivery)
     finally:
         await delivery.follower.close()
+    if not await off_loop(auth.still_admitted)(application):
+        raise auth.refusal_now()
     await off_loop(gateway.mark_answered)(session.pk)
     if end.outcome != "completed":
         status, error = streams.end_error(end, session.pk)
@@ -264,11 +279,14 @@ async def create_response(request: HttpRequest, application: Application) -> Htt
         return JsonResponse(await streams.built(answers.response, session.pk))
     delivery = await follow(session, lock=call.stream)
     if call.stream:
-        return event_stream(streams.ResponseEvents(session.pk, -1).stream(delivery), delivery)
+        events = streams.ResponseEvents(session.pk, -1).stream(delivery)
+        return event_stream(events, delivery, application)
     try:
         _, end = await collect(delivery)
     finally:
         await delivery.follower.close()
+    if not await off_loop(auth.still_admitted)(application):
+        raise auth.refusal_now()
     await off_loop(gateway.mark_answered)(session.pk)
     if end.outcome == "timeout":
         status, error = streams.end_error(end, session.pk)
@@ -301,7 +319,7 @@ async def response(
         ) from None
     delivery = await follow(session)
     events = streams.ResponseEvents(session.pk, after).stream(delivery)
-    return event_stream(events, delivery, answers_call=False)
+    return event_stream(events, delivery, application, answers_call=False)
 
 
 @answering("POST")
