@@ -27,6 +27,9 @@ def test_it_reports_everything_ok_with_a_real_worker(client, celery_worker_proce
     assert response.status_code == 200, body
     assert body["status"] == "ok"
     assert body["database"]["ok"] and body["redis"]["ok"] and body["worker"]["ok"]
+    from reviewer.web.health import engine_loading, loading_workers
+
+    assert not engine_loading() and not loading_workers()  # its model is loaded
 
 
 def test_it_answers_503_naming_redis_when_redis_is_down(client, settings):
@@ -38,9 +41,9 @@ def test_it_answers_503_naming_redis_when_redis_is_down(client, settings):
     assert body["database"]["ok"] is True
 
 
-def test_it_reports_the_worker_down_when_no_worker_beats(client, monkeypatch):
+def test_it_reports_the_worker_down_when_no_worker_beats(admin_client, monkeypatch):
     monkeypatch.setattr("reviewer.web.health.alive_workers", lambda: set())
-    response = client.get("/healthz")
+    response = admin_client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["worker"]["ok"] is False
     assert "no worker of this installation" in response.json()["worker"]["detail"]
@@ -72,3 +75,23 @@ def test_it_makes_another_client_for_another_url(settings):
     first = redis_client()
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     assert redis_client() is not first
+
+
+def test_it_tells_an_anonymous_caller_what_is_down_but_not_the_details(client, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    body = client.get("/healthz").json()
+    assert body["redis"] == {"ok": False} and body["database"] == {"ok": True}
+    settings.CAESURA_METRICS_TOKEN = "s3cret"
+    bearer = client.get("/healthz", headers={"Authorization": "Bearer s3cret"}).json()
+    assert bearer["redis"]["ok"] is False and bearer["redis"]["detail"]
+
+
+def test_it_says_when_every_worker_still_loads_its_model(admin_client, redis_keys, monkeypatch):
+    from reviewer.web import health
+
+    monkeypatch.setattr(health, "alive_workers", lambda: {"ours@host"})
+    assert not health.engine_loading()
+    redis_keys(health.loading_key("ours@host"))
+    assert health.engine_loading()
+    detail = admin_client.get("/healthz").json()["worker"]["detail"]
+    assert "ours@host (loading the model)" in detail

@@ -48,7 +48,9 @@ def check_worker() -> Check:
     except Exception as exc:
         return Check("worker", False, _first_line(exc))
     if names:
-        return Check("worker", True, f"{len(names)} alive: {', '.join(names)}")
+        loading = loading_workers() & set(names)
+        shown = [f"{name} (loading the model)" if name in loading else name for name in names]
+        return Check("worker", True, f"{len(names)} alive: {', '.join(shown)}")
     return Check(
         "worker", False, f"no worker of this installation beat in the last {ALIVE_TTL_S} s"
     )
@@ -61,6 +63,26 @@ ALIVE_TTL_S = 10  # a worker's key outlives two missed beats, no more
 
 def alive_key(hostname: str) -> str:
     return f"caesura:{settings.DATABASES['default']['NAME']}:worker-alive:{hostname}"
+
+
+def loading_key(hostname: str) -> str:
+    """Held, as the alive key, while the worker loads its model (a first start compiles it)."""
+    return f"caesura:{settings.DATABASES['default']['NAME']}:worker-loading:{hostname}"
+
+
+def loading_workers() -> set[str]:
+    prefix = loading_key("")
+    return {key.decode()[len(prefix) :] for key in redis_client().scan_iter(match=prefix + "*")}
+
+
+def engine_loading() -> bool:
+    """Whether every live worker is still loading its model: a session started now waits for
+    that (minutes on a first start, which compiles it). False when that cannot be read."""
+    try:
+        alive = alive_workers()
+        return bool(alive) and alive <= loading_workers()
+    except Exception:
+        return False
 
 
 def alive_workers() -> set[str]:

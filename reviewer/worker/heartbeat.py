@@ -13,7 +13,7 @@ from typing import TypeVar
 from django.db import close_old_connections
 
 from reviewer import lifecycle
-from reviewer.web.health import ALIVE_TTL_S, alive_key, redis_client
+from reviewer.web.health import ALIVE_TTL_S, alive_key, loading_key, redis_client
 from reviewer.worker import dispatch, liveness
 
 _T = TypeVar("_T")
@@ -55,8 +55,18 @@ def start(hostname: str) -> threading.Thread:
     return thread
 
 
+# Set while the model loads (reviewer/worker/tasks.py): the beat says so, for /healthz and
+# for a session page that would otherwise show a running session and no text for minutes.
+loading = threading.Event()
+
+
 def announce(hostname: str) -> None:
-    redis_client().set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
+    client = redis_client()
+    client.set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
+    if loading.is_set():
+        client.set(loading_key(hostname), 1, ex=ALIVE_TTL_S)
+    else:
+        client.delete(loading_key(hostname))
 
 
 def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
@@ -70,7 +80,7 @@ def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
 
 
 def stop(hostname: str) -> None:
-    redis_client().delete(alive_key(hostname))
+    redis_client().delete(alive_key(hostname), loading_key(hostname))
 
 
 def recover_orphans() -> list[int]:
