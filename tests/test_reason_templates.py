@@ -5,7 +5,7 @@ import re
 from django.utils import translation
 
 from inference.policies import POLICY_KINDS
-from reviewer.web.ui_text import reason_templates
+from reviewer.web.ui_text import filled_reason, reason_templates, shown_number
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 # Evidence keys each kind's decisions carry (inference/policies/), plus what the page's
@@ -35,3 +35,34 @@ def test_it_has_a_chinese_template_for_every_policy_kind_using_only_its_evidence
 def test_english_pages_fill_the_same_templates_so_numbers_read_alike():
     with translation.override("en"):
         assert set(reason_templates()) == set(POLICY_KINDS)
+
+
+def test_a_value_and_its_threshold_never_read_alike_when_they_differ():
+    with translation.override("en"):
+        low = filled_reason("low_confidence", {"top1_prob": 0.097, "threshold": 0.1}, "")
+        assert low == "Top-1 probability 0.097 is below 0.10"
+        entropy = filled_reason("high_entropy", {"entropy": 3.0004, "threshold": 3}, "")
+        assert entropy == "Entropy 3.0004 nats is above 3"
+        score = filled_reason("learned", {"score": 0.70001, "threshold": 0.7}, "")
+        assert "score 0.70001, threshold 0.70" in score
+
+
+def test_round_numbers_keep_two_decimals_where_those_differ():
+    with translation.override("en"):
+        low = filled_reason("low_confidence", {"top1_prob": 0.0812, "threshold": 0.35}, "")
+        assert low == "Top-1 probability 0.08 is below 0.35"
+        drift = {"window": [4, 9], "mean_entropy": 2.8123, "mean_similarity": 0.4}
+        assert filled_reason("drift", drift, "").endswith("entropy 2.81, similarity to prompt 0.40")
+
+
+def test_the_chinese_reason_tells_value_and_threshold_apart(compiled_catalogs):
+    with translation.override("zh-hans"):
+        low = filled_reason("low_confidence", {"top1_prob": 0.097, "threshold": 0.1}, "")
+    assert re.search("[\u4e00-\u9fff]", low) and "0.097" in low and "0.10" in low
+
+
+def test_a_number_shows_two_decimals_and_more_only_where_asked():
+    assert shown_number(0.1) == "0.10"
+    assert shown_number(0.1, 4) == "0.10"
+    assert shown_number(0.09712, 3) == "0.097"
+    assert shown_number(3.0) == 3.0 and shown_number(7) == 7 and shown_number("x") == "x"

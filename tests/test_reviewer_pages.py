@@ -134,3 +134,26 @@ def test_it_serves_plotly_from_the_installed_package(client):
     assert response.status_code == 200
     head = b"".join(response.streaming_content)[:2000]
     assert b"plotly" in head.lower()
+
+
+def test_it_lists_only_the_domains_the_reviewer_reviews_and_every_domain_to_staff(
+    client, alice, admin_user
+):
+    from reviewer.models import Domain
+
+    def domain(name: str, specialty: str) -> Domain:
+        slug = name.lower().replace(" ", "-")
+        return Domain.objects.create(name=name, slug=slug, specialty=specialty, system_prompt="-")
+
+    clinical, contract = domain("Clinical note", "medical"), domain("Contract clause", "legal")
+    clinical.reviewers.add(alice)
+
+    def listed(user) -> str:
+        client.force_login(user)
+        page = client.get("/").content.decode()
+        return page[page.index('class="domains"') :].split("</ul>")[0]
+
+    mine = listed(alice)
+    assert clinical.name in mine and contract.name not in mine
+    everything = listed(admin_user)
+    assert clinical.name in everything and contract.name in everything

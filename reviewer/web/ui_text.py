@@ -4,7 +4,9 @@ session page's JavaScript needs, policy reasons and how generation stopped."""
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+import re
+from typing import Any, TypeGuard
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -254,15 +256,53 @@ def filled_reason(kind: str, evidence: dict[str, Any] | None, fallback: str) -> 
     template = reason_template(kind)
     if not template or not isinstance(evidence, dict):
         return fallback
-    values = {key: shown_number(value) for key, value in reason_values(evidence).items()}
+    values = reason_values(evidence)
+    digits = digits_apart(values, PLACEHOLDER.findall(template))
     try:
-        return template % values
+        return template % {key: shown_number(value, digits) for key, value in values.items()}
     except (KeyError, TypeError, ValueError):
         return fallback
 
 
-def shown_number(value: object) -> object:
-    return f"{value:.2f}" if isinstance(value, float) and not value.is_integer() else value
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+# At most this many decimals, to tell a value from its threshold.
+MAX_DIGITS = 10
+
+
+def digits_apart(values: dict[str, Any], keys: list[str]) -> int:
+    """The fewest decimals, two or more, at which every number a reason shows (of ``keys``)
+    reads apart from the threshold it was compared with: "0.097 is below 0.10", never
+    "0.10 is below 0.10"; equal numbers read alike."""
+    threshold = values.get("threshold")
+    if not is_number(threshold):
+        return 2
+    compared = [
+        values[key]
+        for key in keys
+        if key != "threshold" and is_number(values.get(key)) and values[key] != threshold
+    ]
+    for digits in range(2, MAX_DIGITS):
+        if all(read(value, digits) != read(threshold, digits) for value in compared):
+            return digits
+    return MAX_DIGITS
+
+
+def is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def read(value: float, digits: int) -> float:
+    """The number a reader takes from ``shown_number(value, digits)``."""
+    return float(str(shown_number(value, digits)))
+
+
+def shown_number(value: object, digits: int = 2) -> object:
+    """A fraction with ``digits`` decimals, past the second only those it needs (0.097 and
+    0.10, not 0.100); a whole number, or anything else, as it is."""
+    if not isinstance(value, float) or value.is_integer() or not math.isfinite(value):
+        return value
+    whole, _, decimals = f"{value:.{max(digits, 2)}f}".partition(".")
+    return f"{whole}.{decimals[:2]}{decimals[2:].rstrip('0')}"
 
 
 def stop_reasons(limit: int | str) -> dict[str, str]:

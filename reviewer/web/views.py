@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET
 
 from inference.backend import LIVE_ATTENTION
 from reviewer import lifecycle
+from reviewer.analytics.metrics import scrape_allowed
 from reviewer.analytics.timeline import last_decision, policy_names, stop_reason, timeline
 from reviewer.lifecycle import claims
 from reviewer.lifecycle.task_corrections import CORRECTABLE, correction_data, correction_of
@@ -40,10 +41,17 @@ from reviewer.web.ui_text import (
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Up or down, and which part, for anyone (a load balancer's probe); the details (worker
+    names, the first line of an error, which names hosts and users) for staff, or for the
+    metrics token's bearer where one is set."""
     checks = [check_database(), check_redis(), check_worker()]
     healthy = all(check.ok for check in checks)
-    body = {"status": "ok" if healthy else "down", **{c.name: c.to_dict() for c in checks}}
-    return JsonResponse(body, status=200 if healthy else 503)
+    staff = request.user.is_authenticated and request.user.is_staff
+    detailed = staff or (bool(settings.CAESURA_METRICS_TOKEN) and scrape_allowed(request))
+    parts = {c.name: c.to_dict() if detailed else {"ok": c.ok} for c in checks}
+    return JsonResponse(
+        {"status": "ok" if healthy else "down", **parts}, status=200 if healthy else 503
+    )
 
 
 # --- session list --------------------------------------------------------------------------
@@ -79,7 +87,7 @@ def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "page": page,
         "status": status,
         "statuses": status_labels(),
-        "domains": Domain.objects.all(),
+        "domains": Domain.objects.all() if user.is_staff else user.review_domains.all(),
         "waiting_count": waiting,
         "queue_done": request.GET.get("done") == "1",
         "page_data": {

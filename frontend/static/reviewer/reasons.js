@@ -2,7 +2,7 @@
 // decision's evidence; the engine's own (English) reason when there is none or a value is
 // missing.
 import { data } from "./page.js";
-import { percent } from "./words.js";
+import { reasonNumbers } from "./words.js";
 
 export const policyName = (name) => (data.policyNames || {})[name] || name;
 
@@ -14,12 +14,15 @@ export function reasonText(decision) {
   if (values.object && typeof values.object === "object" && values.key in values.object) {
     values.value = JSON.stringify(values.object[values.key]);
   }
+  // A value and the threshold it was compared with are shown with the same digits, as many
+  // as it takes for them to read apart.
+  const keys = [...template.matchAll(/%\((\w+)\)s/g)].map((match) => match[1]);
+  const numbers = reasonNumbers(values, keys, (key) => isProbability(decision.kind, key));
   let missing = false;
   const text = template.replace(/%\((\w+)\)s/g, (_, key) => {
     const value = values[key];
     if (value === undefined || value === null) missing = true;
-    if (typeof value === "number" && isProbability(decision.kind, key)) return percent(value);
-    return typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : String(value);
+    return key in numbers ? numbers[key] : String(value);
   });
   return missing ? decision.reason || "" : text;
 }

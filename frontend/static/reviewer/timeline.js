@@ -22,8 +22,15 @@ export function refreshTimeline() {
     .catch(() => {});
 }
 
+// Oldest first, in a box of its own height: the box follows its end, where each new entry
+// (an edit, a rollback, the decision) arrives, unless the reader has scrolled up to read.
+const FOLLOW_SLACK_PX = 8;
+
 function renderTimeline(entries) {
-  $("timeline").replaceChildren(...entries.map(entryItem));
+  const list = $("timeline");
+  const following = list.scrollHeight - list.scrollTop - list.clientHeight <= FOLLOW_SLACK_PX;
+  list.replaceChildren(...entries.map(entryItem));
+  if (following) list.scrollTop = list.scrollHeight;
   noteDecision(entries);
 }
 

@@ -11,12 +11,69 @@ const SEGMENTER = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(LANG
 const BOUNDARY = /[\s\p{P}\p{S}]/u;
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
 const SPECIAL = /^<\|?[\w./-]+\|?>$|^<\/?s>$/;
-const PERCENT = new Intl.NumberFormat(LANG, { style: "percent", maximumFractionDigits: 0 });
+const PERCENTS = [];
+const percentFormat = (digits) =>
+  (PERCENTS[digits] ??= new Intl.NumberFormat(LANG, { style: "percent", maximumFractionDigits: digits }));
+// At most this many decimals more than a number's usual ones, to tell it from a threshold.
+const MORE_DIGITS = 8;
 
 // One format for every probability on the page: the reason, the list, the sparkline, tips.
-export function percent(p) {
+// Whole percentages; with `digits`, up to that many decimals, none where they would be zeros
+// (9.7%, 10%). A share too small to show reads "<1%" (or "<0.1%", ...), never "0%".
+export function percent(p, digits = 0) {
   if (typeof p !== "number" || Number.isNaN(p)) return "";
-  return p > 0 && p < 0.005 ? `<${PERCENT.format(0.01)}` : PERCENT.format(p);
+  const least = 10 ** -(digits + 2);
+  return p > 0 && p < least / 2 ? `<${percentFormat(digits).format(least)}` : percentFormat(digits).format(p);
+}
+
+// A measure that is not a share (entropy, a score): two decimals, or up to `digits` with
+// the zeros past the second left off (0.097, 0.10); a whole number as it is.
+export function decimal(value, digits = 2) {
+  if (typeof value !== "number" || Number.isNaN(value)) return "";
+  if (Number.isInteger(value) || !Number.isFinite(value)) return String(value);
+  const [whole, decimals = ""] = value.toFixed(Math.max(2, digits)).split(".");
+  return `${whole}.${decimals.slice(0, 2)}${decimals.slice(2).replace(/0+$/, "")}`;
+}
+
+// How a reason shows a number: a share as a percentage (from whole percents), any other
+// measure with two decimals and more where needed.
+const SHARE = { show: percent, least: 0, scale: 100 };
+const MEASURE = { show: decimal, least: 2, scale: 1 };
+
+// Whether two numbers read the same with `digits` decimals: the same text, or the same
+// number rounded ("3" and "3.00").
+function readAlike(a, b, digits, { show, scale }) {
+  const rounded = (value) => Math.round(value * scale * 10 ** digits);
+  return show(a, digits) === show(b, digits) || rounded(a) === rounded(b);
+}
+
+// The fewest decimals at which every number of `values` reads apart from `limit` (the
+// threshold a policy compared them with), so that a reason never reads "10% is below 10%"
+// for 0.097 and 0.1; equal numbers read alike.
+export function digitsApart(values, limit, as = MEASURE) {
+  if (typeof limit !== "number") return as.least;
+  const differing = values.filter((value) => typeof value === "number" && value !== limit);
+  for (let digits = as.least; digits < as.least + MORE_DIGITS; digits++) {
+    if (!differing.some((value) => readAlike(value, limit, digits, as))) return digits;
+  }
+  return as.least + MORE_DIGITS;
+}
+
+// A policy's evidence as its reason shows it: probabilities as percentages, other measures
+// with two decimals, each as precise as it takes to read apart from the threshold it was
+// compared with. `keys` are the template's placeholders, `isProbability(key)` says which
+// are shares. Returns {key: text} for the numbers among them.
+export function reasonNumbers(values, keys, isProbability) {
+  const numbers = keys.filter((key) => typeof values[key] === "number");
+  const shown = {};
+  for (const as of [SHARE, MEASURE]) {
+    const alike = numbers.filter((key) => Boolean(isProbability(key)) === (as === SHARE));
+    const limit = alike.includes("threshold") ? values.threshold : undefined;
+    const others = alike.filter((key) => key !== "threshold").map((key) => values[key]);
+    const digits = digitsApart(others, limit, as);
+    for (const key of alike) shown[key] = as.show(values[key], digits);
+  }
+  return shown;
 }
 
 // Whether a token with text `text` after one with text `previous` begins a new word.
