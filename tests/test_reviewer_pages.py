@@ -157,3 +157,17 @@ def test_it_lists_only_the_domains_the_reviewer_reviews_and_every_domain_to_staf
     assert clinical.name in mine and contract.name not in mine
     everything = listed(admin_user)
     assert clinical.name in everything and contract.name in everything
+
+
+def test_it_says_why_no_text_comes_while_the_worker_loads_its_model(client, alice, monkeypatch):
+    from reviewer.web import views
+
+    client.force_login(alice)
+    monkeypatch.setattr(views, "engine_loading", lambda: True)
+    waiting = make_session(alice, status=ReviewSession.RUNNING)
+    ReviewSession.objects.filter(pk=waiting.pk).update(generated_ids=[], text="")
+    assert 'id="engine-loading"' in client.get(f"/sessions/{waiting.pk}/").content.decode()
+    writing = make_session(alice, status=ReviewSession.RUNNING)  # its first tokens came
+    assert 'id="engine-loading"' not in client.get(f"/sessions/{writing.pk}/").content.decode()
+    monkeypatch.setattr(views, "engine_loading", lambda: False)
+    assert 'id="engine-loading"' not in client.get(f"/sessions/{waiting.pk}/").content.decode()

@@ -30,7 +30,7 @@ from reviewer.models import AuditRecord, Domain, GlossaryTerm, ReviewSession, st
 from reviewer.web import queue
 from reviewer.web.auth import AuthenticatedHttpRequest
 from reviewer.web.features import backend_features
-from reviewer.web.health import check_database, check_redis, check_worker
+from reviewer.web.health import check_database, check_redis, check_worker, engine_loading
 from reviewer.web.ui_text import (
     command_labels,
     decided_text,
@@ -236,6 +236,11 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
         "task_label": TASK_LABELS.get(session.task_type, session.task_type),
         "task_source_label": TASK_SOURCES.get(session.task_source, session.task_source),
         "decoding_summary": decoding_summary(session.decoding),
+        # A session started while every worker still loads its model waits minutes for its
+        # first token on a first start (the compile): the page says why.
+        "engine_loading": session.status == ReviewSession.RUNNING
+        and not session.generated_ids
+        and engine_loading(),
         **task_correction_context(session),
         "page_data": {
             "session": session.pk,

@@ -29,7 +29,9 @@ CLAIM_SWEEP_S = 15
 
 def start(hostname: str) -> threading.Thread:
     """Hold this process's liveness lock, announce it in Redis for /healthz, and every second
-    take back the sessions of workers that died (this one's previous incarnation included)."""
+    take back the sessions of workers that died (this one's previous incarnation included).
+    It says the worker loads its model until ``loaded``."""
+    loading.set()
     liveness.hold(hostname)
     _guarded("orphan sweep", recover_orphans)  # a previous incarnation's sessions, at once
     _guarded("heartbeat", lambda: announce(hostname))
@@ -58,6 +60,12 @@ def start(hostname: str) -> threading.Thread:
 # Set while the model loads (reviewer/worker/tasks.py): the beat says so, for /healthz and
 # for a session page that would otherwise show a running session and no text for minutes.
 loading = threading.Event()
+
+
+def loaded(hostname: str) -> None:
+    """The model is loaded: said at once, not at the next beat."""
+    loading.clear()
+    _guarded("heartbeat", lambda: announce(hostname))
 
 
 def announce(hostname: str) -> None:

@@ -50,11 +50,9 @@ def release_state(session_id: int) -> None:
 @worker_ready.connect
 def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
-    heartbeat.loading.set()
-    heartbeat.start(sender.hostname)
+    heartbeat.start(sender.hostname)  # it says "loading the model" until loaded()
     runtime.engine()  # load the model once, before the first session arrives
-    heartbeat.loading.clear()
-    heartbeat.announce(sender.hostname)  # loaded: said at once, not at the next beat
+    heartbeat.loaded(sender.hostname)
     freeze_startup_objects()  # the model and its modules: collections need not walk them
     metrics.serve_worker_metrics()
 

@@ -18,7 +18,8 @@ import { bindEditor } from "./editor.js";
 import { apply, caughtUp } from "./events.js";
 import { bindKeys } from "./keys.js";
 import { bindMenu, hideMenu } from "./menu.js";
-import { L } from "./page.js";
+import { $, L } from "./page.js";
+import { STATUS } from "./protocol.js";
 import { bindPausePanel } from "./pause-panel.js";
 import { connect, drop } from "./socket.js";
 import { setStatus, store } from "./store.js";
@@ -39,6 +40,17 @@ bindStream();
 bindKeys();
 bindClaim();
 bindTaskType();
+bindEngineLoading();
+
+// A session started while the worker still loads its model: the page said why no text comes;
+// the first token (or any other status) ends that.
+function bindEngineLoading() {
+  const note = $("engine-loading");
+  if (!note) return;
+  const over = () => (note.hidden = note.hidden || store.state.tokens.length > 0 || store.state.status !== STATUS.RUNNING);
+  store.subscribe("tokens", over);
+  store.subscribe("status", over);
+}
 
 setStatus(store.state.status);
 refreshTimeline();
