@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import Client
 
@@ -172,3 +173,26 @@ def test_it_shows_the_review_records_in_the_admin(admin_user, alice):
     pause = session.pauses.get()
     assert client.get(f"/admin/reviewer/pauseevent/{pause.pk}/change/").status_code == 200
     assert client.get("/admin/reviewer/reviewsession/add/").status_code == 403
+
+
+def test_it_lets_staff_issue_tokens_for_themselves_only(django_user_model, alice):
+    from reviewer.models import AuditRecord
+
+    staff = django_user_model.objects.create_user("sam", password="sam-password-1", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__endswith="_apitoken"))
+    issue_token(alice)
+    client = Client()
+    client.force_login(staff)
+    refused = client.post("/admin/reviewer/apitoken/add/", {"user": alice.pk})
+    assert (
+        refused.status_code == 200
+        and "not one of the available choices" in refused.content.decode()
+    )
+    before = ApiToken.objects.get(user=alice).key
+    client.post(
+        "/admin/reviewer/apitoken/",
+        {"action": "rotate", "_selected_action": [ApiToken.objects.get(user=alice).pk]},
+    )
+    assert ApiToken.objects.get(user=alice).key == before  # alice keeps her key
+    client.post("/admin/reviewer/apitoken/add/", {"user": staff.pk})
+    assert AuditRecord.objects.filter(action="api_token_issued", actor="sam").count() == 1

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
+from reviewer.lifecycle import audit
 from reviewer.models import (
     ApiToken,
     AuditRecord,
@@ -108,7 +109,9 @@ class AuditRecordAdmin(ReadOnlyAdmin[AuditRecord]):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
-    """Only a digest is stored: a new key is shown once, in a message, when created or rotated."""
+    """Only a digest is stored: a new key is shown once, in a message, when created or rotated.
+    A key acts as its user, so staff issue keys for themselves; only a superuser issues one for
+    someone else. Each issue is audited: who issued it, for whom."""
 
     list_display = ["user", "created_at"]
     fields = ["user"]
@@ -118,15 +121,31 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = User.objects.filter(username=request.user.get_username())
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
-        key = auth.issue_token(obj.user)
+        key = self.issue(request, obj.user)
         obj.pk = ApiToken.objects.get(user=obj.user).pk
         self.show_key(request, obj.user, key)
 
     @admin.action(description="Rotate the selected tokens (shows the new keys)")
     def rotate(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("user"):
-            self.show_key(request, token.user, auth.issue_token(token.user))
+            if not (request.user.is_superuser or token.user == request.user):
+                message = f"Only a superuser rotates another user's token: {token.user} kept theirs"
+                self.message_user(request, message, messages.ERROR)
+                continue
+            self.show_key(request, token.user, self.issue(request, token.user))
+
+    def issue(self, request: HttpRequest, user: User) -> str:
+        key = auth.issue_token(user)
+        audit.append(
+            "api_token_issued", request.user.get_username(), payload={"user": user.username}
+        )
+        return key
 
     def show_key(self, request: HttpRequest, user: User, key: str) -> None:
         message = f"API token for {user}: {key} (copy it now; it is not shown again)"
