@@ -414,3 +414,14 @@ async def test_it_closes_an_open_socket_whose_login_is_over_at_its_next_command(
         assert "ack" not in output.get("text", "")
     assert output["code"] == consumers.UNAUTHENTICATED
     assert (await database_sync_to_async(S.objects.get)(pk=session.pk)).status == S.GENERATED
+
+
+async def test_it_closes_a_listening_socket_whose_login_is_over_at_a_live_event(alice, monkeypatch):
+    monkeypatch.setattr(consumers, "USER_CHECK_S", 0.0)  # every event reads the user again
+    session = await database_sync_to_async(make_session)(alice, status=S.RUNNING)
+    communicator = await socket(session.pk, alice)
+    assert (await communicator.connect())[0]
+    await deactivate(alice)
+    await emit(session.pk, "token", {"text": " unreviewed"})
+    output = await communicator.receive_output(timeout=3)
+    assert output["type"] == "websocket.close" and output["code"] == consumers.UNAUTHENTICATED

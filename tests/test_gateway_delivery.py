@@ -196,3 +196,19 @@ def test_it_gives_each_call_the_keep_alive_interval_the_settings_name(monkeypatc
     session = SimpleNamespace(pk=1, domain=domain, gateway={"stop": ["\n"]})
     delivery = asyncio.run(views.follow(session))
     assert (delivery.keep_alive_s, delivery.stops, delivery.mode) == (4, ["\n"], "delayed")
+
+
+def test_it_sends_an_answer_sent_whole_only_as_approved(monkeypatch):
+    """A call that answers once, at the end, never gathers text a reviewer may still edit: in
+    a delayed domain the stream's released sentences are for streams."""
+    from reviewer.gateway.progress import Row
+
+    follower = Waiting()
+    delivery = Delivery(follower, "delayed", 0, max_wait_s=60, lock=False)
+    follower.row = Row("paused", "One. Two. ", 0, "", "")
+    follower.text = "One. Two. "
+    assert asyncio.run(delivery._release()) is None
+    follower.row = Row("completed", "One. Second. ", 0, "", "")
+    follower.text = "One. Second. "
+    piece = asyncio.run(delivery._release())
+    assert piece is not None and piece.text == "One. Second. "

@@ -6,8 +6,10 @@ typo in a deployment shows up at start-up instead of as odd behaviour later.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -104,13 +106,20 @@ def _generated_secret(path: Path) -> str:
     wins."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        draft = path.with_name(f".{path.name}.{os.getpid()}")
-        draft.write_text(secrets.token_urlsafe(48))
-        draft.chmod(0o600)
+        # A name of its own: two containers starting together may both run as pid 1.
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        draft = Path(name)
+        with os.fdopen(handle, "w") as file:
+            file.write(secrets.token_urlsafe(48))
         try:
             os.link(draft, path)
         except FileExistsError:
             pass
+        except OSError:  # a file system without hard links: an exclusive create, first wins
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as file:
+                    file.write(draft.read_text())
         finally:
             draft.unlink()
     return path.read_text().strip()

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
@@ -140,6 +141,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
                 continue
             self.show_key(request, token.user, self.issue(request, token.user))
 
+    @transaction.atomic  # the new key and its record, or neither
     def issue(self, request: HttpRequest, user: User) -> str:
         key = auth.issue_token(user)
         audit.append(

@@ -91,7 +91,12 @@ def floor_figures(sessions: QuerySet[ReviewSession], domains: list[Domain]) -> l
         figures[domain.pk].past_sla = wait.past_sla
     records = AuditRecord.objects.filter(action__in=CLAIMS + DECISIONS).order_by("created_at")
     gateway = sessions.filter(owner__isnull=True, domain__in=domains).prefetch_related(
-        Prefetch("pauses", queryset=PauseEvent.objects.only("session_id", "halted_at")),
+        Prefetch(
+            "pauses",
+            queryset=PauseEvent.objects.exclude(kind=PauseEvent.REOPENED).only(
+                "session_id", "halted_at"
+            ),
+        ),
         Prefetch("audit", queryset=records.only("session_id", "action", "created_at")),
         "edits",
     )

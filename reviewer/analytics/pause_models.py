@@ -64,7 +64,8 @@ def pause_labels(session: ReviewSession) -> dict[int, int]:
         )
     )
     labels = {}
-    for pause in PauseEvent.objects.filter(session=session).only("id", "kind", "resumed_at"):
+    pauses = PauseEvent.objects.filter(session=session).exclude(kind=PauseEvent.REOPENED)
+    for pause in pauses.only("id", "kind", "resumed_at"):
         if pause.kind == "manual" or pause.pk in edited:
             labels[pause.pk] = 1
         elif pause.resumed_at is not None:

@@ -111,7 +111,7 @@ def session_rows(sessions: QuerySet[ReviewSession]) -> list[SessionRow]:
     audits = AuditRecord.objects.filter(action__in=["resume", "rolled_back"]).only(
         "session_id", "action", "created_at"
     )
-    pauses = PauseEvent.objects.defer("attention", "evidence")
+    pauses = PauseEvent.objects.exclude(kind=PauseEvent.REOPENED).defer("attention", "evidence")
     loaded = sessions.prefetch_related(
         Prefetch("pauses", queryset=pauses),
         "edits",

@@ -139,7 +139,7 @@ def reopened_pause(position: int, reason: str, text: str) -> PauseReport:
     return {
         "position": position,
         "trigger": "manual",
-        "kind": "manual",
+        "kind": "reopen",
         "reason": reason,
         "evidence": {},
         "span": None,

@@ -73,7 +73,7 @@ class Delivery:
     stops: Sequence[str] = ()
     sent: int = 0  # characters sent on this call
     tokens_sent: int = 0
-    lock: bool = True  # this call sends the text out (a status read does not)
+    lock: bool = True  # streamed: what leaves is locked; else the approved text leaves whole
     keep_alive_s: float = 15.0  # an SSE comment this often while the call waits
     _sent_text: str = field(default="")
 
@@ -104,6 +104,8 @@ class Delivery:
         row, text = self.follower.row, self.follower.text
         if row is None:
             return None
+        if not self.lock and row.status != statuses.COMPLETED:
+            return None  # an answer sent whole: the approved text, never a part edited since
         upto = releasable(
             self.mode, self.delay_sentences, row.status, text, self.stops, row.released_chars
         )

@@ -159,7 +159,9 @@ async def follow(session: ReviewSession, lock: bool = True) -> Delivery:
     )
 
 
-KEY_CHECK_S = 5.0  # how often a stream reads again whether its key still works
+# How stale a stream's knowledge that its key works may be before it sends text (and, as
+# keep-alives go, at most): text never leaves more than this after a revocation.
+KEY_CHECK_S = 1.0
 
 
 def event_stream(
@@ -170,7 +172,7 @@ def event_stream(
 ) -> StreamingHttpResponse:
     """``answers_call``: the stream is the answer of the call that started the generation, so
     its end marks that call answered (a client that drops before the end may retry). A key
-    rotated or revoked meanwhile ends the stream within KEY_CHECK_S, with a 401 error."""
+    rotated or revoked meanwhile ends the stream, with a 401 error, before it sends more."""
 
     async def closing() -> AsyncIterator[bytes]:
         checked = time.monotonic()

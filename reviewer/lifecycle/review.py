@@ -302,7 +302,7 @@ def _reopen_if_generated(session: ReviewSession, user: User) -> None:
         session=session,
         position=len(session.generated_ids),
         trigger="manual",
-        kind="manual",
+        kind=PauseEvent.REOPENED,
         reason=reason,
         halted_at=timezone.now(),
     )

@@ -193,6 +193,10 @@ class ReviewSession(models.Model):
 
 
 class PauseEvent(models.Model):
+    # The kind of a pause a reviewer opened on a generated text to correct it: no engine
+    # halted there, so the pause figures (ROI, the floor, the learned policy) leave it out.
+    REOPENED = "reopen"
+
     session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="pauses")
     position = models.PositiveIntegerField(help_text="Generated tokens before the pause")
     trigger = models.CharField(max_length=100, help_text="'manual' or the policy's name")

@@ -4,11 +4,13 @@ session's feed hands it (reviewer/web/session_feed.py), takes commands."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db import DatabaseError
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 UNAUTHENTICATED, NOT_FOUND = 4401, 4404
+USER_CHECK_S = 10.0  # a socket that only receives reads its user again this often
 log = logging.getLogger(__name__)
 
 
@@ -52,6 +55,8 @@ def non_negative_int(value: str, default: int = 0) -> int:
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
     watching = False
+    user_checked = 0.0  # when the user was last read again (live events re-read it too)
+    shut = False  # closed for a login that is over: nothing more is sent
     replayed_to = 0  # highest seq sent from the database; live copies up to it are duplicates
     # Live events that came while a replay was being sent, in order; None when not replaying.
     held: list[tuple[dict[str, Any], str]] | None = None
@@ -65,6 +70,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.accept()
             await self.close(code=UNAUTHENTICATED if not authenticated else NOT_FOUND)
             return
+        self.user_checked = time.monotonic()
         # Watch before reading the log so that nothing falls between the replay and live events.
         self.held = []
         await session_feed.watch(self.session_id, self)
@@ -104,8 +110,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.forward(event, text)
 
     async def forward(self, event: dict[str, Any], text: str) -> None:
-        if event.get("seq", 0) > self.replayed_to:
-            await self.send(text_data=text)
+        if self.shut or event.get("seq", 0) <= self.replayed_to:
+            return
+        if time.monotonic() - self.user_checked > USER_CHECK_S and not await self.still_allowed():
+            return  # closed: the login is over, or the session out of the user's sight
+        await self.send(text_data=text)
 
     async def lost_feed(self) -> None:
         self.watching = False
@@ -134,12 +143,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.command(content)
 
     async def still_allowed(self) -> UserLazyObject | User | None:
-        """The user now, where they may still see the session; else the socket closes."""
-        user = await current_user_async(dict(self.scope))
-        if user is None:
-            await self.close(code=UNAUTHENTICATED)
-        elif not await can_see(user, self.session_id):
-            await self.close(code=NOT_FOUND)
+        """The user now, where they may still see the session; else the socket closes. The
+        database out of reach: the user as they were (the command then fails on its own)."""
+        self.user_checked = time.monotonic()
+        try:
+            user = await current_user_async(dict(self.scope))
+            visible = user is not None and await can_see(user, self.session_id)
+        except DatabaseError:
+            return cast("User", self.scope["user"])
+        if not visible:
+            self.shut = True
+            await self.close(code=UNAUTHENTICATED if user is None else NOT_FOUND)
             return None
         return user
 

@@ -45,10 +45,10 @@ def check_worker() -> Check:
     sharing the Redis write other keys and do not count."""
     try:
         names = sorted(alive_workers())
+        loading = loading_workers() & set(names)
     except Exception as exc:
         return Check("worker", False, _first_line(exc))
     if names:
-        loading = loading_workers() & set(names)
         shown = [f"{name} (loading the model)" if name in loading else name for name in names]
         return Check("worker", True, f"{len(names)} alive: {', '.join(shown)}")
     return Check(

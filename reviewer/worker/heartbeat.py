@@ -62,10 +62,14 @@ def start(hostname: str) -> threading.Thread:
 loading = threading.Event()
 
 
-def loaded(hostname: str) -> None:
-    """The model is loaded: said at once, not at the next beat."""
-    loading.clear()
-    _guarded("heartbeat", lambda: announce(hostname))
+def loading_model(hostname: str, load: Callable[[], object]) -> None:
+    """Load the model; then (loaded, or failed and left to a task to load again) the beat no
+    longer says it loads, at once rather than at the next beat."""
+    try:
+        load()
+    finally:
+        loading.clear()
+        _guarded("heartbeat", lambda: announce(hostname))
 
 
 def announce(hostname: str) -> None:

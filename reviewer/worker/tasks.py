@@ -50,9 +50,8 @@ def release_state(session_id: int) -> None:
 @worker_ready.connect
 def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
-    heartbeat.start(sender.hostname)  # it says "loading the model" until loaded()
-    runtime.engine()  # load the model once, before the first session arrives
-    heartbeat.loaded(sender.hostname)
+    heartbeat.start(sender.hostname)  # it says "loading the model" until it is loaded
+    heartbeat.loading_model(sender.hostname, runtime.engine)  # once, before any session
     freeze_startup_objects()  # the model and its modules: collections need not walk them
     metrics.serve_worker_metrics()
 
