@@ -28,3 +28,13 @@ def test_it_refuses_a_wrong_password(client, alice):
     response = client.post("/login/", {"username": "alice", "password": "nope"})
     assert response.status_code == 200
     assert not response.wsgi_request.user.is_authenticated
+
+
+def test_a_refused_login_keeps_the_username_and_says_why_as_an_alert(client, alice):
+    page = client.post("/login/", {"username": "alice", "password": "nope"}).content.decode()
+    assert 'name="username" id="id_username" value="alice"' in page
+    error = page[page.index('id="login-error"') :].split("</p>")[0]
+    assert 'role="alert"' in error and "match" in error
+    # The password is asked again: it gets the focus, the kept username does not.
+    assert "autofocus" not in page[page.index('id="id_username"') :].split(">")[0]
+    assert "autofocus" in page[page.index('id="id_password"') :].split(">")[0]

@@ -171,3 +171,40 @@ def test_it_says_why_no_text_comes_while_the_worker_loads_its_model(client, alic
     assert 'id="engine-loading"' not in client.get(f"/sessions/{writing.pk}/").content.decode()
     monkeypatch.setattr(views, "engine_loading", lambda: False)
     assert 'id="engine-loading"' not in client.get(f"/sessions/{waiting.pk}/").content.decode()
+
+
+def page_of(client, session) -> str:
+    return client.get(f"/sessions/{session.pk}/").content.decode()
+
+
+def opening_tag(page: str, element_id: str) -> str:
+    start = page.rindex("<", 0, page.index(f'id="{element_id}"'))
+    return page[start : page.index(">", start) + 1]
+
+
+@pytest.mark.model  # the tokenizer counts the prompt
+def test_why_it_paused_links_only_once_there_is_a_graph_to_show(client, alice):
+    from reviewer.models import AuditGraph
+
+    session = make_session(alice, status=ReviewSession.GENERATED)
+    client.force_login(alice)
+    assert " hidden" in opening_tag(page_of(client, session), "audit-graphs-link")
+    record = audit.append("paused", "engine", session, {"trigger": "manual", "position": 3})
+    AuditGraph.objects.create(session=session, subject="pause", record=record, position=3)
+    assert " hidden" not in opening_tag(page_of(client, session), "audit-graphs-link")
+
+
+@pytest.mark.model  # the tokenizer counts the prompt
+def test_the_session_page_explains_top_k_0_and_lists_home_and_end(client, alice):
+    unlimited = make_session(alice, decoding={"temperature": 0.7, "top_k": 0})
+    limited = make_session(alice, decoding={"temperature": 0.7, "top_k": 50})
+    client.force_login(alice)
+    page = page_of(client, unlimited)
+    assert 'id="top-k-note"' in page and "no limit on the candidates" in page
+    assert 'id="top-k-note"' not in page_of(client, limited)
+    keys = page[page.index('id="keys-help"') :].split("</dialog>")[0]
+    assert "<kbd>Home</kbd> / <kbd>End</kbd>" in keys and "First / last word" in keys
+    # Entropy has its unit on the page, as in the reasons and the audit graphs.
+    assert page_data(client.get(f"/sessions/{unlimited.pk}/"))["labels"]["nats"] == "%(value)s nats"
+    # No claim button is rendered shown, so neither is its key.
+    assert "claim-key" not in page  # a reviewer's own session has no claim bar at all

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { alternativeWord, groupWords, plainLabel, startsWord, tailWords, wordHolding } from "../static/reviewer/words.js";
+import { alternativeWord, groupWords, plainLabel, startsWord, tailWords, wordHolding, wrapTitle } from "../static/reviewer/words.js";
 
 const tokens = (...texts) => texts.map((text) => ({ text }));
 
@@ -44,4 +44,13 @@ test("an end token, a space or a line break reads in plain words", () => {
   assert.equal(plainLabel("\n", labels, false), "newline");
   assert.equal(plainLabel(" ", labels, false), "space");
   assert.equal(plainLabel(" word", labels, false), null);
+});
+
+test("a figure's title wraps to lines a phone can show, a CJK character counting two", () => {
+  const english = "Earlier words (the case text is marked in yellow above)";
+  const lines = wrapTitle(english, 34);
+  assert.deepEqual(lines, ["Earlier words (the case text is", "marked in yellow above)"]);
+  assert.ok(lines.every((line) => line.length <= 34));
+  assert.deepEqual(wrapTitle("此前的词（案例文本在上方以黄色标出）", 34), ["此前的词", "（案例文本在上方以黄色标出）"]);
+  assert.deepEqual(wrapTitle("Word", 34), ["Word"]); // short: as it is
 });

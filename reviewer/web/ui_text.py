@@ -45,6 +45,8 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "resume": _("Resume"),
         "probability": _("Probability"),
         "entropy": _("Entropy"),
+        # Entropy in its unit, as the reasons and the audit graphs give it.
+        "nats": _("%(value)s nats"),
         "alternatives": _("Top alternatives"),
         "manual": _("You paused the generation."),
         "policy": _("Policy"),

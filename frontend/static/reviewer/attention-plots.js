@@ -10,10 +10,17 @@ import { notify } from "./notice.js";
 import { $, afterPaint, fill, L } from "./page.js";
 import { loadPlotly, loadPlotlyWhenIdle } from "./plotly-loader.js";
 import { store } from "./store.js";
-import { groupWords } from "./words.js";
+import { groupWords, wrapTitle } from "./words.js";
 
 const HEATMAP_SCALE = 0.99; // a heatmap's darkest colour: the 99th percentile of its cells
 const ROW_PX = 17;
+// A phone's figure: at least this tall (a few rows would make a strip), and its axis title
+// wrapped to lines of at most this many units (a CJK character counts two), in smaller type,
+// so that it stays inside the figure.
+const NARROW = "(max-width: 600px)";
+const NARROW_MIN_PX = 300;
+const NARROW_TITLE_UNITS = 34;
+const TITLE_LINE_PX = 16;
 const plotConfig = { displayModeBar: false, responsive: true };
 const state = store.state;
 let liveTimer = null;
@@ -179,6 +186,19 @@ function watchLiveBox() {
   }, edge).observe(box);
 }
 
+const narrow = () => window.matchMedia(NARROW).matches;
+// The live figure's height and its column axis's title, for the screen it is drawn on.
+function liveFrame(rowCount) {
+  const height = 90 + ROW_PX * rowCount;
+  if (!narrow()) return { height, margin: { l: 10, r: 64, t: 16, b: 40 }, title: { text: L.liveColumns } };
+  const lines = wrapTitle(L.liveColumns, NARROW_TITLE_UNITS);
+  return {
+    height: Math.max(NARROW_MIN_PX, height + TITLE_LINE_PX * (lines.length - 1)),
+    margin: { l: 10, r: 56, t: 16, b: 24 + TITLE_LINE_PX * lines.length },
+    title: { text: lines.join("<br>"), font: { size: 12 } },
+  };
+}
+
 // One row per generated word that has live rows, one column per earlier word; words an edit
 // wrote have none (an edit is read in one step), and the note under the plot says so.
 function renderLive(force = false) {
@@ -205,9 +225,10 @@ function renderLive(force = false) {
     customdata: z.map(() => columns.map((column) => column.label)), text: z.map((_, r) => columns.map(() => rowLabels[r])),
     hovertemplate: `%{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
   };
+  const frame = liveFrame(withRows.length);
   const figure = {
-    height: 90 + ROW_PX * withRows.length, margin: { l: 10, r: 64, t: 16, b: 40 },
-    xaxis: { title: { text: L.liveColumns }, showticklabels: false, ticks: "", showgrid: false, zeroline: false },
+    height: frame.height, margin: frame.margin,
+    xaxis: { title: frame.title, showticklabels: false, ticks: "", showgrid: false, zeroline: false },
     yaxis: { ...wordAxis(withRows.map((_, i) => ({ label: rowLabels[i] }))), title: { text: L.liveRows, standoff: 6 } },
     coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
     shapes: columnShades(columns),

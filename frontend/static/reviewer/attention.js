@@ -47,6 +47,7 @@ function source() {
 
 export function refresh() {
   if (state.status === "running") focus = null;
+  focus = wordAt(focus);
   const found = source();
   clearGate();
   clearBars();
@@ -73,6 +74,15 @@ export function refresh() {
     share: percent(content / total),
     first: percent((found.row[0] || 0) / total),
   });
+}
+
+// The clicked word as the text now reads: an edit or a rollback since the click regroups the
+// pieces (a replacement's first piece alone would read "hy", or "part of a character"), so
+// the focus is the whole word now holding its first piece, or none once that is gone.
+function wordAt(clicked) {
+  if (!clicked) return null;
+  const word = wordHolding(groupWords(state.tokens), clicked.first);
+  return word ? { first: word.first, last: word.last } : null;
 }
 
 const key = (group) => (group.kind === "case" ? `c${group.word}` : `g${group.first}`);

@@ -30,6 +30,7 @@ function render() {
   }
   $("claim-holder").textContent = text;
   button.hidden = !(mine() || (!holder && waiting()));
+  $("claim-key").hidden = button.hidden; // the key does what the button does: no button, no key
   button.textContent = mine() ? L.release : L.claim;
   button.dataset.action = mine() ? "release" : "claim";
 }

@@ -136,13 +136,26 @@ export function toggleRun() {
     });
 }
 
+// What is wrong with the comment, said under it (on a phone the notice at the top of the
+// page is off screen by then); "" clears it.
+function commentError(text) {
+  const box = $("decision-comment");
+  $("decision-error").textContent = text;
+  $("decision-error").hidden = !text;
+  if (text) box.setAttribute("aria-invalid", "true");
+  else box.removeAttribute("aria-invalid");
+}
+
 export function decide(name) {
-  const comment = $("decision-comment").value.trim();
+  const box = $("decision-comment");
+  const comment = box.value.trim();
   if (name === "reject" && !comment) {
-    notify(L.commentRequired, true);
-    $("decision-comment").focus();
+    commentError(L.commentRequired);
+    box.focus({ preventScroll: true });
+    box.scrollIntoView({ block: "center" });
     return;
   }
+  commentError("");
   const sent = command(name, { comment });
   renderControls();
   sent
@@ -165,6 +178,7 @@ export function bindControls() {
   $("toggle-run")?.addEventListener("click", toggleRun);
   $("approve").addEventListener("click", () => decide("approve"));
   $("reject").addEventListener("click", () => decide("reject"));
+  $("decision-comment").addEventListener("input", (e) => e.target.value.trim() && commentError(""));
   document.addEventListener("keydown", (e) => {
     if (e.code !== "Space" || typing(e.target) || e.repeat) return;
     e.preventDefault(); // the space bar pauses and resumes; it must not scroll the page

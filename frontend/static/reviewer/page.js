@@ -11,6 +11,9 @@ export const afterPaint = (work) => requestAnimationFrame(() => setTimeout(work,
 // A label's `%(name)s` places filled from `values`.
 export const fill = (template, values) => template.replace(/%\((\w+)\)s/g, (_, key) => String(values[key] ?? ""));
 
+// An entropy in its unit (nats), as the reasons and the audit graphs give it.
+export const nats = (value) => fill(L.nats, { value: value.toFixed(2) });
+
 export function line(text, className) {
   const element = document.createElement("div");
   element.textContent = text;

@@ -4,7 +4,7 @@ import { COMMAND } from "./protocol.js";
 import { command } from "./commands.js";
 import { textOf } from "./fold.js";
 import { notifyError } from "./notice.js";
-import { $, data, fill, L, line } from "./page.js";
+import { $, data, fill, L, line, nats } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
 import { shownPause, store } from "./store.js";
 import { alternativeWord, isSpecial, percent, plainLabel, startsWord, tailWords, visible } from "./words.js";
@@ -166,7 +166,7 @@ function renderSpark(name, values, fixedMax) {
     .join(" ");
   svg.innerHTML = `<polyline fill="none" stroke-width="1.5" points="${points}"></polyline>`;
   const last = numbers.length ? numbers[numbers.length - 1] : null;
-  $(`spark-${name}-last`).textContent = last === null ? "" : name === "probability" ? percent(last) : last.toFixed(2);
+  $(`spark-${name}-last`).textContent = last === null ? "" : name === "probability" ? percent(last) : nats(last);
 }
 
 export function bindPausePanel() {

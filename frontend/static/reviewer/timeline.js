@@ -6,6 +6,9 @@ import { store } from "./store.js";
 
 const FINAL = new Set(STATUS_GROUP.FINAL);
 const DECISIONS = ["approve", "reject", "cancel"];
+// The records that come with an audit graph (reviewer/lifecycle/reports.py, transitions.py):
+// once one is in the trail, "Why it paused" has something to show.
+const GRAPHED = new Set(["paused", "flagged", "rolled_back", "failed"]);
 const LANG = document.documentElement.lang || undefined;
 const TIME = new Intl.DateTimeFormat(LANG, { hour: "numeric", minute: "2-digit", second: "2-digit" });
 let timelineTimer = null;
@@ -31,6 +34,7 @@ function renderTimeline(entries) {
   const following = list.scrollHeight - list.scrollTop - list.clientHeight <= FOLLOW_SLACK_PX;
   list.replaceChildren(...entries.map(entryItem));
   if (following) list.scrollTop = list.scrollHeight;
+  if (entries.some((entry) => GRAPHED.has(entry.kind))) $("audit-graphs-link").hidden = false;
   noteDecision(entries);
 }
 

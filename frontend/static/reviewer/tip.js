@@ -4,14 +4,18 @@
 // attention).
 import { focusWord, tipLine } from "./attention.js";
 import { textOf } from "./fold.js";
-import { $, chip, fill, L, line } from "./page.js";
+import { $, chip, fill, L, line, nats } from "./page.js";
 import { store } from "./store.js";
 import { leastSure, wordOf, wordSpan } from "./stream.js";
 import { alternativeWord, percent, plainLabel, visible } from "./words.js";
 
 const state = store.state;
 
+// The word's menu (a long press, a right-click) is what the reader asked for: no tip over it.
+const menuOpen = () => !$("token-menu").hidden;
+
 function showTip(element) {
+  if (menuOpen()) return;
   const word = wordSpan(element);
   if (!state.tokens[word.last]) return;
   const tip = $("tip");
@@ -20,10 +24,10 @@ function showTip(element) {
   if (!least) {
     tip.appendChild(line(L.edited));
     const entropy = state.tokens[word.first].entropy;
-    if (typeof entropy === "number") tip.appendChild(line(`${L.entropy} ${entropy.toFixed(2)}`));
+    if (typeof entropy === "number") tip.appendChild(line(`${L.entropy} ${nats(entropy)}`));
   } else {
     const { token, position } = least;
-    const entropy = typeof token.entropy === "number" ? ` · ${L.entropy} ${token.entropy.toFixed(2)}` : "";
+    const entropy = typeof token.entropy === "number" ? ` · ${L.entropy} ${nats(token.entropy)}` : "";
     tip.appendChild(line(`${L.probability} ${percent(token.probability)}${entropy}`));
     const pieces = word.last - word.first + 1;
     if (pieces > 1) tip.appendChild(line(fill(L.wordPieces, { count: pieces }), "muted"));
@@ -63,6 +67,7 @@ function tokenTapped(event) {
   if (state.status !== "running" && state.live && window.getSelection()?.isCollapsed !== false) {
     focusWord(+element.dataset.first);
   }
+  // The tap that ends a long press comes after its menu opened: it shows no tip over it.
   if (event.pointerType !== "mouse") showTip(element);
 }
 

@@ -191,3 +191,23 @@ export function alternativeWord(context, added) {
   };
 }
 
+// A text's width in units: a CJK character (or a full-width bracket) counts two.
+const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\uff00-\uffef]/u;
+const units = (text) => [...text].reduce((n, c) => n + (WIDE.test(c) ? 2 : 1), 0);
+
+// `text` as lines of at most `max` units (a figure title joins them with <br>), broken after a space or before a
+// bracket; a part longer than a line keeps a line of its own.
+export function wrapTitle(text, max) {
+  const lines = [];
+  let current = "";
+  for (const part of text.split(/(?<=\s)|(?=[(（])/u)) {
+    if (current.trim() && units(current + part.trimEnd()) > max) {
+      lines.push(current.trim());
+      current = part;
+    } else {
+      current += part;
+    }
+  }
+  if (current.trim()) lines.push(current.trim());
+  return lines;
+}

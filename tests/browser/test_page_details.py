@@ -1,0 +1,135 @@
+"""Small things a reviewer meets on the session page, in a real browser without the model
+(sessions built from stored events): the attention legend names the whole word after an edit,
+a long press's menu has no tip over it, the Reject error sits by the comment, the phone's
+head takes two lines and its live heatmap a usable height."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from reviewer import events
+from reviewer.models import Edit, PauseEvent
+from tests.browser.conftest import log_in, screenshot
+from tests.browser.stored_sessions import ALTERNATIVES, TEXT, generated_session, paused_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+PHONE = {"width": 390, "height": 844}
+PASSWORD = "alice-password-1"
+
+
+def open_live(page, server_url, session) -> None:
+    page.goto(f"{server_url}/sessions/{session.pk}/")
+    page.wait_for_selector("#timeline li")
+    page.wait_for_function("() => caesura.state.live")
+
+
+def replace_chest_pain(session, alice) -> None:
+    """The reviewer's edit as the worker announces it: " chest pain" -> " ang" + "ina"."""
+    start = TEXT.index(" chest pain")
+    edit = Edit.objects.create(
+        session=session, kind="replace", start=start, end=start + 11, author=alice, applied=True,
+        text_before=" chest pain", text_after=" angina", pause=PauseEvent.objects.get(session=session),
+    )  # fmt: skip
+    pieces = [" ang", "ina", " since", " this", " morning", "."]
+    events.emit(session.pk, "edited", {
+        "kind": "replace", "token_start": 3, "token_end": 5, "new_token_end": 5,
+        "char_start": start, "char_end": start + 11, "text_before": " chest pain",
+        "text_after": " angina", "alternatives": ALTERNATIVES, "lookahead": {"branches": [], "ms": 0},
+        "attention": {}, "tokens": [{"text": p, "top1": 0.8, "entropy": 0.5} for p in pieces],
+        "edit": edit.pk, "text": TEXT.replace(" chest pain", " angina"),
+        "token_ids": [100, 101, 102, 200, 201, 105, 106, 107, 108],
+    })  # fmt: skip
+
+
+def test_the_attention_legend_names_the_whole_word_after_an_edit(page, server_url, alice):
+    session = paused_session(alice)
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, session)
+    page.locator("#tokens .word", has_text="chest").click()  # where " chest" looked
+    page.wait_for_function("() => CaesuraAttention.focused()?.first === 3")
+    # Emitted off Playwright's thread: its event loop would keep the event from being sent.
+    sender = threading.Thread(target=replace_chest_pain, args=(session, alice))
+    sender.start()
+    sender.join()
+    page.wait_for_function("() => document.getElementById('tokens').textContent.includes('angina')")
+    page.wait_for_function(
+        "() => document.getElementById('attention-what').textContent.includes('angina')"
+    )
+    assert page.evaluate("() => CaesuraAttention.focused()") == {"first": 3, "last": 4}
+    assert page.locator("#attention-what q").inner_text() == "angina"
+    assert page.locator("#tokens .word.att-focus").all_inner_texts() == [" angina"]
+
+
+def test_a_phone_keeps_the_menu_clear_the_head_short_and_the_reject_error_in_view(
+    browser, server_url, alice
+):
+    session = paused_session(alice)
+    context = browser.new_context(viewport=PHONE, locale="en-US", has_touch=True, is_mobile=True)
+    page = context.new_page()
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, session)
+
+    # Two lines of head: the name and the languages, then the pages, who and Log out.
+    parts = ".brand, nav a, .lang, .who, nav > form:not(.langs) button"
+    tops = page.evaluate(
+        """(parts) => [...document.querySelector('.topbar').querySelectorAll(parts)]
+            .map((e) => Math.round(e.getBoundingClientRect().top / 10))""",
+        parts,
+    )
+    assert len(set(tops)) <= 2, tops
+
+    # A tap shows a word's tip; a long press then opens its menu, with no tip over it.
+    word = page.locator("#tokens .word", has_text="pain")
+    word.tap()
+    assert page.locator("#tip").is_visible()
+    box = word.bounding_box()
+    touch = context.new_cdp_session(page)
+    point = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] / 2}
+    touch.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
+    time.sleep(0.9)
+    touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    page.wait_for_selector("#token-menu:not([hidden])")
+    time.sleep(0.3)  # the tap that ends the press
+    assert page.locator("#tip").is_hidden()
+    screenshot(page, "details-menu-phone-en")
+    page.locator("#token-menu .muted").click()  # inside the menu: it stays open
+    page.evaluate("() => document.getElementById('notice').scrollIntoView()")
+
+    # Reject with no comment: the error under the comment box, on screen, the box focused.
+    page.click("#reject")
+    error = page.locator("#decision-error")
+    assert error.is_visible() and "say why" in error.inner_text()
+    assert error.get_attribute("role") == "alert"
+    assert page.evaluate("() => document.activeElement.id") == "decision-comment"
+    top = error.bounding_box()["y"]
+    assert 0 <= top <= PHONE["height"]
+    page.fill("#decision-comment", "Wrong drug.")
+    assert error.is_hidden()
+
+    # The live heatmap: a touch caption, a usable height, its axis title inside the figure.
+    assert page.locator("#live-attention-card .on-touch").is_visible()
+    assert page.locator("#live-attention-card .on-hover").is_hidden()
+    page.locator("#live-attention-card").scroll_into_view_if_needed()
+    page.wait_for_selector("#live-heatmap .main-svg .xtitle")
+    figure = page.locator("#live-heatmap").bounding_box()
+    title = page.locator("#live-heatmap .xtitle").bounding_box()
+    assert figure["height"] >= 300
+    assert (
+        figure["x"] <= title["x"] and title["x"] + title["width"] <= figure["x"] + figure["width"]
+    )
+    assert title["y"] + title["height"] <= figure["y"] + figure["height"]
+    context.close()
+
+
+def test_why_it_paused_shows_only_where_something_paused(page, server_url, alice):
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, generated_session(alice))
+    assert page.locator("#audit-graphs-link").is_hidden()
+    open_live(page, server_url, paused_session(alice))
+    page.wait_for_selector("#audit-graphs-link:not([hidden])")
+    # Entropy with its unit, as the audit page gives it.
+    assert page.locator("#spark-entropy-last").inner_text().endswith(" nats")
