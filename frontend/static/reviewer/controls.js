@@ -15,10 +15,13 @@ const state = store.state;
 
 const statusLabel = (status) => data.statusLabels[status] || status;
 
-// A press meant as Pause that lands just after a policy paused (or just after one's own pause
-// showed) must not resume: within this long of the pause, a resume asks for a second press.
+// A press meant as Pause that lands just after a policy (or another reviewer) paused must not
+// resume: within this long of such a pause, a resume asks for a second press. After a pause
+// this page asked for, a press is meant as Resume.
 const JUST_PAUSED_MS = 1000;
+const OWN_PAUSE_MS = 10_000; // a pause that comes this soon after this page asked is its own
 let pausedAt = -Infinity;
+let askedPauseAt = -Infinity;
 
 // A generation from an application is worked on by the reviewer holding its claim (anyone may
 // pause it): the others see its resume and decision greyed, with why.
@@ -34,7 +37,10 @@ function lockForClaim(button, locked) {
 }
 
 function renderStatus(status) {
-  if (status === STATUS.PAUSED && $("status").dataset.status !== STATUS.PAUSED) pausedAt = performance.now();
+  if (status === STATUS.PAUSED && $("status").dataset.status !== STATUS.PAUSED) {
+    const own = performance.now() - askedPauseAt < OWN_PAUSE_MS;
+    pausedAt = own ? -Infinity : performance.now();
+  }
   const badge = $("status");
   badge.textContent = statusLabel(status);
   badge.dataset.status = status;
@@ -120,6 +126,7 @@ export function toggleRun() {
     return;
   }
   const from = state.status;
+  if (name === "pause") askedPauseAt = performance.now();
   const sent = command(name);
   renderControls();
   sent
