@@ -28,8 +28,13 @@ def no_worker(monkeypatch):
 def call(replay: gateway.Replay) -> ReviewSession:
     domain = clinical_notes()
     note_drafter().domains.add(domain)
+    app = note_drafter()
     return gateway.start_or_join(
-        note_drafter(), domain, "Summarise the visit.", MESSAGES, {}, {}, replay
+        app,
+        replay,
+        lambda: gateway.start_generation(
+            app, domain, "Summarise the visit.", MESSAGES, {}, {}, replay
+        ),
     )
 
 

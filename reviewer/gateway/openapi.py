@@ -72,21 +72,23 @@ REASONS = {
     504: "Still waiting for review after the domain's max_wait_s; the generation goes on",
 }
 
-MODEL_ID = {
-    "name": "model_id",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "maxLength": 200},
-    "description": "caesura:<domain slug>",
-}
 
-RESPONSE_ID = {
-    "name": "response_id",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "maxLength": 100},
-    "description": "resp_N (or chatcmpl-N, cmpl-N: one generation, one number)",
-}
+def path_string(name: str, max_length: int, description: str) -> dict[str, Any]:
+    """A string taken from the URL's path."""
+    schema = {"type": "string", "maxLength": max_length}
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": schema,
+        "description": description,
+    }
+
+
+MODEL_ID = path_string("model_id", 200, "caesura:<domain slug>")
+RESPONSE_ID = path_string(
+    "response_id", 100, "resp_N (or chatcmpl-N, cmpl-N: one generation, one number)"
+)
 
 
 def model_components(models: Sequence[type[BaseModel]]) -> dict[str, Any]:

@@ -139,8 +139,13 @@ def start(application: Application, call: schemas.Call, replay: gateway.Replay) 
         from reviewer.web.tokenizer import tokenizer  # loads a tokenizer: lazily
 
         prompt = tokenizer().encode(call.prompt or "")
+    record = call.record()
     return gateway.start_or_join(
-        application, domain, call.input_text(), prompt, call.decoding(), call.record(), replay
+        application,
+        replay,
+        lambda: gateway.start_generation(
+            application, domain, call.input_text(), prompt, call.decoding(), record, replay
+        ),
     )
 
 

@@ -6,7 +6,7 @@ An application is audited by its ``actor`` name; the system's own decisions as `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -92,20 +92,14 @@ def generation_to_join(application: Application, replay: Replay) -> ReviewSessio
 
 
 def start_or_join(
-    application: Application,
-    domain: Domain,
-    input_text: str,
-    prompt: Sequence[Mapping[str, str]] | Sequence[int],
-    decoding: Mapping[str, Any],
-    request: Mapping[str, Any],
-    replay: Replay,
+    application: Application, replay: Replay, start: Callable[[], ReviewSession]
 ) -> ReviewSession:
-    """The generation a call follows: the one it repeats, else a new one."""
+    """The generation a call follows: the one it repeats, else the one ``start`` makes."""
     joined = generation_to_join(application, replay)
     if joined is not None:
         return joined
     try:
-        return start_generation(application, domain, input_text, prompt, decoding, request, replay)
+        return start()
     except IntegrityError:  # a call with the same key started it a moment ago
         joined = generation_to_join(application, replay)
         if joined is None:
