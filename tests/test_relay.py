@@ -116,24 +116,26 @@ def test_it_writes_a_runs_tokens_together_without_holding_the_engine(alice, monk
     relay = Relay(session, None, lambda state: None, lambda *_: None, batching=runs)
     run: Future[StopInfo] = Future()
     relay.follow(run)
-    relay.on_token(said(0, " The"))
-    relay.on_token(said(1, " patient"))
+    relay.on_token(said(0, "Fever"))
+    wait_for(writes, 1)  # the segment's first token goes at once: the generation has begun
+    relay.on_token(said(1, " The"))
+    relay.on_token(said(2, " patient"))
     time.sleep(0.1)
-    assert writes == []  # held for the rest of the run ...
+    assert len(writes) == 1  # held for the rest of the run ...
     assert relay.backlog() == 0  # ... which is not a backlog: the loop does not wait for it
-    relay.on_token(said(2, " has"))  # the run is whole: written at once
-    wait_for(writes, 1)
-    relay.on_token(said(3, " a"))
+    relay.on_token(said(3, " has"))  # the run is whole: written at once
+    wait_for(writes, 2)
+    relay.on_token(said(4, " a"))
     first_held = time.monotonic()
-    wait_for(writes, 2)  # alone: written once its time is up
-    assert writes[1][1] == [3] and writes[1][0] - first_held >= 0.35
-    relay.on_token(said(4, " fever"))
-    run.set_result(StopInfo("max_tokens", position=5))  # the stop does not wait for the run
+    wait_for(writes, 3)  # alone: written once its time is up
+    assert writes[2][1] == [4] and writes[2][0] - first_held >= 0.35
+    relay.on_token(said(5, " fever"))
+    run.set_result(StopInfo("max_tokens", position=6))  # the stop does not wait for the run
     relay.join()
-    assert writes[2][1] == [4] and writes[2][0] - writes[1][0] < 0.3
-    assert writes[0][1] == [0, 1, 2]
+    assert writes[3][1] == [5] and writes[3][0] - writes[2][0] < 0.3
+    assert [w for _, w in writes[:2]] == [[0], [1, 2, 3]]
     rows = SessionEvent.objects.filter(session=session, type="token").order_by("seq")
-    assert [e.payload["position"] for e in rows] == [0, 1, 2, 3, 4]
+    assert [e.payload["position"] for e in rows] == [0, 1, 2, 3, 4, 5]
 
 
 def delayed_relay(session: ReviewSession, delay: int | None) -> tuple[Relay, Future[StopInfo]]:
@@ -160,29 +162,33 @@ def test_it_writes_at_once_the_token_that_lets_delayed_delivery_send_more(alice,
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
     relay, run = delayed_relay(session, delay=1)  # without it, nothing would go for 30 s
-    text = tell(relay, ["Fever", " since", " Monday", ".", " "])
+    text = tell(relay, ["Fever"])
+    wait_for(writes, 1)  # the segment's first token, at once
+    text = tell(relay, [" since", " Monday", ".", " "], 1, text)
     time.sleep(0.1)
-    assert writes == []  # a complete sentence, but the one being written is held back
+    assert len(writes) == 1  # a complete sentence, but the one being written is held back
     text = tell(relay, [" Cough"], 5, text)  # the next begins: the first may leave now
-    wait_for(writes, 1)
+    wait_for(writes, 2)
     tell(relay, [" since", " Dr", ".", " Lee", " saw", " it"], 6, text)  # "Dr." ends none
     time.sleep(0.1)
-    assert len(writes) == 1
+    assert len(writes) == 2
     run.set_result(StopInfo("max_tokens", position=12))
     relay.join()
-    assert [w for _, w in writes] == [[0, 1, 2, 3, 4, 5], list(range(6, 12))]
+    assert [w for _, w in writes] == [[0], [1, 2, 3, 4, 5], list(range(6, 12))]
 
 
 def test_it_holds_a_generation_that_waits_for_review_whatever_its_sentences(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
     relay, run = delayed_relay(session, delay=None)  # after review
-    tell(relay, ["Fever", ".", " Cough", ".", " Rest", "."])
+    text = tell(relay, ["Fever"])
+    wait_for(writes, 1)  # the segment's first token, at once
+    tell(relay, [".", " Cough", ".", " Rest", "."], 1, text)
     time.sleep(0.2)
-    assert writes == []  # no text leaves before approval: the run waits to be whole
+    assert len(writes) == 1  # no text leaves before approval: the run waits to be whole
     run.set_result(StopInfo("max_tokens", position=6))
     relay.join()
-    assert [w for _, w in writes] == [list(range(6))]
+    assert [w for _, w in writes] == [[0], list(range(1, 6))]
 
 
 def held_relay(
@@ -204,20 +210,22 @@ def test_it_writes_each_token_at_once_while_a_page_follows_the_session(alice, mo
     writes = recorded_writes(monkeypatch)
     followed = [False]
     relay, run = held_relay(session, lambda: followed[0])  # unfollowed, held for 30 s
-    relay.on_token(said(0, " The"))
-    relay.on_token(said(1, " patient"))
+    relay.on_token(said(0, "Fever"))
+    wait_for(writes, 1)  # the segment's first token, at once
+    relay.on_token(said(1, " The"))
+    relay.on_token(said(2, " patient"))
     time.sleep(0.1)
-    assert writes == []  # nobody reads along: held for the run
+    assert len(writes) == 1  # nobody reads along: held for the run
     followed[0] = True  # a reviewer opens the session's page
     time.sleep(relay_module.WATCH_CHECK_S)  # the relay's last answer is stale by now
-    relay.on_token(said(2, " has"))
-    wait_for(writes, 1)  # what was held goes with it
-    relay.on_token(said(3, " a"))
-    wait_for(writes, 2)  # and each token from then on as it comes
-    assert writes[1][0] - writes[0][0] < 1.0
-    run.set_result(StopInfo("max_tokens", position=4))
+    relay.on_token(said(3, " has"))
+    wait_for(writes, 2)  # what was held goes with it
+    relay.on_token(said(4, " a"))
+    wait_for(writes, 3)  # and each token from then on as it comes
+    assert writes[2][0] - writes[1][0] < 1.0
+    run.set_result(StopInfo("max_tokens", position=5))
     relay.join()
-    assert [w for _, w in writes] == [[0, 1, 2], [3]]
+    assert [w for _, w in writes] == [[0], [1, 2, 3], [4]]
 
 
 def test_it_asks_whether_a_page_follows_at_most_every_quarter_second(alice, monkeypatch):
@@ -237,7 +245,8 @@ def test_it_asks_whether_a_page_follows_at_most_every_quarter_second(alice, monk
     relay.join()
     assert 1 <= len(asked) <= 3, asked  # 12 tokens over about 0.4 s
     assert all(b - a >= relay_module.WATCH_CHECK_S for a, b in itertools.pairwise(asked))
-    assert [w for _, w in writes] == [list(range(12))]  # one run, written with the stop
+    # The first token at once, the rest one run, written with the stop
+    assert [w for _, w in writes] == [[0], list(range(1, 12))]
 
 
 def test_it_never_asks_for_a_session_whose_tokens_go_one_by_one(alice):
@@ -261,11 +270,13 @@ def test_it_writes_a_run_whose_hold_ran_out_while_it_asked_about_pages(alice, mo
         return False
 
     relay, run = held_relay(session, slow_answer, hold_s=0.05)
-    relay.on_token(said(0, " The"))
-    wait_for(writes, 1)  # the hold is over: written, not waited on with a negative timeout
-    run.set_result(StopInfo("max_tokens", position=1))
+    relay.on_token(said(0, "Fever"))
+    wait_for(writes, 1)  # the segment's first token, at once
+    relay.on_token(said(1, " The"))
+    wait_for(writes, 2)  # the hold is over: written, not waited on with a negative timeout
+    run.set_result(StopInfo("max_tokens", position=2))
     relay.join()
-    assert relay.failed is None and [w for _, w in writes] == [[0]]
+    assert relay.failed is None and [w for _, w in writes] == [[0], [1]]
 
 
 def test_it_fails_the_session_when_its_own_thread_breaks_instead_of_stalling_it(alice):
@@ -275,11 +286,13 @@ def test_it_fails_the_session_when_its_own_thread_breaks_instead_of_stalling_it(
         raise RuntimeError("a bug in the relay's thread")
 
     relay, _run = held_relay(session, broken)
-    relay.on_token(said(0, " The"))
+    relay.on_token(said(0, "Fever"))  # the segment's first token: written, nothing asked
+    conftest.wait_for(lambda: relay._written == 1, what="the first token written")
+    relay.on_token(said(1, " The"))  # to be held: the relay asks whether a page follows
     relay.join()  # the thread ended: the loop is not left waiting for its backlog
     assert isinstance(relay.failed, RuntimeError) and relay.backlog() == 0
     with pytest.raises(relay_module.Aborted):
-        relay.on_token(said(1, " patient"))  # the run ends at its next token
+        relay.on_token(said(2, " patient"))  # the run ends at its next token
     session.refresh_from_db()
     assert session.status == ReviewSession.FAILED and session.error == failures.UNEXPECTED
 

@@ -14,7 +14,9 @@ statement, a broadcast and a wake of every follower, on cores the model keeps bu
 needs such a generation's tokens one by one (its text leaves by sentences or after review),
 unless a reviewer's page follows it (reviewer/events/watching.py): then each token goes at
 once, as for a session a reviewer started. The first token of a run waits a little for the
-rest. A token that lets delayed delivery send more text (its boundary moves: the first word
+rest, except the segment's first: it is written at once, so that what is stored tells when the
+generation began to produce (its start, and a resume, are visible at once; benchmarks time the
+delay from it). A token that lets delayed delivery send more text (its boundary moves: the first word
 of a sentence after a complete one, by the rule the gateway releases by) and anything that is
 not a token (a flag, a rollback, the stop) are written at once.
 """
@@ -240,10 +242,11 @@ class Relay(Sink):
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
         """Whether to wait for more before writing: only after tokens, until the run is whole
-        or its time is up, not when one of them lets delayed delivery send more text, and
-        not while a reviewer's page follows the session."""
+        or its time is up; not when one of them lets delayed delivery send more text, not while
+        a reviewer's page follows the session, and never for the segment's first token."""
         return (
             items[-1][0] == "token"
+            and self._written > 0
             and not self._release_due
             and tokens_in(items) < self.batching.tokens
             and time.monotonic() < until
