@@ -123,6 +123,31 @@ def test_it_reads_the_sampling_parameters_of_a_response_request():
     assert call.decoding() == {"temperature": 0, "seed": 11, "max_new_tokens": 9}
 
 
+def test_it_takes_a_conversation_without_a_user_message_as_openai_does():
+    body = schemas.ChatRequest.model_validate(
+        {"model": "caesura:plain", "messages": [{"role": "system", "content": "Summarise: fever."}]}
+    )
+    call = schemas.chat_call(body)
+    assert call.messages == [{"role": "system", "content": "Summarise: fever."}]
+    assert call.input_text() == "Summarise: fever."  # what the reviewer reads as the case
+
+
+def test_it_takes_a_negative_seed_as_openai_does():
+    for seed, engine in ((-1, 2**63 - 1), (-(2**63), 0), (2**63 - 1, 2**63 - 1)):
+        body = schemas.ChatRequest.model_validate(
+            {"model": "caesura:plain", "messages": [{"role": "user", "content": "Hi"}],
+             "seed": seed}
+        )  # fmt: skip
+        call = schemas.chat_call(body)
+        assert call.seed == seed and call.decoding()["seed"] == engine
+    for seed in (-(2**63) - 1, 2**63):  # beyond 64 bits: refused, naming the field
+        with pytest.raises(ValidationError):
+            schemas.ChatRequest.model_validate(
+                {"model": "caesura:plain", "messages": [{"role": "user", "content": "Hi"}],
+                 "seed": seed}
+            )  # fmt: skip
+
+
 def test_it_keeps_a_record_of_every_kind_of_call_that_postgres_can_store():
     base = {"model": "caesura:plain"}
     calls = [

@@ -61,8 +61,8 @@ OPENAI_ERROR = {
 REASONS = {
     400: "Bad body: the message and param name what is wrong; nothing was started",
     401: "A missing, unknown, rotated or revoked application key",
-    403: "A domain (model) this application is not bound to",
-    404: "An unknown model, URL or id (another application's ids are unknown too)",
+    404: "An unknown model, URL or id (another tenant's domains and another application's ids"
+    " are unknown too)",
     405: "A method the endpoint does not take",
     409: "An action the generation's state does not allow",
     413: "Request body too large",
@@ -150,7 +150,7 @@ def generating_path(operation_id: str, model: type[BaseModel], summary: str) -> 
             operation_id,
             summary,
             requestBody=body,
-            responses={"200": done, **refusals(400, 403, 413, 422, 504)},
+            responses={"200": done, **refusals(400, 413, 422, 504)},
         )
     }
 
@@ -171,7 +171,7 @@ def paths() -> dict[str, Any]:
                 "One model this application may use",
                 responses={
                     "200": answer("The model, as OpenAI shows one", JSON),
-                    **refusals(403),
+                    **refusals(),
                 },
             ),
         },

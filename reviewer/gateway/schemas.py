@@ -124,7 +124,10 @@ class Sampling(Lenient):
     )
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = Field(
-        default=None, ge=0, lt=2**63, description="Same seed, same text; random when absent"
+        default=None,
+        ge=-(2**63),
+        lt=2**63,
+        description="Same seed, same text; random when absent (any 64-bit integer)",
     )
     user: str | None = Field(
         default=None, max_length=256, description="Your end user, kept with the generation"
@@ -203,8 +206,6 @@ class ChatRequest(Sampling):
         checked_stops(self.stop)
         if self.top_logprobs and not self.logprobs:
             raise refuse("top_logprobs", "top_logprobs needs logprobs: true")
-        if not any(m.role == "user" for m in self.messages):
-            raise refuse("messages", "messages need at least one user message")
         return self
 
 
@@ -251,6 +252,12 @@ class ResponseRequest(Sampling):
 # --- the normalised call -----------------------------------------------------------------
 
 
+def engine_seed(seed: int | None) -> int | None:
+    """The engine keys its draws by a seed in [0, 2**63); OpenAI's clients send any signed
+    64-bit integer: a negative one is taken modulo 2**63, so that each still names one text."""
+    return None if seed is None else seed % 2**63
+
+
 @dataclass(frozen=True)
 class Call:
     """One generating call, whichever endpoint it came through."""
@@ -276,18 +283,19 @@ class Call:
         return self.model.removeprefix(MODEL_PREFIX)
 
     def input_text(self) -> str:
-        """What a reviewer reads as the case: the last user message, or the prompt."""
+        """What a reviewer reads as the case: the last user message (in a conversation
+        without one, as OpenAI accepts, the last message of any role), or the prompt."""
         if self.messages is None:
             return self.prompt or ""
         users = [m["content"] for m in self.messages if m["role"] == "user"]
-        return users[-1] if users else ""
+        return users[-1] if users else self.messages[-1]["content"]
 
     def decoding(self) -> dict[str, Any]:
         """The sampling parameters the call sets; the domain's defaults fill the rest."""
         asked = {
             "temperature": self.temperature,
             "top_p": self.top_p,
-            "seed": self.seed,
+            "seed": engine_seed(self.seed),
             "max_new_tokens": self.max_tokens,
         }
         values = {k: v for k, v in asked.items() if v is not None}

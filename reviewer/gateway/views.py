@@ -94,20 +94,16 @@ def parse(request: HttpRequest, schema: type[Body]) -> Body:
 
 
 def domain_for(application: Application, model: str) -> Domain:
-    slug = model.removeprefix(schemas.MODEL_PREFIX)
-    domain = application.domains.filter(slug=slug).first()
+    """The domain a model names among the application's; another tenant's domain is as
+    unknown as one that does not exist (one answer for both, so no key can probe for names),
+    as OpenAI answers for a model an organisation has no access to."""
+    domain = application.domains.filter(slug=model.removeprefix(schemas.MODEL_PREFIX)).first()
     if domain is not None:
         return domain
-    if Domain.objects.filter(slug=slug).exists():
-        raise GatewayError(
-            403,
-            f"This application may not use the model {model!r}",
-            param="model",
-            code="model_not_allowed",
-        )
     raise GatewayError(
         404,
-        f"The model {model!r} does not exist; GET /v1/models lists yours",
+        f"The model {model!r} does not exist or this application may not use it;"
+        " GET /v1/models lists yours",
         param="model",
         code="model_not_found",
     )
