@@ -160,6 +160,23 @@ def test_it_lists_the_events_after_a_sequence_number(api, alice):
     assert events[0] == {"type": "token", "seq": 2, "session": session.pk, "text": "t2"}
 
 
+def test_it_pages_the_events_by_size_as_well_as_by_count(api, alice, settings):
+    settings.CAESURA_EVENTS_PAGE_BYTES = 10_000
+    session = make_session(alice)
+    row = [0.5] * 2000  # an attention row of about 10 kB: over a page by itself
+    for seq in (1, 2, 3):
+        SessionEvent.objects.create(
+            session=session, seq=seq, type="token", payload={"text": f"t{seq}", "attention": row}
+        )
+    SessionEvent.objects.create(session=session, seq=4, type="status", payload={"status": "x"})
+    seen, after = [], 0
+    while events := api.get(f"/api/sessions/{session.pk}/events?after={after}").json()["events"]:
+        assert len(events) == 1  # each token event fills a page by itself, and so cuts it
+        seen += [e["seq"] for e in events]
+        after = events[-1]["seq"]
+    assert seen == [1, 2, 3, 4]
+
+
 def test_it_refuses_a_non_numeric_after(api, alice):
     session = make_session(alice)
     assert api.get(f"/api/sessions/{session.pk}/events?after=soon").status_code == 400

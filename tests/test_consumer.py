@@ -95,6 +95,33 @@ async def test_it_replays_everything_by_default(alice):
     await communicator.disconnect()
 
 
+async def test_it_replays_a_session_larger_than_a_page_in_pages_without_a_gap(
+    alice, settings, monkeypatch
+):
+    settings.CAESURA_EVENTS_PAGE_BYTES = 10_000
+    row = [0.123] * 1000  # an attention row of about 6 kB: a page holds one
+    session = await database_sync_to_async(make_session)(alice)
+    for n in range(5):
+        await emit(session.pk, "token", {"text": f"t{n}", "attention": row})
+    pages: list[int] = []
+    real = consumers.events_page
+
+    async def counted(session_id: int, after: int, limit: int) -> tuple[list[dict], bool]:
+        page, more = await real(session_id, after, limit)
+        pages.append(len(page))
+        return page, more
+
+    monkeypatch.setattr(consumers, "events_page", counted)
+    communicator = await socket(session.pk, alice)
+    await communicator.connect()
+    replayed = [await communicator.receive_json_from(timeout=3) for _ in range(5)]
+    assert [e["seq"] for e in replayed] == [1, 2, 3, 4, 5]
+    assert replayed[4]["attention"] == row
+    assert await communicator.receive_nothing()
+    assert pages == [1, 1, 1, 1, 1]  # read a page at a time, never the whole session
+    await communicator.disconnect()
+
+
 async def test_it_closes_the_socket_of_another_reviewer(alice, bob):
     session = await database_sync_to_async(make_session)(alice)
     communicator = await socket(session.pk, bob)
@@ -342,15 +369,15 @@ async def test_it_sends_live_events_that_come_during_a_replay_after_it(alice, mo
     session = await database_sync_to_async(make_session)(alice)
     for n in range(2):
         await emit(session.pk, "token", {"text": f"t{n}"})
-    real = consumers.events_after
+    real = consumers.events_page
 
-    async def slow_read(session_id: int, after: int) -> list[dict]:
-        stored = await real(session_id, after)
+    async def slow_read(session_id: int, after: int, limit: int) -> tuple[list[dict], bool]:
+        stored = await real(session_id, after, limit)
         await emit(session.pk, "token", {"text": "live"})  # broadcast while this read lasts
         await asyncio.sleep(0.3)  # the feed hands it to the socket meanwhile
         return stored
 
-    monkeypatch.setattr(consumers, "events_after", slow_read)
+    monkeypatch.setattr(consumers, "events_page", slow_read)
     communicator = await socket(session.pk, alice)
     await communicator.connect()
     received = [await communicator.receive_json_from(timeout=3) for _ in range(3)]

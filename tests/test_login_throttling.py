@@ -10,7 +10,7 @@ import logging
 from datetime import timedelta
 
 import pytest
-from axes.models import AccessAttempt
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth import get_user
 from django.test import Client
 from django.utils import timezone
@@ -202,6 +202,45 @@ def test_it_forgets_lockouts_older_than_the_back_off_memory(client, alice, setti
     )
     response = fail_once_more_than_allowed(client, settings)
     assert "locked for 15 minutes" in response.content.decode()
+
+
+def age_failure_log(minutes: int) -> None:
+    """As if the logged failures and logins had happened ``minutes`` earlier."""
+    for model in (AccessFailureLog, AccessLog):
+        for record in model.objects.all():
+            record.attempt_time -= timedelta(minutes=minutes)
+            record.save(update_fields=["attempt_time"])
+
+
+def guess_slowly(client: Client, rounds: int, settings) -> None:
+    """Failures just under the account's limit, each round a cool-off after the one before."""
+    for _ in range(rounds):
+        fail(client, "alice", settings.AXES_FAILURE_LIMIT - 1)
+        age_attempts(settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)
+        age_failure_log(settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)
+
+
+def test_it_locks_an_account_guessed_at_slowly_until_its_oldest_failure_is_a_day_old(
+    client, alice, bob, settings
+):
+    settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT = 3 * (settings.AXES_FAILURE_LIMIT - 1)
+    guess_slowly(client, 2, settings)  # never a lockout by the account's own limit ...
+    assert attempt(Client(), "alice", ALICE_PASSWORD).status_code == 302  # (a login: count anew)
+    guess_slowly(client, 2, settings)
+    assert not AuditRecord.objects.filter(action="login_locked_out").exists()
+    guess_slowly(client, 1, settings)  # ... but the failures since that login reach the day's
+    response = attempt(client, "alice", ALICE_PASSWORD, HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 429 and 'id="locked-out"' in response.content.decode()
+    oldest_age = 3 * (settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)  # three rounds, aged after each
+    left = settings.CAESURA_LOGIN_BACKOFF_HOURS * 60 - oldest_age
+    assert f"locked for {left} minutes" in response.content.decode()
+    record = AuditRecord.objects.get(action="login_locked_out")
+    assert record.payload["scope"] == "slow" and record.actor == "alice"
+    assert record.payload["failures"] == settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT
+    assert attempt(Client(REMOTE_ADDR="10.0.0.2"), "alice", ALICE_PASSWORD).status_code == 429
+    assert attempt(Client(), "bob", "bob-password-1").status_code == 302  # the account alone
+    age_failure_log(left + 1)  # the oldest failure is older than the memory: open again
+    assert attempt(Client(), "alice", ALICE_PASSWORD).status_code == 302
 
 
 def fail_once_more_than_allowed(client: Client, settings) -> object:

@@ -170,7 +170,9 @@ LOGOUT_REDIRECT_URL = "login"
 # share one address: CAESURA_LOGIN_FAILURE_LIMIT failures lock the account (from anywhere) and the
 # (account, address) pair; each further lockout of the account within CAESURA_LOGIN_BACKOFF_HOURS
 # lasts twice as long, up to CAESURA_LOGIN_LOCKOUT_MAX_MINUTES; the address itself is locked only
-# after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures (reviewer/web/floor_lockout.py).
+# after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures; and CAESURA_LOGIN_DAY_FAILURE_LIMIT failures
+# of an account within CAESURA_LOGIN_BACKOFF_HOURS since its last login lock it however slowly they
+# came, until the oldest of them is that old (reviewer/web/floor_lockout.py).
 AXES_FAILURE_LIMIT = env_int("CAESURA_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 CAESURA_LOGIN_LOCKOUT_MINUTES = env_int("CAESURA_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
 CAESURA_LOGIN_LOCKOUT_MAX_MINUTES = env_int(
@@ -180,6 +182,10 @@ CAESURA_LOGIN_BACKOFF_HOURS = env_int("CAESURA_LOGIN_BACKOFF_HOURS", 24, minimum
 CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT = env_int(
     "CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT", 100, minimum=AXES_FAILURE_LIMIT
 )
+CAESURA_LOGIN_DAY_FAILURE_LIMIT = env_int(
+    "CAESURA_LOGIN_DAY_FAILURE_LIMIT", 30, minimum=AXES_FAILURE_LIMIT
+)
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # each failure, kept for the slow-guessing lock
 AXES_COOLOFF_TIME = "reviewer.web.floor_lockout.cool_off"
 AXES_HANDLER = "reviewer.web.floor_lockout.FloorLockoutHandler"
 AXES_USE_ATTEMPT_EXPIRATION = True  # each account's attempts last as long as its own lockout
@@ -294,6 +300,10 @@ CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 10_000,
 # A streaming gateway call that waits (for review, or at a pause) gets an SSE comment this
 # often; a client whose read timeout is this long or shorter would give up while it waits.
 CAESURA_GATEWAY_KEEPALIVE_S = env_int("CAESURA_GATEWAY_KEEPALIVE_S", 15, minimum=1)
+# A replay of stored events (a session socket's, one GET /api/sessions/<id>/events) is paged by
+# size as well as by count: a long session's token events each carry an attention row over their
+# whole context (reviewer/events: events_page).
+CAESURA_EVENTS_PAGE_BYTES = env_int("CAESURA_EVENTS_PAGE_BYTES", 4_000_000, minimum=10_000)
 # Input limits (characters), checked before the tokenizer sees the text (reviewer/web/arguments.py).
 CAESURA_MAX_INPUT_CHARS = env_int("CAESURA_MAX_INPUT_CHARS", 50_000, minimum=1)
 CAESURA_MAX_EDIT_CHARS = env_int("CAESURA_MAX_EDIT_CHARS", 4_000, minimum=1)

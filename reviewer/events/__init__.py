@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, cast
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
+from django.db.models import Func, IntegerField, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from reviewer.events import layer_loop
@@ -388,9 +390,38 @@ def _messages(stored: Sequence[SessionEvent]) -> list[tuple[str, dict[str, Any]]
 _broadcast_failing = False
 
 
-def events_after(session_id: int, after: int, limit: int = 5000) -> list[dict[str, Any]]:
-    rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit]
-    return [row.to_message() for row in rows]
+REPLAY_LIMIT = 5000  # events a replay (a socket's, or one /api/ call) sends at most
+REPLAY_ROWS = 200  # rows read at a time: no more than that is held beyond the page itself
+JSON_BYTES = Func(
+    Cast("payload", output_field=TextField()), function="octet_length", output_field=IntegerField()
+)
+
+
+def events_after(session_id: int, after: int, limit: int = REPLAY_LIMIT) -> list[dict[str, Any]]:
+    return events_page(session_id, after, limit)[0]
+
+
+def events_page(
+    session_id: int, after: int, limit: int = REPLAY_LIMIT
+) -> tuple[list[dict[str, Any]], bool]:
+    """The stored events after ``after``, oldest first: at most ``limit``, and about
+    settings.CAESURA_EVENTS_PAGE_BYTES of JSON (always at least one), since each token event
+    of a long session carries an attention row over its whole context. True with them when
+    the size cut the page short: more follow after its last one."""
+    budget, size = settings.CAESURA_EVENTS_PAGE_BYTES, 0
+    page: list[dict[str, Any]] = []
+    while len(page) < limit:
+        wanted = min(REPLAY_ROWS, limit - len(page))
+        rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
+        batch = list(rows.annotate(json_bytes=JSON_BYTES)[:wanted])
+        for row in batch:
+            if page and size + row.json_bytes > budget:
+                return page, True
+            page.append(row.to_message())
+            size, after = size + row.json_bytes, row.seq
+        if len(batch) < wanted:
+            break
+    return page, False
 
 
 __all__ = [

@@ -35,8 +35,8 @@ def can_see(user: UserLazyObject | User, session_id: int) -> bool:
 
 
 @database_sync_to_async
-def events_after(session_id: int, after: int) -> list[dict[str, Any]]:
-    return events.events_after(session_id, after)
+def events_page(session_id: int, after: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    return events.events_page(session_id, after, limit)
 
 
 @database_sync_to_async
@@ -88,13 +88,19 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         return non_negative_int(query.get("after", ["0"])[0])
 
     async def replay(self, after: int) -> None:
-        """The stored events after ``after``, then the live ones that came meanwhile."""
+        """The stored events after ``after`` (up to REPLAY_LIMIT: the page asks for the rest),
+        page by page, each read once the one before is sent, so that a long session's replay
+        is never held whole; then the live ones that came meanwhile."""
         if self.held is None:
             self.held = []
         try:
-            for event in await events_after(self.session_id, after):
-                await self.send_json(event)
-                self.replayed_to = max(self.replayed_to, event["seq"])
+            left, more = events.REPLAY_LIMIT, True
+            while more and left > 0:
+                page, more = await events_page(self.session_id, after, left)
+                for event in page:
+                    await self.send_json(event)
+                    self.replayed_to = after = max(self.replayed_to, event["seq"])
+                left -= len(page)
         finally:
             while self.held:
                 batch, self.held = self.held, []

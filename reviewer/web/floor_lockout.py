@@ -7,26 +7,30 @@ their account, not the floor. axes locks the account and the (account, address) 
 - back-off: each lockout of an account within CAESURA_LOGIN_BACKOFF_HOURS doubles the next one,
   up to CAESURA_LOGIN_LOCKOUT_MAX_MINUTES (``cool_off``, axes' AXES_COOLOFF_TIME);
 - an address-wide lock, only after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address
-  within the base cool-off, whatever the accounts (``FloorLockoutHandler``).
+  within the base cool-off, whatever the accounts (``FloorLockoutHandler``);
+- a lock on slow guessing: four wrong passwords every quarter of an hour never reach the limit
+  above, so CAESURA_LOGIN_DAY_FAILURE_LIMIT failures of an account within
+  CAESURA_LOGIN_BACKOFF_HOURS since its last login lock it until the oldest of them is that old
+  (axes' failure log keeps each failure; deleting the account's entries unlocks it).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username, get_cool_off
-from axes.models import AccessAttempt, AccessAttemptExpiration
+from axes.models import AccessAttempt, AccessAttemptExpiration, AccessFailureLog, AccessLog
 from axes.signals import user_locked_out
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.http import HttpRequest
 from django.utils import timezone
 
 from reviewer.models import AuditRecord
 
-ACCOUNT, ADDRESS = "account", "address"
+ACCOUNT, ADDRESS, SLOW = "account", "address", "slow"
 
 
 def base_cool_off() -> timedelta:
@@ -61,6 +65,36 @@ def cool_off(request: HttpRequest | None = None) -> timedelta:
     return account_cool_off(get_client_username(request))
 
 
+def memory() -> timedelta:
+    return timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
+
+
+def slow_failures(username: str) -> QuerySet[AccessFailureLog]:
+    """The account's failures within the back-off memory and since its last login. (Those
+    refused during a lockout count too, as axes counts them: trying on keeps it locked.)"""
+    since = timezone.now() - memory()
+    last_login = AccessLog.objects.filter(username=username).order_by("-attempt_time").first()
+    if last_login is not None:
+        since = max(since, last_login.attempt_time)
+    failures: QuerySet[AccessFailureLog] = AccessFailureLog.objects.filter(
+        username=username[:150], attempt_time__gt=since
+    )
+    return failures
+
+
+def slow_lock_left(username: str | None) -> timedelta:
+    """How long the account stays locked for slow guessing (zero: it is not): until the oldest
+    of its last day-limit failures leaves the back-off memory."""
+    if not username:
+        return timedelta(0)
+    limit = settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT
+    newest = slow_failures(username).order_by("-attempt_time")
+    times: list[datetime] = list(newest.values_list("attempt_time", flat=True)[:limit])
+    if len(times) < limit:
+        return timedelta(0)
+    return max(timedelta(0), times[-1] + memory() - timezone.now())
+
+
 def address_failures(request: HttpRequest) -> int:
     """Failed logins from the request's address, for any account, within the base cool-off."""
     since = request.axes_attempt_time - base_cool_off()  # type: ignore[attr-defined]
@@ -83,7 +117,9 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
     def is_locked(self, request: Any, credentials: dict[str, Any] | None = None) -> bool:
         if super().is_locked(request, credentials):
             return True
-        return address_failures(request) >= settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
+        if address_failures(request) >= settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT:
+            return True
+        return slow_lock_left(get_client_username(request, credentials)) > timedelta(0)
 
     def user_login_failed(
         self, sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
@@ -94,6 +130,7 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
         if request is None or self.is_whitelisted(request, credentials):
             return
         self.keep_attempts_for_the_lockout(request, credentials)
+        self.lock_slow_guessing(request, credentials)
         failures = address_failures(request)
         limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
         if failures < limit or (request.axes_locked_out and failures > limit):
@@ -107,6 +144,22 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
             request=request,
             username=get_client_username(request, credentials),
             ip_address=request.axes_ip_address,
+        )
+
+    def lock_slow_guessing(self, request: Any, credentials: dict[str, Any]) -> None:
+        """A failure while the account's day failures are at their limit is told as a lockout
+        (unless axes' own lock told it already); the one that reaches the limit is audited
+        (reviewer/web/lockout.py). Failures older than the memory are dropped here."""
+        AccessFailureLog.objects.filter(attempt_time__lt=timezone.now() - memory()).delete()
+        username = get_client_username(request, credentials)
+        if request.axes_locked_out or slow_lock_left(username) <= timedelta(0):
+            return
+        request.axes_locked_out = True
+        request.axes_credentials = credentials
+        request.caesura_lockout_scope = SLOW
+        request.caesura_slow_failures = slow_failures(username).count()
+        user_locked_out.send(
+            "axes", request=request, username=username, ip_address=request.axes_ip_address
         )
 
     def forget_ended_attempts(self, request: Any, credentials: dict[str, Any]) -> None:

@@ -13,11 +13,13 @@ from django.shortcuts import render
 from reviewer.lifecycle import audit
 from reviewer.web.floor_lockout import (
     ADDRESS,
+    SLOW,
     account_cool_off,
     account_lockouts,
     backoff,
     base_cool_off,
     lockout_scope,
+    slow_lock_left,
 )
 
 log = logging.getLogger(__name__)
@@ -28,10 +30,12 @@ def minutes(cool_off: timedelta) -> int:
 
 
 def lockout_minutes(request: HttpRequest) -> int:
-    """How long this lockout lasts: the account's (backed-off) cool-off, or the address's."""
+    """How long this lockout lasts: the account's (backed-off) cool-off, or its lock for slow
+    guessing where that lasts longer, or the address's."""
     if lockout_scope(request) == ADDRESS:
         return minutes(base_cool_off())
-    return minutes(account_cool_off(str(request.POST.get("username", ""))))
+    username = str(request.POST.get("username", ""))
+    return minutes(max(account_cool_off(username), slow_lock_left(username)))
 
 
 def lockout_response(request: HttpRequest, *args: object) -> HttpResponse:
@@ -53,7 +57,8 @@ def on_locked_out(
 ) -> None:
     """axes sends this on the failure that locks, and again on each attempt during the lockout:
     every one is logged, the lockout itself is audited once. The scope says what is locked: the
-    account (and the account from that address), or, past the much higher limit, the address."""
+    account (and the account from that address), the account guessed at slowly ("slow"), or,
+    past the much higher limit, the address."""
     if request is None:
         return
     name = (username or "")[:150]
@@ -61,6 +66,9 @@ def on_locked_out(
     if scope == ADDRESS:
         failures = getattr(request, "caesura_address_failures", None)
         limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
+    elif scope == SLOW:
+        failures = getattr(request, "caesura_slow_failures", None)
+        limit = settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT
     else:
         failures = getattr(request, "axes_failures_since_start", None)
         limit = settings.AXES_FAILURE_LIMIT
@@ -73,7 +81,9 @@ def on_locked_out(
         failures,
     )
     if failures == limit:
-        starting = backoff(account_lockouts(name) + 1)  # this lockout is not yet in the chain
+        starting = (
+            slow_lock_left(name) if scope == SLOW else backoff(account_lockouts(name) + 1)
+        )  # an account's lockout is not yet in the chain
         audit.append(
             "login_locked_out",
             name or "anonymous",
