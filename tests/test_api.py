@@ -60,6 +60,27 @@ def test_it_starts_a_session_with_decoding_and_limit(api):
     assert session.decoding["temperature"] == 0.5
 
 
+def test_it_caps_a_reviewers_sessions_generating_at_once_and_says_when_to_retry(
+    api, alice, settings
+):
+    settings.CAESURA_REVIEWER_MAX_GENERATING = 2
+    clinical_notes()
+    start = {"domain": "Clinical notes", "input": "Fever."}
+    ids = [post(api, "/api/sessions", start).json()["id"] for _ in range(2)]
+    refused = post(api, "/api/sessions", start)
+    assert refused.status_code == 429 and refused["Retry-After"] == "5"
+    assert "2 of your sessions are generating" in refused.json()["error"]
+    assert S.objects.filter(owner=alice).count() == 2  # nothing started
+    S.objects.filter(pk=ids[0]).update(status=S.PAUSED)  # a paused session does not count
+    third = post(api, "/api/sessions", start)
+    assert third.status_code == 201
+    resumed = post(api, f"/api/sessions/{ids[0]}/resume", {})
+    assert resumed.status_code == 429  # resuming would make three
+    assert S.objects.get(pk=ids[0]).status == S.PAUSED
+    S.objects.filter(pk=third.json()["id"]).update(status=S.GENERATED)
+    assert post(api, f"/api/sessions/{ids[0]}/resume", {}).status_code == 200
+
+
 def test_it_refuses_an_unknown_domain(api):
     response = post(api, "/api/sessions", {"domain": "Astrology", "input": "Hi"})
     assert response.status_code == 400

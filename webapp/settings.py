@@ -300,6 +300,9 @@ CAESURA_GATEWAY_RELAY_HOLD_MS = env_int("CAESURA_GATEWAY_RELAY_HOLD_MS", 10_000,
 # A streaming gateway call that waits (for review, or at a pause) gets an SSE comment this
 # often; a client whose read timeout is this long or shorter would give up while it waits.
 CAESURA_GATEWAY_KEEPALIVE_S = env_int("CAESURA_GATEWAY_KEEPALIVE_S", 15, minimum=1)
+# A reviewer's own sessions generating at once (a start or resume past it gets 429); an
+# application's limit is its own (Application.max_concurrent).
+CAESURA_REVIEWER_MAX_GENERATING = env_int("CAESURA_REVIEWER_MAX_GENERATING", 16, minimum=1)
 # A replay of stored events (a session socket's, one GET /api/sessions/<id>/events) is paged by
 # size as well as by count: a long session's token events each carry an attention row over their
 # whole context (reviewer/events: events_page).

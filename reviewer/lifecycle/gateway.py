@@ -47,7 +47,8 @@ class ContextExceeded(InvalidInput):
 
 
 class Throttled(CommandError):
-    """Over one of the application's limits: refused, nothing changed; retry after a while."""
+    """Over a limit (an application's, or a reviewer's generations at once): refused, nothing
+    changed; retry after a while."""
 
     status = 429
 

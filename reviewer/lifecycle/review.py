@@ -8,6 +8,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -66,6 +67,7 @@ def start_session(
     params = inputs.sampling_params(domain_obj, seed, max_new_tokens, decoding, preset)
     inputs.check_context_fits(domain_obj, text, params.max_new_tokens)
     with transaction.atomic():
+        check_generating(user)
         session = S.objects.create(
             owner=user,
             domain=domain_obj,
@@ -100,6 +102,8 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
+        if session.owner_id == user.pk:  # a claimed gateway session counts for its application
+            check_generating(user)
         paused_s = _paused_for(session)
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
@@ -115,6 +119,21 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
         set_status(session, S.RUNNING)
         events.emit(session.pk, events.RESUMED, events.resumed(len(session.generated_ids)))
     return summary(session)
+
+
+def check_generating(user: User) -> None:
+    """At most CAESURA_REVIEWER_MAX_GENERATING of a reviewer's own sessions generate at once, as
+    an application has its own limit (a paused session costs no decode time, so it does not
+    count). The user's row is locked, so two starts at once cannot both take the last place."""
+    get_user_model().objects.select_for_update().get(pk=user.pk)
+    generating = S.objects.filter(owner=user, status__in=(S.DRAFT, S.RUNNING)).count()
+    limit = settings.CAESURA_REVIEWER_MAX_GENERATING
+    if generating >= limit:
+        raise gateway.Throttled(
+            f"{generating} of your sessions are generating and {limit} may at once:"
+            " pause or cancel one, or wait for one to finish",
+            retry_after=5,
+        )
 
 
 def _paused_for(session: ReviewSession) -> float:

@@ -59,7 +59,10 @@ def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], ApiView]:
             try:
                 return view(request, *args, **kwargs)
             except lifecycle.CommandError as exc:
-                return error(exc.status, str(exc))
+                response = error(exc.status, str(exc))
+                if (retry_after := getattr(exc, "retry_after", None)) is not None:
+                    response["Retry-After"] = str(retry_after)
+                return response
 
         return allows(*methods)(run)
 
