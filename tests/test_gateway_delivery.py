@@ -184,6 +184,39 @@ def test_it_sends_a_response_streams_error_as_an_error_event(monkeypatch):
     assert event["code"] == "cancelled" and event["sequence_number"] == 0
 
 
+def test_it_counts_a_text_completions_offsets_by_the_tokens_not_the_text_sent(monkeypatch):
+    """A piece may end inside a token (a stop string held back): the token comes with the next
+    piece, and the offsets stay those of the tokens."""
+    from reviewer.gateway import streams
+    from reviewer.gateway.delivery import End, Piece
+    from reviewer.lifecycle.record import Token
+
+    async def built(make, session_id, *args):
+        return {"head": {"id": "cmpl-7"}, "usage": {}}
+
+    pieces = [
+        Piece("The he", [Token(1, "The")]),  # " heart" only partly released
+        Piece("art beats", [Token(2, " heart"), Token(3, " beats")]),
+        End("completed"),
+    ]
+
+    class Feed:
+        follower = SimpleNamespace(finish_reason="length")
+
+        async def steps(self):
+            for step in pieces:
+                yield step
+
+    async def chunks() -> list[dict]:
+        lines = streams.completions(Feed(), 7, chat=False, top=0, include_usage=False)
+        return [json.loads(line.decode()[6:]) async for line in lines if b"[DONE]" not in line]
+
+    monkeypatch.setattr(streams, "built", built)
+    offsets = [o for c in asyncio.run(chunks()) for o in (c["choices"][0]["logprobs"] or {}).get(
+        "text_offset", [])]  # fmt: skip
+    assert offsets == [0, 3, 9]  # "The", " heart", " beats"; not 6 for " heart"
+
+
 class Waiting:
     """A follower of a session that has stored nothing yet: every wait runs out."""
 

@@ -65,7 +65,9 @@ async def completions(
     head = await built(answers.chunk_head, session_id, kind)
     if chat:
         yield sse({**head, "choices": [choice(chat, {"role": "assistant", "content": ""})]})
-    sent = 0  # characters streamed so far: a text completion's offsets count from the start
+    # A text completion's offsets count from the start, by the tokens reported so far (a piece
+    # of text may end inside a token, which its next piece then reports).
+    reported = 0
     async for step in delivery.steps():
         if isinstance(step, KeepAlive):
             yield KEEP_ALIVE
@@ -74,8 +76,8 @@ async def completions(
             if top is not None and chat:
                 logprobs = answers.chat_logprobs(step.tokens, top)
             elif top is not None:
-                logprobs = answers.completion_logprobs(step.tokens, top, offset=sent)
-            sent += len(step.text)
+                logprobs = answers.completion_logprobs(step.tokens, top, offset=reported)
+            reported += sum(len(token.text) for token in step.tokens)
             text = {"content": step.text} if chat else step.text
             yield sse({**head, "choices": [choice(chat, text, None, logprobs)]})
         elif step.outcome != "completed":

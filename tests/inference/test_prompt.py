@@ -23,3 +23,14 @@ def test_it_falls_back_to_plain_text_without_a_chat_template(tokenizer):
 
 def test_it_takes_token_ids_as_they_are(tokenizer):
     assert encode_prompt(tokenizer, [5, 6, 7], system="ignored") == [5, 6, 7]
+
+
+def test_it_encodes_a_conversation_of_system_messages_alone_as_a_turn_to_answer(tokenizer):
+    """The gateway takes a conversation without a user message, as OpenAI does: the model
+    answers after the system message, and the domain's own prompt does not replace it."""
+    system_only = [{"role": "system", "content": "Summarise: fever since Monday."}]
+    ids = encode_prompt(tokenizer, system_only, system="You review notes.")
+    text = tokenizer.decode(ids)
+    assert "Summarise: fever since Monday." in text and "You review notes." not in text
+    turn_to_answer = tokenizer.decode(encode_prompt(tokenizer, "Go.")).split("Go.")[-1].strip()
+    assert turn_to_answer and text.rstrip().endswith(turn_to_answer)
