@@ -192,9 +192,13 @@ def stored_times(run: dict) -> dict:
     ]
     done = [e.created_at.timestamp() - offset for e in rows if e.type == "status"][-1]
     release = release_time(tokens, ()) or done
+    # The delay ends with the token that lets text leave; where none does before the end, with
+    # the last token (as for the loop): what follows it (approval, the end) is the gateway's.
+    delay_end = release_time(tokens, ()) or tokens[-1][0]
     return {
         "worker_first": tokens[0][0],
         "worker_release": release,
+        "worker_delay_end": delay_end,
         "worker_last": tokens[-1][0],
         "completed": done,
     }
@@ -202,11 +206,12 @@ def stored_times(run: dict) -> dict:
 
 def net_ttft_ms(runs: list[dict]) -> dict:
     """Each call's time to its first text less the delay as its own generation took it: from
-    the first token stored to the token that let text leave (the relay writes both at once)."""
+    the first token stored to the token that let text leave, or the last token where none did
+    before the end (the relay writes each of them at once)."""
     net = []
     for run in runs:
         stored = stored_times(run)
-        delay_s = stored["worker_release"] - stored["worker_first"]
+        delay_s = stored["worker_delay_end"] - stored["worker_first"]
         net.append(1000 * (run["first"] - run["start"] - delay_s))
     return percentiles(net)
 
@@ -402,6 +407,13 @@ def targets(report: dict) -> dict:
     met = {f"tok_s_{n}_at_least_0.9x_loop": r[n]["tok_s"] >= 0.9 for n in r}
     met |= {
         f"added_ttft_p95_{n}_within_50ms_plus_delay": r[n]["added_ttft_p95_ms"] <= 50 for n in r
+    }
+    # The stricter reading, which also counts the throughput difference over the delay's tokens
+    met |= {
+        f"added_ttft_vs_loop_release_p95_{n}_within_50ms": (
+            r[n]["added_ttft_vs_loop_release_p95_ms"] <= 50
+        )
+        for n in r
     }
     met["queue_visible_p95_within_200ms"] = report["queue_visible_ms"]["p95"] <= 200
     return {**met, "all": all(met.values())}

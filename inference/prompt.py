@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import TemplateError
+
 from inference.gating import AnchorSpan, has_recall, parse_anchors
 from inference.text import Detokenizer, Tokenizer
 
@@ -23,6 +25,11 @@ class MarkedPrompt:
     ids: list[int]
     anchors: list[AnchorSpan]  # [start, end) prompt positions of each anchor's tokens
     recall: bool  # a message carried <RECALL>
+
+
+class PromptRefused(ValueError):
+    """The model's chat template refuses the messages (some require a user turn first, or
+    roles that alternate): a caller's input to refuse, not a failure of the engine."""
 
 
 def encode_prompt(tokenizer: Tokenizer, prompt: Prompt, system: str | None = None) -> list[int]:
@@ -86,12 +93,15 @@ def _encode(tokenizer: Tokenizer, prompt: Prompt, system: str | None = None) -> 
     # A final assistant message is a prefill: the answer continues it (vLLM's
     # continue_final_message) instead of starting a new turn after it.
     prefill = bool(messages) and messages[-1]["role"] == "assistant"
-    encoded = tokenizer.apply_chat_template(
-        messages,
-        add_generation_prompt=not prefill,
-        continue_final_message=prefill,
-        return_dict=True,
-    )
+    try:
+        encoded = tokenizer.apply_chat_template(
+            messages,
+            add_generation_prompt=not prefill,
+            continue_final_message=prefill,
+            return_dict=True,
+        )
+    except TemplateError as exc:  # the template's own refusal (e.g. "roles must alternate")
+        raise PromptRefused(f"The model's chat template refuses these messages: {exc}") from exc
     return list(encoded["input_ids"])
 
 

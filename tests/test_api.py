@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
 from reviewer.models import AuditRecord, Edit, ReviewSession, SessionEvent
@@ -77,6 +78,10 @@ def test_it_caps_a_reviewers_sessions_generating_at_once_and_says_when_to_retry(
     resumed = post(api, f"/api/sessions/{ids[0]}/resume", {})
     assert resumed.status_code == 429  # resuming would make three
     assert S.objects.get(pk=ids[0]).status == S.PAUSED
+    staff = Client()
+    staff.force_login(User.objects.create_user("sam", is_staff=True))
+    by_staff = post(staff, f"/api/sessions/{ids[0]}/resume", {})  # staff may drive it, not past
+    assert by_staff.status_code == 429 and "alice's sessions" in by_staff.json()["error"]
     S.objects.filter(pk=third.json()["id"]).update(status=S.GENERATED)
     assert post(api, f"/api/sessions/{ids[0]}/resume", {}).status_code == 200
 

@@ -36,6 +36,20 @@ class PieceTokenizer:
         return "".join(PIECES[i] for i in ids)
 
 
+def test_it_refuses_a_conversation_the_models_template_refuses_with_400(drafter, monkeypatch):
+    from tests.inference.test_prompt import USER_FIRST
+    from tests.inference.tiny import tiny_tokenizer
+
+    strict = tiny_tokenizer()
+    strict.chat_template = USER_FIRST  # a model whose template wants a user turn first
+    monkeypatch.setattr(web_tokenizer, "tokenizer", lambda: strict)
+    before = snapshot()
+    system_only = CHAT | {"messages": [{"role": "system", "content": "Summarise: fever."}]}
+    error = openai_error(post(drafter[1], "/v1/chat/completions", system_only), 400)
+    assert error["param"] == "messages" and "A user turn comes first" in error["message"]
+    assert snapshot() == before
+
+
 @pytest.fixture
 def drafter(monkeypatch):
     stub_worker(monkeypatch)

@@ -204,6 +204,10 @@ def test_it_forgets_lockouts_older_than_the_back_off_memory(client, alice, setti
     assert "locked for 15 minutes" in response.content.decode()
 
 
+def client_address(client: Client) -> str:
+    return str(client.defaults.get("REMOTE_ADDR", "127.0.0.1"))
+
+
 def age_failure_log(minutes: int) -> None:
     """As if the logged failures and logins had happened ``minutes`` earlier."""
     for model in (AccessFailureLog, AccessLog):
@@ -215,7 +219,7 @@ def age_failure_log(minutes: int) -> None:
 def guess_slowly(client: Client, rounds: int, settings) -> None:
     """Failures just under the account's limit, each round a cool-off after the one before."""
     for _ in range(rounds):
-        fail(client, "alice", settings.AXES_FAILURE_LIMIT - 1)
+        fail(client, "alice", settings.AXES_FAILURE_LIMIT - 1, REMOTE_ADDR=client_address(client))
         age_attempts(settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)
         age_failure_log(settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)
 
@@ -238,9 +242,32 @@ def test_it_locks_an_account_guessed_at_slowly_until_its_oldest_failure_is_a_day
     assert record.payload["scope"] == "slow" and record.actor == "alice"
     assert record.payload["failures"] == settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT
     assert attempt(Client(REMOTE_ADDR="10.0.0.2"), "alice", ALICE_PASSWORD).status_code == 429
+    fail(client, "alice", 2)  # refused, as the two above: not guesses, so the lock is not longer
     assert attempt(Client(), "bob", "bob-password-1").status_code == 302  # the account alone
-    age_failure_log(left + 1)  # the oldest failure is older than the memory: open again
+    age_failure_log(left + 1)  # the oldest guess is older than the memory: open again
     assert attempt(Client(), "alice", ALICE_PASSWORD).status_code == 302
+    assert AuditRecord.objects.filter(action="login_locked_out").count() == 1
+
+
+def test_it_audits_a_slow_lock_reached_by_the_failure_that_locks_the_account_too(
+    client, alice, settings
+):
+    settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT
+    fail(client, "alice", settings.AXES_FAILURE_LIMIT)
+    scopes = AuditRecord.objects.filter(action="login_locked_out").values_list(
+        "payload__scope", flat=True
+    )
+    assert sorted(scopes) == ["account", "slow"]
+    age_attempts(settings.CAESURA_LOGIN_LOCKOUT_MINUTES + 1)  # the account's lockout is over ...
+    assert attempt(client, "alice", ALICE_PASSWORD).status_code == 429  # ... the slow one not
+
+
+def test_it_locks_slow_guessing_by_the_pair_alone_where_the_account_limit_does(alice, settings):
+    settings.AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+    settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT = 2 * (settings.AXES_FAILURE_LIMIT - 1)
+    guess_slowly(Client(REMOTE_ADDR="10.6.6.6"), 2, settings)  # from one address only
+    assert attempt(Client(REMOTE_ADDR="10.6.6.6"), "alice", ALICE_PASSWORD).status_code == 429
+    assert attempt(Client(REMOTE_ADDR="10.0.0.2"), "alice", ALICE_PASSWORD).status_code == 302
 
 
 def fail_once_more_than_allowed(client: Client, settings) -> object:

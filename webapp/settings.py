@@ -186,6 +186,8 @@ CAESURA_LOGIN_DAY_FAILURE_LIMIT = env_int(
     "CAESURA_LOGIN_DAY_FAILURE_LIMIT", 30, minimum=AXES_FAILURE_LIMIT
 )
 AXES_ENABLE_ACCESS_FAILURE_LOG = True  # each failure, kept for the slow-guessing lock
+# axes trims an account's failure log past this many entries: never the day's guesses
+AXES_ACCESS_FAILURE_LOG_PER_USER_LIMIT = max(1000, 10 * CAESURA_LOGIN_DAY_FAILURE_LIMIT)
 AXES_COOLOFF_TIME = "reviewer.web.floor_lockout.cool_off"
 AXES_HANDLER = "reviewer.web.floor_lockout.FloorLockoutHandler"
 AXES_USE_ATTEMPT_EXPIRATION = True  # each account's attempts last as long as its own lockout

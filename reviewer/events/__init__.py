@@ -413,14 +413,21 @@ def events_page(
     while len(page) < limit:
         wanted = min(REPLAY_ROWS, limit - len(page))
         rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")
-        batch = list(rows.annotate(json_bytes=JSON_BYTES)[:wanted])
-        for row in batch:
-            if page and size + row.json_bytes > budget:
-                return page, True
-            page.append(row.to_message())
-            size, after = size + row.json_bytes, row.seq
-        if len(batch) < wanted:
-            break
+        # The sizes first (Postgres measures, nothing is sent), then only the rows that fit.
+        sizes = list(rows.annotate(json_bytes=JSON_BYTES).values_list("seq", "json_bytes")[:wanted])
+        fitting: list[int] = []
+        cut = False
+        for seq, json_bytes in sizes:
+            if (page or fitting) and size + json_bytes > budget:
+                cut = True
+                break
+            fitting.append(seq)
+            size += json_bytes
+        if fitting:
+            page += [row.to_message() for row in rows.filter(seq__lte=fitting[-1])]
+            after = fitting[-1]
+        if cut or len(sizes) < wanted:
+            return page, cut
     return page, False
 
 

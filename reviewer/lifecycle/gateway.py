@@ -46,6 +46,12 @@ class ContextExceeded(InvalidInput):
     code, param = "context_length_exceeded", "max_tokens"
 
 
+class MessagesRefused(InvalidInput):
+    """The model's chat template refuses the conversation (the call names ``messages``)."""
+
+    code, param = "invalid_value", "messages"
+
+
 class Throttled(CommandError):
     """Over a limit (an application's, or a reviewer's generations at once): refused, nothing
     changed; retry after a while."""
@@ -171,11 +177,14 @@ def _sampling(decoding: Mapping[str, Any]) -> dict[str, Any]:
 def _check_prompt_fits(
     domain: Domain, prompt: Sequence[Mapping[str, str]] | Sequence[int], max_new_tokens: int
 ) -> None:
-    from inference.prompt import encode_prompt
+    from inference.prompt import PromptRefused, encode_prompt
     from reviewer.web.tokenizer import context_length, tokenizer
 
     system = domain.system_prompt or None
-    needed = len(encode_prompt(tokenizer(), prompt, system=system)) + max_new_tokens
+    try:
+        needed = len(encode_prompt(tokenizer(), prompt, system=system)) + max_new_tokens
+    except PromptRefused as exc:
+        raise MessagesRefused(str(exc)) from None
     if needed > context_length():
         raise ContextExceeded(
             f"The prompt plus max_tokens is {needed} tokens; the model's context is"

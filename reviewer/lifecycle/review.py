@@ -102,8 +102,8 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
     with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
-        if session.owner_id == user.pk:  # a claimed gateway session counts for its application
-            check_generating(user)
+        if session.owner is not None:  # a gateway session counts for its application
+            check_generating(session.owner, user)
         paused_s = _paused_for(session)
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
@@ -121,16 +121,18 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
     return summary(session)
 
 
-def check_generating(user: User) -> None:
-    """At most CAESURA_REVIEWER_MAX_GENERATING of a reviewer's own sessions generate at once, as
-    an application has its own limit (a paused session costs no decode time, so it does not
-    count). The user's row is locked, so two starts at once cannot both take the last place."""
-    get_user_model().objects.select_for_update().get(pk=user.pk)
-    generating = S.objects.filter(owner=user, status__in=(S.DRAFT, S.RUNNING)).count()
+def check_generating(owner: User, actor: User | None = None) -> None:
+    """At most CAESURA_REVIEWER_MAX_GENERATING of a reviewer's own sessions generate at once,
+    whoever starts or resumes them (staff too), as an application has its own limit; a paused
+    session costs no decode time, so it does not count. The owner's row is locked, so two
+    starts at once cannot both take the last place."""
+    get_user_model().objects.select_for_update().get(pk=owner.pk)
+    generating = S.objects.filter(owner=owner, status__in=(S.DRAFT, S.RUNNING)).count()
     limit = settings.CAESURA_REVIEWER_MAX_GENERATING
     if generating >= limit:
+        whose = "your" if actor is None or actor.pk == owner.pk else f"{owner.username}'s"
         raise gateway.Throttled(
-            f"{generating} of your sessions are generating and {limit} may at once:"
+            f"{generating} of {whose} sessions are generating and {limit} may at once:"
             " pause or cancel one, or wait for one to finish",
             retry_after=5,
         )

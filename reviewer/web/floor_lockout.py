@@ -9,9 +9,11 @@ their account, not the floor. axes locks the account and the (account, address) 
 - an address-wide lock, only after CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address
   within the base cool-off, whatever the accounts (``FloorLockoutHandler``);
 - a lock on slow guessing: four wrong passwords every quarter of an hour never reach the limit
-  above, so CAESURA_LOGIN_DAY_FAILURE_LIMIT failures of an account within
+  above, so CAESURA_LOGIN_DAY_FAILURE_LIMIT guesses at an account within
   CAESURA_LOGIN_BACKOFF_HOURS since its last login lock it until the oldest of them is that old
-  (axes' failure log keeps each failure; deleting the account's entries unlocks it).
+  (axes' failure log keeps each failure; attempts refused during a lock are marked there and are
+  not guesses, so retrying does not prolong it; deleting the account's entries unlocks it). Where
+  the account limit keys on the (account, address) pair alone, so does this lock.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def account_lockouts(username: str) -> int:
     records = AuditRecord.objects.filter(
         action="login_locked_out", payload__username=username, created_at__gte=since
     )
-    return records.exclude(payload__scope=ADDRESS).count()
+    return records.exclude(payload__scope__in=(ADDRESS, SLOW)).count()
 
 
 def backoff(lockouts: int) -> timedelta:
@@ -69,30 +71,46 @@ def memory() -> timedelta:
     return timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
 
 
-def slow_failures(username: str) -> QuerySet[AccessFailureLog]:
-    """The account's failures within the back-off memory and since its last login. (Those
-    refused during a lockout count too, as axes counts them: trying on keeps it locked.)"""
+def pair_only() -> bool:
+    """Whether the account limit keys on the (account, address) pair alone
+    (CAESURA_LOGIN_LOCKOUT_BY): then nobody elsewhere may lock the account, slowly either."""
+    return "username" not in settings.AXES_LOCKOUT_PARAMETERS
+
+
+def slow_guesses(username: str, address: str | None) -> QuerySet[AccessFailureLog]:
+    """The account's failed logins within the back-off memory and since its last login that
+    were guesses (not refused during a lock); from ``address`` alone where the limit keys on
+    the pair."""
     since = timezone.now() - memory()
     last_login = AccessLog.objects.filter(username=username).order_by("-attempt_time").first()
     if last_login is not None:
         since = max(since, last_login.attempt_time)
-    failures: QuerySet[AccessFailureLog] = AccessFailureLog.objects.filter(
-        username=username[:150], attempt_time__gt=since
+    guesses: QuerySet[AccessFailureLog] = AccessFailureLog.objects.filter(
+        username=username[:150], attempt_time__gt=since, locked_out=False
     )
-    return failures
+    return guesses.filter(ip_address=address) if pair_only() else guesses
 
 
-def slow_lock_left(username: str | None) -> timedelta:
-    """How long the account stays locked for slow guessing (zero: it is not): until the oldest
-    of its last day-limit failures leaves the back-off memory."""
+def slow_lock_left(username: str | None, address: str | None) -> timedelta:
+    """How long the account (or pair) stays locked for slow guessing (zero: it is not): until
+    the oldest of its last day-limit guesses leaves the back-off memory."""
     if not username:
         return timedelta(0)
     limit = settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT
-    newest = slow_failures(username).order_by("-attempt_time")
+    newest = slow_guesses(username, address).order_by("-attempt_time")
     times: list[datetime] = list(newest.values_list("attempt_time", flat=True)[:limit])
     if len(times) < limit:
         return timedelta(0)
     return max(timedelta(0), times[-1] + memory() - timezone.now())
+
+
+def mark_refused(username: str | None, refused: bool) -> None:
+    """axes logs a failure as locked out by what it knew after counting it: the guess that
+    reached its limit is marked too, and an attempt refused by the slow lock is not. The
+    newest entry of the account is this attempt's: mark it by whether a lock refused it."""
+    newest = AccessFailureLog.objects.filter(username=username).order_by("-id").first()
+    if newest is not None and newest.locked_out != refused:
+        AccessFailureLog.objects.filter(pk=newest.pk).update(locked_out=refused)
 
 
 def address_failures(request: HttpRequest) -> int:
@@ -119,18 +137,26 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
             return True
         if address_failures(request) >= settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT:
             return True
-        return slow_lock_left(get_client_username(request, credentials)) > timedelta(0)
+        return self.slowly_locked(request, credentials)
+
+    def slowly_locked(self, request: Any, credentials: dict[str, Any] | None) -> bool:
+        username = get_client_username(request, credentials)
+        return slow_lock_left(username, request.axes_ip_address) > timedelta(0)
 
     def user_login_failed(
         self, sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
     ) -> None:
+        # Refused by a lock: the password was never checked, so it is no guess.
+        refused = request is not None and self.is_locked(request, credentials)
+        if refused and self.slowly_locked(request, credentials):
+            request.axes_locked_out = True  # axes says so for its own locks only
         if request is not None:
             self.forget_ended_attempts(request, credentials)
         super().user_login_failed(sender, credentials, request, **kwargs)
         if request is None or self.is_whitelisted(request, credentials):
             return
         self.keep_attempts_for_the_lockout(request, credentials)
-        self.lock_slow_guessing(request, credentials)
+        self.lock_slow_guessing(request, credentials, refused)
         failures = address_failures(request)
         limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
         if failures < limit or (request.axes_locked_out and failures > limit):
@@ -146,18 +172,22 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
             ip_address=request.axes_ip_address,
         )
 
-    def lock_slow_guessing(self, request: Any, credentials: dict[str, Any]) -> None:
-        """A failure while the account's day failures are at their limit is told as a lockout
-        (unless axes' own lock told it already); the one that reaches the limit is audited
-        (reviewer/web/lockout.py). Failures older than the memory are dropped here."""
+    def lock_slow_guessing(self, request: Any, credentials: dict[str, Any], refused: bool) -> None:
+        """The guess that reaches the day limit locks the account and is told as a lockout (and
+        audited, reviewer/web/lockout.py), even where it reached axes' own limit too; an attempt
+        refused by that lock is told (logged) again. Failures older than the memory go here."""
         AccessFailureLog.objects.filter(attempt_time__lt=timezone.now() - memory()).delete()
         username = get_client_username(request, credentials)
-        if request.axes_locked_out or slow_lock_left(username) <= timedelta(0):
+        mark_refused(username, refused)
+        if refused and not self.slowly_locked(request, credentials):
+            return  # refused by another lock, which said so
+        guesses = None if refused else slow_guesses(username, request.axes_ip_address).count()
+        if not refused and guesses != settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT:
             return
         request.axes_locked_out = True
         request.axes_credentials = credentials
         request.caesura_lockout_scope = SLOW
-        request.caesura_slow_failures = slow_failures(username).count()
+        request.caesura_slow_failures = guesses
         user_locked_out.send(
             "axes", request=request, username=username, ip_address=request.axes_ip_address
         )

@@ -35,7 +35,8 @@ def lockout_minutes(request: HttpRequest) -> int:
     if lockout_scope(request) == ADDRESS:
         return minutes(base_cool_off())
     username = str(request.POST.get("username", ""))
-    return minutes(max(account_cool_off(username), slow_lock_left(username)))
+    slow = slow_lock_left(username, getattr(request, "axes_ip_address", None))
+    return minutes(max(account_cool_off(username), slow))
 
 
 def lockout_response(request: HttpRequest, *args: object) -> HttpResponse:
@@ -82,7 +83,9 @@ def on_locked_out(
     )
     if failures == limit:
         starting = (
-            slow_lock_left(name) if scope == SLOW else backoff(account_lockouts(name) + 1)
+            slow_lock_left(name, ip_address)
+            if scope == SLOW
+            else backoff(account_lockouts(name) + 1)
         )  # an account's lockout is not yet in the chain
         audit.append(
             "login_locked_out",

@@ -47,6 +47,7 @@ def refusals(*statuses: int) -> dict[str, Any]:
         405: "Method not allowed",
         409: "The session's state does not allow the command; nothing was changed",
         413: "Request body too large",
+        429: "Too many of the owner's sessions generating at once; nothing was changed (Retry-After)",
         503: "Redis out of reach: the command was refused and changed nothing; retry it",
     }
     return {str(s): answer(reasons[s], ref("Error")) for s in (401, 405, 413, *statuses)}
@@ -77,7 +78,7 @@ def command_path(name: str) -> dict[str, Any]:
                     "Done" if command.status == 200 else "Queued for the worker",
                     ref("CommandResult"),
                 ),
-                **refusals(400, 403, 404, 409, 503),
+                **refusals(400, 403, 404, 409, 503, *((429,) if name == "resume" else ())),
             },
         },
     }
@@ -101,7 +102,7 @@ def description() -> dict[str, Any]:
                 "requestBody": body(bodies.StartBody),
                 "responses": {
                     "201": answer("Started", ref("CommandResult")),
-                    **refusals(400, 403),
+                    **refusals(400, 403, 429),
                 },
             },
         },

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import copy
 
-from inference.prompt import encode_prompt
+import pytest
+
+from inference.prompt import PromptRefused, encode_prompt
+
+USER_FIRST = (  # as some models' templates do: a refusal raised from the template itself
+    "{% if messages[0]['role'] != 'user' %}{{ raise_exception('A user turn comes first') }}"
+    "{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}"
+)
 
 
 def test_it_wraps_a_message_and_a_system_prompt_in_the_chat_template(tokenizer):
@@ -34,3 +41,11 @@ def test_it_encodes_a_conversation_of_system_messages_alone_as_a_turn_to_answer(
     assert "Summarise: fever since Monday." in text and "You review notes." not in text
     turn_to_answer = tokenizer.decode(encode_prompt(tokenizer, "Go.")).split("Go.")[-1].strip()
     assert turn_to_answer and text.rstrip().endswith(turn_to_answer)
+
+
+def test_it_refuses_messages_the_models_chat_template_refuses(tokenizer):
+    strict = copy.deepcopy(tokenizer)
+    strict.chat_template = USER_FIRST
+    with pytest.raises(PromptRefused, match="A user turn comes first"):
+        encode_prompt(strict, [{"role": "system", "content": "Summarise: fever."}])
+    assert encode_prompt(strict, [{"role": "user", "content": "Go."}])  # what it takes
