@@ -204,22 +204,20 @@ def stored_times(run: dict) -> dict:
     }
 
 
-def net_ttft_ms(runs: list[dict]) -> dict:
+def net_ttft_ms(runs: list[dict], times: list[dict]) -> dict:
     """Each call's time to its first text less the delay as its own generation took it: from
     the first token stored to the token that let text leave, or the last token where none did
     before the end (the relay writes each of them at once)."""
     net = []
-    for run in runs:
-        stored = stored_times(run)
+    for run, stored in zip(runs, times, strict=True):
         delay_s = stored["worker_delay_end"] - stored["worker_first"]
         net.append(1000 * (run["first"] - run["start"] - delay_s))
     return percentiles(net)
 
 
-def breakdown(runs: list[dict]) -> dict:
+def breakdown(runs: list[dict], times: list[dict]) -> dict:
     """The gateway's time split: the worker (relay and all) to the releasing token stored,
     then the gateway's delivery of it to the client (daphne, SSE, the SDK)."""
-    times = [stored_times(r) for r in runs]
 
     def ms(pairs) -> dict:
         return percentiles([1000 * (b - a) for a, b in pairs])
@@ -296,20 +294,22 @@ def summary(figures: dict) -> dict:
     def ms(runs: list[dict], key: str) -> dict:
         return percentiles([1000 * (r[key] - r["start"]) for r in runs])
 
+    stored = [stored_times(r) for r in figures["gateway"]]  # read once for both figures
+
     return {
         "gateway_tok_s": statistics.median(figures["g_tok_s"]),
         "loop_tok_s": statistics.median(figures["l_tok_s"]),
         "gateway_ttft_ms": ms(figures["gateway"], "first"),
         "loop_ttft_ms": ms(figures["loop"], "first"),
         "loop_release_ms": ms(figures["loop"], "release"),
-        "gateway_ttft_net_ms": net_ttft_ms(figures["gateway"]),
+        "gateway_ttft_net_ms": net_ttft_ms(figures["gateway"], stored),
         "gateway_total_ms": ms(figures["gateway"], "end"),
         "loop_total_ms": ms(figures["loop"], "end"),
         "tokens_per_generation": statistics.mean(r["tokens"] for r in figures["gateway"]),
         "release_at_token": statistics.mean(r["release_token"] for r in figures["loop"]),
         "sample_text": figures["loop"][0]["text"],
         "same_text": all(figures["same"]),
-        "gateway_breakdown": breakdown(figures["gateway"]),
+        "gateway_breakdown": breakdown(figures["gateway"], stored),
     }
 
 

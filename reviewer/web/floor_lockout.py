@@ -39,9 +39,14 @@ def base_cool_off() -> timedelta:
     return timedelta(minutes=settings.CAESURA_LOGIN_LOCKOUT_MINUTES)
 
 
+def memory() -> timedelta:
+    """How far back an account's lockouts and guesses are remembered."""
+    return timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
+
+
 def account_lockouts(username: str) -> int:
     """The account's lockouts within the back-off memory, as the audit chain holds them."""
-    since = timezone.now() - timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
+    since = timezone.now() - memory()
     records = AuditRecord.objects.filter(
         action="login_locked_out", payload__username=username, created_at__gte=since
     )
@@ -65,10 +70,6 @@ def cool_off(request: HttpRequest | None = None) -> timedelta:
     if request is None:
         return base_cool_off()
     return account_cool_off(get_client_username(request))
-
-
-def memory() -> timedelta:
-    return timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
 
 
 def pair_only() -> bool:
@@ -147,8 +148,9 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
         self, sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
     ) -> None:
         # Refused by a lock: the password was never checked, so it is no guess.
-        refused = request is not None and self.is_locked(request, credentials)
-        if refused and self.slowly_locked(request, credentials):
+        slowly = request is not None and self.slowly_locked(request, credentials)
+        refused = slowly or (request is not None and self.is_locked(request, credentials))
+        if slowly:
             request.axes_locked_out = True  # axes says so for its own locks only
         if request is not None:
             self.forget_ended_attempts(request, credentials)
@@ -156,7 +158,7 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
         if request is None or self.is_whitelisted(request, credentials):
             return
         self.keep_attempts_for_the_lockout(request, credentials)
-        self.lock_slow_guessing(request, credentials, refused)
+        self.lock_slow_guessing(request, credentials, refused, slowly)
         failures = address_failures(request)
         limit = settings.CAESURA_LOGIN_ADDRESS_FAILURE_LIMIT
         if failures < limit or (request.axes_locked_out and failures > limit):
@@ -172,14 +174,16 @@ class FloorLockoutHandler(AxesDatabaseHandler):  # type: ignore[misc]  # axes sh
             ip_address=request.axes_ip_address,
         )
 
-    def lock_slow_guessing(self, request: Any, credentials: dict[str, Any], refused: bool) -> None:
+    def lock_slow_guessing(
+        self, request: Any, credentials: dict[str, Any], refused: bool, slowly: bool
+    ) -> None:
         """The guess that reaches the day limit locks the account and is told as a lockout (and
         audited, reviewer/web/lockout.py), even where it reached axes' own limit too; an attempt
         refused by that lock is told (logged) again. Failures older than the memory go here."""
         AccessFailureLog.objects.filter(attempt_time__lt=timezone.now() - memory()).delete()
         username = get_client_username(request, credentials)
         mark_refused(username, refused)
-        if refused and not self.slowly_locked(request, credentials):
+        if refused and not slowly:
             return  # refused by another lock, which said so
         guesses = None if refused else slow_guesses(username, request.axes_ip_address).count()
         if not refused and guesses != settings.CAESURA_LOGIN_DAY_FAILURE_LIMIT:
