@@ -3,7 +3,7 @@ halts, how late tokens reach many watchers. Prints one JSON object.
 
     python bench/desk.py              # the full benchmark, several minutes
     python bench/desk.py --quick      # tiny sizes: checks that it runs
-    python bench/desk.py --pauses=10 --clients=20 --tokens=64 --rounds=2
+    python bench/desk.py --pauses=10 --clients=20 --tokens=64 --rounds=3
     python bench/desk.py --watchers-only   # the token path alone (no browser, no pauses)
     python bench/desk.py --backend vllm    # the worker on vLLM (CAESURA_BACKEND=vllm)
     python bench/desk.py --sessions=1 --pauses-only   # one concurrency, no watchers
@@ -40,7 +40,9 @@ the write is in it); ``spread_ms``: the first client to the last for one event;
 ``tok_s_ratio``: the session's tokens/s (its stored tokens' spacing) with the clients over
 without, the median of the rounds' own ratios (``pair_ratios``); ``complete_in_order``: every
 client received every event of the session exactly once, in sequence order. ``--rounds``
-(3 by default) alternates the two runs.
+(5 by default; 3 before December 2026) pairs the two runs, unwatched first in even rounds and
+watched first in odd ones; ``--tokens`` (128 by default; 64 before December 2026) is each
+run's length: longer runs average the machine's other load over more steps.
 
 ``load`` gives, for each phase, the CPU share of daphne, the worker and this process (1.0 =
 one core busy), the whole machine's busy cores and the load average: the stack shares its
@@ -107,10 +109,11 @@ if (BACKEND := choice("backend")) is not None:  # the worker's (and settings') C
 CONCURRENCY = tuple(int(n) for n in (choice("sessions") or ("1,2" if QUICK else "1,8")).split(","))
 PAUSES = flag("pauses", 2 if QUICK else 10)  # pauses of each kind (click, API) per concurrency
 CLIENTS = flag("clients", 20)  # websocket watchers of one session
-TOKENS = flag("tokens", 12 if QUICK else 64)  # tokens of each watched / unwatched run
-# unwatched, watched; again: an odd number of pairs, so that one pair slowed by the machine's
-# other load does not decide the ratio
-ROUNDS = flag("rounds", 1 if QUICK else 3)
+TOKENS = flag("tokens", 12 if QUICK else 128)  # tokens of each watched / unwatched run
+# Pairs of runs, unwatched then watched, the other way round in odd rounds (a machine that grows
+# faster or slower over the phase favours neither); an odd number of pairs, so that one pair
+# slowed by the machine's other load does not decide the ratio
+ROUNDS = flag("rounds", 1 if QUICK else 5)
 WATCHERS_ONLY = "--watchers-only" in sys.argv[1:]  # no browser, no pauses: the token path alone
 PAUSES_ONLY = "--pauses-only" in sys.argv[1:]  # no watchers: the pause figures alone
 LONG = 1500  # max_new_tokens of the sessions generating: they must outlast the phase
@@ -312,7 +315,7 @@ def watchers_phase(stack, api: desk_clients.Api, meter) -> dict:
     loads = []
     try:
         for r in range(ROUNDS):
-            for clients in (0, CLIENTS):
+            for clients in (0, CLIENTS) if r % 2 == 0 else (CLIENTS, 0):
                 meter.start()
                 runs[clients].append(watched_run(stack, api, clients, commits))
                 loads.append({"clients": clients, **meter.read()})
@@ -341,8 +344,9 @@ def watchers_phase(stack, api: desk_clients.Api, meter) -> dict:
 
 
 def pair_ratios(unwatched: list[float], watched: list[float]) -> list[float]:
-    """Each round's tokens/s watched over unwatched. The two runs of a round follow each other,
-    so the machine's other load, which drifts from round to round, weighs on both alike."""
+    """Each round's tokens/s watched over unwatched. The two runs of a round follow each other
+    (in turns, either first), so the machine's other load, which drifts from round to round,
+    weighs on both alike."""
     return [w / u for u, w in zip(unwatched, watched, strict=True)]
 
 

@@ -3,7 +3,7 @@
     python bench/gateway.py              # the full benchmark, a few minutes
     python bench/gateway.py --quick      # tiny sizes: checks that it runs
     python bench/gateway.py --delay=0    # the domain delivers without a sentence delay
-    python bench/gateway.py --tokens=64  # longer generations (default 32)
+    python bench/gateway.py --tokens=32  # answers cut at 32 tokens (the default before December 2026)
     python bench/gateway.py --rounds=1 --pauses=8   # fewer repeats on a slow machine
 
 The stack is the one a deployment runs: a daphne server and a Celery worker process (solo
@@ -16,7 +16,18 @@ token and aggregate tokens/s through ``/v1/chat/completions``, against the same 
 (the prompt ids, sampling parameters and seeds the worker stored for them) through the
 engine's own serving loop (inference/serving.py) in this process, with the worker's engine
 settings (similarity recording, live attention), in the same run. The loop's text is
-checked to be the gateway's (``same_text``).
+checked to be the gateway's (``same_text``). The two run one after the other in every round,
+the gateway first in even rounds and the loop first in odd ones (replaying the previous
+round's generations, whose prompts, parameters and seeds are the same); ``ratios.tok_s`` is
+the median of the rounds' own ratios (``round_ratios``), so that the machine's drift between
+rounds (a tenth and more on a shared machine) cancels within each; ``tok_s_of_medians``, the
+ratio of the two medians, is how it was computed before December 2026.
+
+``--tokens`` is each call's ``max_tokens``: 128, so that an answer ends where the model ends
+it (45 tokens for one client's prompt, 80–100 for the eight) and delayed delivery has whole
+sentences to release. Until December 2026 it was 32, which cut every answer mid-sentence: no
+text could leave before the end (``release_at_token`` 32), so the first token's time was the
+whole call's.
 
 The delay: delayed delivery holds the sentence being written plus ``delay`` complete ones,
 so the first text leaves only once the model has begun sentence ``delay + 1``: the time the
@@ -48,9 +59,10 @@ attention, look-ahead, before the status changes) and ``lookahead_ms`` the look-
 
 Shape: {"1": {"gateway_tok_s": x, "loop_tok_s": x, "gateway_ttft_ms": {"p50", "p95"},
 "loop_ttft_ms": {...}, "loop_release_ms": {...}, "gateway_ttft_net_ms": {...},
-"release_at_token": x, "same_text": b, "gateway_breakdown": {...}, ...}, "8": {...},
+"release_at_token": x, "same_text": b, "round_ratios": [...], "gateway_breakdown": {...},
+...}, "8": {...},
 "delay_sentences": n, "queue_visible_ms": {"p50", "p95", "halt_to_pause_stored_ms",
-"lookahead_ms"}, "ratios": {"1": {"tok_s", "added_ttft_p95_ms",
+"lookahead_ms"}, "ratios": {"1": {"tok_s", "tok_s_of_medians", "added_ttft_p95_ms",
 "added_ttft_vs_loop_release_p95_ms", "raw_added_ttft_p95_ms", "delivery_lag_p95_ms"},
 "8": {...}},
 "targets": {...}, "setup": {...}}. Ratios and targets compare figures of one run.
@@ -80,10 +92,10 @@ def flag(name: str, default: int) -> int:
 
 QUICK = "--quick" in sys.argv[1:]
 CONCURRENCY = (1, 2) if QUICK else (1, 8)
-TOKENS = flag("tokens", 8 if QUICK else 32)  # max_tokens per generation
+TOKENS = flag("tokens", 8 if QUICK else 128)  # max_tokens per generation (see the docstring)
 DELAY = flag("delay", 1)  # the domain's delay_sentences
-ROUNDS = flag("rounds", 1 if QUICK else 4)  # rounds of every concurrency, gateway then loop;
-# the figures are medians over rounds, and one client's round is a single call
+ROUNDS = flag("rounds", 1 if QUICK else 4)  # rounds of every concurrency, gateway and loop in
+# turns; the figures are medians over rounds, and one client's round is a single call
 PAUSES = flag("pauses", 2 if QUICK else 12)  # manual pauses timed to the queue socket
 SUBJECTS = ["a lighthouse", "a glacier", "a market town", "a violin", "a night train",
             "an orchard", "a harbour", "an observatory"]  # fmt: skip
@@ -259,35 +271,53 @@ def aggregate(runs: list[dict]) -> float:
 
 
 def throughput(stack: gateway_stack.Stack, loop) -> dict:
+    """Rounds of every concurrency, the gateway's calls and the loop's generations one after
+    the other, in turns: the gateway first in even rounds, the loop first in odd ones (it then
+    runs the previous round's generations: the same prompts, parameters and seeds), so that a
+    machine growing faster or slower over a run favours neither."""
     from reviewer.models import ReviewSession
 
     raw: dict = {
         str(n): {"gateway": [], "loop": [], "g_tok_s": [], "l_tok_s": [], "same": []}
         for n in CONCURRENCY
     }
+    previous: dict[int, list] = {}
     for round_ in range(ROUNDS):
         for n in CONCURRENCY:
+            loop_first = round_ % 2 == 1 and n in previous
+            if loop_first:
+                lp = loop_round(loop, previous[n])
             gw = gateway_stack.in_threads(
                 lambda i, b: gateway_call(stack.url, stack.apps[i][1], i, b), n
             )
             sessions = [ReviewSession.objects.get(pk=r["session"]) for r in gw]
             for r in gw:
                 r["round"] = round_
-            lp = gateway_stack.in_threads(
-                lambda i, b, sessions=sessions: loop_call(loop, sessions[i], b), n
-            )
+            if not loop_first:
+                lp = loop_round(loop, sessions)
+            replayed = previous[n] if loop_first else sessions
+            previous[n] = sessions
             figures = raw[str(n)]
             figures["gateway"] += gw
             figures["loop"] += lp
             figures["g_tok_s"].append(aggregate(gw))
             figures["l_tok_s"].append(aggregate(lp))
             figures["same"] += [
-                g["text"] == s.text == x["text"] for g, s, x in zip(gw, sessions, lp, strict=True)
+                g["text"] == s.text == r.text == x["text"]
+                for g, s, r, x in zip(gw, sessions, replayed, lp, strict=True)
             ]
+            order = "loop, then gateway" if loop_first else "gateway, then loop"
             log(
-                f"round {round_} x{n}: gateway {aggregate(gw):.1f} tok/s, loop {aggregate(lp):.1f} tok/s"
+                f"round {round_} x{n} ({order}): gateway {aggregate(gw):.1f} tok/s,"
+                f" loop {aggregate(lp):.1f} tok/s"
             )
     return {n: summary(f) for n, f in raw.items()}
+
+
+def loop_round(loop, sessions: list) -> list[dict]:
+    return gateway_stack.in_threads(
+        lambda i, b, sessions=sessions: loop_call(loop, sessions[i], b), len(sessions)
+    )
 
 
 def summary(figures: dict) -> dict:
@@ -299,6 +329,11 @@ def summary(figures: dict) -> dict:
     return {
         "gateway_tok_s": statistics.median(figures["g_tok_s"]),
         "loop_tok_s": statistics.median(figures["l_tok_s"]),
+        # Each round's gateway over the loop beside it: the machine's drift between rounds
+        # (a tenth and more here) cancels within a round.
+        "round_ratios": [
+            round(g / lp, 3) for g, lp in zip(figures["g_tok_s"], figures["l_tok_s"], strict=True)
+        ],
         "gateway_ttft_ms": ms(figures["gateway"], "first"),
         "loop_ttft_ms": ms(figures["loop"], "first"),
         "loop_release_ms": ms(figures["loop"], "release"),
@@ -392,7 +427,8 @@ def ratios(report: dict) -> dict:
         figures = report[n]
         gateway_p95 = figures["gateway_ttft_ms"]["p95"]
         out[n] = {
-            "tok_s": figures["gateway_tok_s"] / figures["loop_tok_s"],
+            "tok_s": statistics.median(figures["round_ratios"]),
+            "tok_s_of_medians": figures["gateway_tok_s"] / figures["loop_tok_s"],
             "added_ttft_p95_ms": figures["gateway_ttft_net_ms"]["p95"]
             - figures["loop_ttft_ms"]["p95"],
             "added_ttft_vs_loop_release_p95_ms": gateway_p95 - figures["loop_release_ms"]["p95"],
