@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth import get_user
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -273,3 +274,19 @@ def test_it_locks_slow_guessing_by_the_pair_alone_where_the_account_limit_does(a
 def fail_once_more_than_allowed(client: Client, settings) -> object:
     fail(client, "alice", settings.AXES_FAILURE_LIMIT - 1)
     return attempt(client, "alice", "wrong-password", HTTP_ACCEPT_LANGUAGE="en")
+
+
+def test_it_prunes_the_failure_log_by_an_index_not_by_reading_all_of_it(client, alice, settings):
+    """Every failed login deletes the failures older than the memory: an index on their time,
+    so a log grown by guesses at any name is not read whole each time."""
+    fail(client, "alice", 2)
+    age_failure_log(settings.CAESURA_LOGIN_BACKOFF_HOURS * 60 + 1)
+    fail(client, "alice", 1)
+    assert AccessFailureLog.objects.count() == 1  # the two old ones pruned, this one kept
+    since = timezone.now() - timedelta(hours=settings.CAESURA_LOGIN_BACKOFF_HOURS)
+    sql, params = AccessFailureLog.objects.filter(attempt_time__lt=since).query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the plan with few rows, as with many
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "reviewer_axes_failure_time_idx" in plan, plan
