@@ -14,6 +14,7 @@ import { hideTip } from "./tip.js";
 const LONG_PRESS_MS = 550;
 const state = store.state;
 let pressTimer = null;
+let press = null; // the word a finger is on, and when it went down (the event's own time)
 
 function tokenMenuRequested(event) {
   const element = wordOf(event.target);
@@ -24,13 +25,24 @@ function tokenMenuRequested(event) {
 
 function pressStarted(event) {
   const element = wordOf(event.target);
-  clearTimeout(pressTimer);
+  pressCancelled();
   if (!element || !editable() || event.touches.length !== 1) return;
+  press = { element, at: event.timeStamp };
   pressTimer = setTimeout(() => openMenu(element), LONG_PRESS_MS);
 }
 
-function pressEnded() {
+function pressCancelled() {
   clearTimeout(pressTimer);
+  press = null;
+}
+
+// A page busy at the time (a script, a redraw) may handle a press's start and end together,
+// its timer never due in between: the events' own times still say how long the finger stayed.
+function pressEnded(event) {
+  const held = press;
+  pressCancelled();
+  const long = held && event.timeStamp - held.at >= LONG_PRESS_MS;
+  if (long && $("token-menu").hidden && editable()) openMenu(held.element);
 }
 
 export function openMenu(element) {
@@ -70,7 +82,8 @@ export function bindMenu() {
   const box = $("tokens");
   box.addEventListener("contextmenu", tokenMenuRequested);
   box.addEventListener("touchstart", pressStarted, { passive: true });
-  for (const name of ["touchend", "touchmove", "touchcancel"]) box.addEventListener(name, pressEnded, { passive: true });
+  box.addEventListener("touchend", pressEnded, { passive: true });
+  for (const name of ["touchmove", "touchcancel"]) box.addEventListener(name, pressCancelled, { passive: true });
   document.addEventListener("click", (e) => {
     if (!e.target.closest("#token-menu") && !wordOf(e.target)) hideMenu();
   });
