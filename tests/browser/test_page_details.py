@@ -64,6 +64,15 @@ def test_the_attention_legend_names_the_whole_word_after_an_edit(page, server_ur
     assert page.locator("#tokens .word.att-focus").all_inner_texts() == [" angina"]
 
 
+def press_at_once(touch, point: dict, held_s: float) -> None:
+    """A touch's start and end sent together, their own times ``held_s`` apart."""
+    start = time.time()
+    for kind, points, at in (("touchStart", [point], start), ("touchEnd", [], start + held_s)):
+        touch.send(
+            "Input.dispatchTouchEvent", {"type": kind, "touchPoints": points, "timestamp": at}
+        )
+
+
 def test_a_phone_keeps_the_menu_clear_the_head_short_and_the_reject_error_in_view(
     browser, server_url, alice
 ):
@@ -101,22 +110,11 @@ def test_a_phone_keeps_the_menu_clear_the_head_short_and_the_reject_error_in_vie
     # A page too busy to run the press's timer handles its start and end together: the
     # events' own times (0.9 s apart) still make it a long press.
     page.evaluate("() => document.body.click()")  # a click outside closes the menu
-    held = {"touchPoints": [point], "timestamp": time.time()}
-    touch.send("Input.dispatchTouchEvent", {"type": "touchStart", **held})
-    ended = {"touchPoints": [], "timestamp": held["timestamp"] + 0.9}
-    touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", **ended})
+    press_at_once(touch, point, held_s=0.9)
     page.wait_for_selector("#token-menu:not([hidden])", timeout=2000)
     # ... and a short one stays a tap
-    page.evaluate("() => document.body.click()")  # a click outside closes the menu
-    quick = time.time()
-    touch.send(
-        "Input.dispatchTouchEvent",
-        {"type": "touchStart", "touchPoints": [point], "timestamp": quick},
-    )
-    touch.send(
-        "Input.dispatchTouchEvent",
-        {"type": "touchEnd", "touchPoints": [], "timestamp": quick + 0.1},
-    )
+    page.evaluate("() => document.body.click()")
+    press_at_once(touch, point, held_s=0.1)
     time.sleep(0.8)
     assert page.locator("#token-menu").is_hidden()
     page.evaluate("() => document.getElementById('notice').scrollIntoView()")
