@@ -61,6 +61,31 @@ def test_it_interleaves_sessions_one_token_each_and_matches_solo_runs(engine):
     assert [r.stop.reason for r in runs] == ["max_tokens"] * 4
 
 
+def test_a_run_submitted_while_others_generate_gets_its_first_token_at_the_next_step(engine):
+    """A new session (or a resume) does not wait for a step of every other session: its
+    first token comes at the next step, then it takes its turn with the others."""
+    states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
+    for state in states[:3]:
+        engine.submit(state, RunRequest(CollectingSink()))
+    for _ in range(4):  # every session has stepped, session 1 twice; session 2 is next
+        engine.step()
+    assert [len(s.generated_ids) for s in states] == [2, 1, 1, 0]
+    late = CollectingSink()
+    engine.submit(states[3], RunRequest(late))
+    engine.step()
+    assert [len(s.generated_ids) for s in states] == [2, 1, 1, 1]
+    assert tokens(late) == [states[3].generated_ids[0]]
+    for _ in range(3):  # then the turn goes on where it was, the new run last
+        engine.step()
+    assert [len(s.generated_ids) for s in states] == [3, 2, 2, 1]
+    engine.step()
+    assert [len(s.generated_ids) for s in states] == [3, 2, 2, 2]
+    while engine.active:
+        engine.step()
+    alone = solo_runs(engine)
+    assert [list(s.generated_ids) for s in states] == [tokens(s) for s in alone]
+
+
 def test_it_halts_a_session_with_a_waiting_pause_before_the_next_token(engine):
     states = [engine.start(p, params) for p, params in zip(PROMPTS, PARAMS, strict=True)]
     controls = [ControlHandle() for _ in states]
