@@ -4,6 +4,7 @@ in one statement, in order, numbered without a gap, and the stop is reported aft
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 import time
 import types
@@ -217,15 +218,81 @@ def test_it_writes_each_token_at_once_while_a_page_follows_the_session(alice, mo
     time.sleep(0.1)
     assert len(writes) == 1  # nobody reads along: held for the run
     followed[0] = True  # a reviewer opens the session's page
-    time.sleep(relay_module.WATCH_CHECK_S)  # the relay's last answer is stale by now
+    opened = time.monotonic()
+    wait_for(writes, 2)  # what was held goes once the relay asks again, with no token coming
+    assert writes[1][0] - opened <= relay_module.WATCH_CHECK_S + 0.15
     relay.on_token(said(3, " has"))
-    wait_for(writes, 2)  # what was held goes with it
-    relay.on_token(said(4, " a"))
     wait_for(writes, 3)  # and each token from then on as it comes
-    assert writes[2][0] - writes[1][0] < 1.0
+    relay.on_token(said(4, " a"))
+    wait_for(writes, 4)
+    assert writes[3][0] - writes[2][0] < 1.0
     run.set_result(StopInfo("max_tokens", position=5))
     relay.join()
-    assert [w for _, w in writes] == [[0], [1, 2, 3], [4]]
+    assert [w for _, w in writes] == [[0], [1, 2], [3], [4]]
+
+
+class CountedWake(threading.Event):
+    """The relay's wake-up: how often its thread came back from waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.returns = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        try:
+            return super().wait(timeout)
+        finally:
+            self.returns += 1
+
+
+class CountedQueue:
+    """The relay's queue: how often its thread came back from waiting for an item."""
+
+    def __init__(self) -> None:
+        self.inner: queue.SimpleQueue = queue.SimpleQueue()
+        self.returns = 0
+
+    def put(self, item) -> None:
+        self.inner.put(item)
+
+    def get_nowait(self):
+        return self.inner.get_nowait()
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        try:
+            return self.inner.get(block, timeout)
+        finally:
+            self.returns += block
+
+
+def test_a_held_run_does_not_wake_the_relay_for_each_token(alice, monkeypatch):
+    """The engine wakes the relay's thread when a write is due, not for every token: a
+    thread woken per token preempts the model's threads on a busy worker."""
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    writes = recorded_writes(monkeypatch)
+    runs = Batching(tokens=20, hold_s=30)
+    relay = Relay(session, None, lambda state: None, lambda *_: None, batching=runs)
+    queued, wake = relay._queue, relay._due = CountedQueue(), CountedWake()
+
+    def wakes() -> int:
+        return queued.returns + wake.returns
+
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(said(0, "Fever"))
+    wait_for(writes, 1)  # the segment's first token, at once
+    for n in range(1, 16):  # as a busy engine reports them, a step apart
+        relay.on_token(said(n, f" w{n}"))
+        time.sleep(0.01)
+    assert len(writes) == 1 and relay.backlog() == 0  # held, and no backlog for the loop
+    assert wakes() <= 4, wakes()  # 16 tokens: the first, the run's first (each woken before: 16)
+    for n in range(16, 21):  # the run is whole: the engine wakes it
+        relay.on_token(said(n, f" w{n}"))
+    wait_for(writes, 2)
+    assert wakes() <= 6, wakes()
+    run.set_result(StopInfo("max_tokens", position=21))
+    relay.join()
+    assert [w for _, w in writes] == [[0], list(range(1, 21))]
 
 
 def test_it_asks_whether_a_page_follows_at_most_every_quarter_second(alice, monkeypatch):
