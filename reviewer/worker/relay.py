@@ -262,9 +262,9 @@ class Relay(Sink):
             self._due.clear()  # before the queue is read again: no wake is lost
 
     def _taken(self, item: tuple[str, Any]) -> tuple[str, Any]:
-        """An item as it will be written. A token is encoded as it is taken, while the relay
-        waits for the rest of its run, not in the write that the run's end (often the
-        generation's, eight at once on a busy worker) then waits for."""
+        """An item as it will be written. A token is encoded as it is taken: a held run's at
+        each of the relay's wakes while it waits for the rest, not all in the write that the
+        run's end (often the generation's, eight at once on a busy worker) then waits for."""
         kind, payload = item
         if kind != "token":
             return item
