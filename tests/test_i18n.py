@@ -53,6 +53,16 @@ def test_it_translates_the_policy_admin(client, admin_user):
     assert "选择暂停策略的类型" in page and "关键词" in page and "正则表达式" in page
 
 
+def test_the_admin_is_named_for_caesura_in_both_languages(client, admin_user):
+    client.force_login(admin_user)
+    english = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Caesura administration" in english and "| Caesura admin</title>" in english
+    assert "Django administration" not in english
+    chinese = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "Caesura 管理</a>" in chinese and "| Caesura 管理后台</title>" in chinese
+    assert "Django 管理" not in chinese
+
+
 def test_it_reports_glossary_errors_in_chinese(admin_user):
     from django.utils import translation
 

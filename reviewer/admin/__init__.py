@@ -1,5 +1,12 @@
 """The admin site, by noun; importing the modules registers their admins."""
 
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
 from reviewer.admin import applications, domains, policies, records, task_classifier
 
 __all__ = ["applications", "domains", "policies", "records", "task_classifier"]
+
+# The admin says whose it is: Django's default header reads "Django administration".
+admin.site.site_header = _("Caesura administration")
+admin.site.site_title = _("Caesura admin")
