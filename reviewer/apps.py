@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ReviewerConfig(AppConfig):
     name = "reviewer"
-    verbose_name = "Caesura review"
+    verbose_name = _("Caesura review")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

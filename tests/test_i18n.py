@@ -63,6 +63,101 @@ def test_the_admin_is_named_for_caesura_in_both_languages(client, admin_user):
     assert "Django 管理" not in chinese
 
 
+ADMIN_MODEL = re.compile(r'<th scope="row" id="([\w-]+)">\s*<a href="[^"]*">([^<]*)</a>')
+HAN = re.compile("[\u4e00-\u9fff]")
+ADMIN_APP = re.compile(r'<a href="/admin/reviewer/" class="section"[^>]*>([^<]*)</a>')
+COLUMN = re.compile(
+    r'<th scope="col" class="[^"]*column-(\w+)[^"]*">.*?<div class="text">(?:<a [^>]*>|<span>)'
+    r"([^<]*)<",
+    re.S,
+)
+
+
+def admin_index(client, language: str) -> tuple[str, dict[str, str], str]:
+    """The admin's index page: the project app's name, each model's link text by the row's id
+    ("reviewer-application"), and the whole page."""
+    page = client.get("/admin/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    return ADMIN_APP.search(page).group(1), dict(ADMIN_MODEL.findall(page)), page
+
+
+# The admin's names in English, as Django derived them before they were translated.
+ENGLISH_NAMES = {
+    "reviewer-application": "Applications",
+    "reviewer-pausepolicy": "Pause policies",
+    "reviewer-reviewsession": "Review sessions",
+    "reviewer-glossary": "Glossaries",
+    "reviewer-domain": "Domains",
+    "reviewer-pauseevent": "Pause events",
+    "reviewer-edit": "Edits",
+    "reviewer-auditrecord": "Audit records",
+    "reviewer-apitoken": "Api tokens",
+    "reviewer-taskcorrection": "Task corrections",
+    "reviewer-taskclassifierversion": "Task classifier versions",
+    "axes-accessattempt": "Access attempts",
+    "axes-accesslog": "Access logs",
+    "axes-accessfailurelog": "Access failures",
+}
+
+
+def test_it_names_the_admins_app_and_models_in_chinese(client, admin_user):
+    client.force_login(admin_user)
+    app, models, page = admin_index(client, "zh-CN")
+    assert app == "Caesura 审阅"
+    assert models["reviewer-application"] == "应用"
+    assert models["reviewer-pausepolicy"] == "暂停策略"
+    assert models["reviewer-reviewsession"] == "审阅会话"
+    assert models["reviewer-glossary"] == "术语表"
+    assert models["axes-accessattempt"] == "登录尝试"
+    assert models["axes-accesslog"] == "登录日志"
+    assert models["axes-accessfailurelog"] == "登录失败记录"
+    untranslated = {row: models[row] for row in ENGLISH_NAMES if not HAN.search(models[row])}
+    assert not untranslated, untranslated
+    assert "Caesura review" not in page and "Pause policies" not in page
+
+
+def test_it_keeps_the_admins_english_names_in_english(client, admin_user):
+    client.force_login(admin_user)
+    app, models, _page = admin_index(client, "en")
+    assert app == "Caesura review"
+    assert {row: models[row] for row in ENGLISH_NAMES} == ENGLISH_NAMES
+
+
+def test_it_translates_a_change_lists_columns(client, admin_user):
+    from reviewer.models import Application
+
+    Application.objects.create(name="intake", key_digest="0" * 64, key_prefix="csk_0000")
+    client.force_login(admin_user)
+    url = "/admin/reviewer/application/"
+    chinese = dict(COLUMN.findall(client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()))
+    assert chinese == {
+        "name": "名称",
+        "key_prefix": "密钥前缀",
+        "domain_list": "领域",
+        "active": "有效",
+        "max_concurrent": "并发生成数",
+        "requests_per_minute": "每分钟请求数",
+        "created_at": "创建时间",
+    }
+    english = dict(COLUMN.findall(client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()))
+    assert english["key_prefix"] == "Key prefix" and english["created_at"] == "Created at"
+
+
+def test_it_translates_the_task_classifiers_actions_and_messages(client, admin_user):
+    from reviewer.analytics import task_models
+    from reviewer.lifecycle import task_types
+
+    low = task_models.store_version(task_types.load_examples(), {"accuracy": 0.8}, "test")
+    client.force_login(admin_user)
+    url = "/admin/reviewer/taskclassifierversion/"
+    page = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "启用（留出集准确率须达到 88 % 或以上）" in page and "留出集准确率" in page
+    body = {"action": "enable", "_selected_action": [low.pk]}
+    answer = client.post(url, body, follow=True, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "任务分类器第 1 版：留出集准确率 80.0%，低于 88% 的目标；仍保持停用" in answer
+    answer = client.post(url, body, follow=True, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "held-out accuracy 80.0% is below the 88% target; it stays disabled" in answer
+
+
 def test_it_reports_glossary_errors_in_chinese(admin_user):
     from django.utils import translation
 

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from reviewer.lifecycle import audit
 from reviewer.models import (
@@ -132,12 +133,12 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         obj.pk = ApiToken.objects.get(user=obj.user).pk
         self.show_key(request, obj.user, key)
 
-    @admin.action(description="Rotate the selected tokens (shows the new keys)")
+    @admin.action(description=_("Rotate the selected tokens (shows the new keys)"))
     def rotate(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("user"):
             if not (request.user.is_superuser or token.user == request.user):
-                message = f"Only a superuser rotates another user's token: {token.user} kept theirs"
-                self.message_user(request, message, messages.ERROR)
+                message = _("Only a superuser rotates another user's token: %(user)s kept theirs")
+                self.message_user(request, message % {"user": token.user}, messages.ERROR)
                 continue
             self.show_key(request, token.user, self.issue(request, token.user))
 
@@ -150,5 +151,5 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         return key
 
     def show_key(self, request: HttpRequest, user: User, key: str) -> None:
-        message = f"API token for {user}: {key} (copy it now; it is not shown again)"
-        self.message_user(request, message, messages.WARNING)
+        message = _("API token for %(user)s: %(key)s (copy it now; it is not shown again)")
+        self.message_user(request, message % {"user": user, "key": key}, messages.WARNING)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from reviewer.admin.records import ReadOnlyAdmin
 from reviewer.analytics import task_models
@@ -33,25 +34,35 @@ class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
     )
     actions = ["enable", "disable"]
 
-    @admin.display(description="held-out accuracy")
+    @admin.display(description=_("held-out accuracy"))
     def held_out_accuracy(self, obj: TaskClassifierVersion) -> str:
         return f"{obj.accuracy:.1%}"
 
-    @admin.action(description="Enable (only at 88 %% held-out accuracy or more)")
+    @admin.action(description=_("Enable (only at 88 %% held-out accuracy or more)"))
     def enable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
         if queryset.count() != 1:
-            self.message_user(request, "Enable exactly one version.", messages.ERROR)
+            self.message_user(request, _("Enable exactly one version."), messages.ERROR)
             return
         version = queryset.get()
         try:
             task_models.enable(version, request.user.get_username())
-        except task_models.BelowTarget as exc:
-            self.message_user(request, str(exc), messages.ERROR)
+        except task_models.BelowTarget:
+            message = _(
+                "task classifier v%(version)s: held-out accuracy %(accuracy)s is below the"
+                " %(target)s target; it stays disabled"
+            )
+            figures = {
+                "version": version.version,
+                "accuracy": f"{version.accuracy:.1%}",
+                "target": f"{task_models.TARGET_ACCURACY:.0%}",
+            }
+            self.message_user(request, message % figures, messages.ERROR)
             return
-        self.message_user(request, f"Task classifier v{version.version} labels new sessions.")
+        message = _("Task classifier v%(version)s labels new sessions.")
+        self.message_user(request, message % {"version": version.version})
 
-    @admin.action(description="Disable (back to the shipped classifier)")
+    @admin.action(description=_("Disable (back to the shipped classifier)"))
     def disable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
         for version in queryset:
             task_models.disable(version, request.user.get_username())
-        self.message_user(request, "Disabled.")
+        self.message_user(request, _("Disabled."))

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class AuditRecord(models.Model):
     """Append-only hash chain: each record's hash covers its content and its predecessor's hash."""
 
     session = models.ForeignKey(
-        "reviewer.ReviewSession", on_delete=models.SET_NULL, null=True, related_name="audit"
+        "reviewer.ReviewSession",
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="audit",
+        verbose_name=_("session"),
     )
-    actor = models.CharField(max_length=150, help_text="Username, or 'engine'")
-    action = models.CharField(max_length=40)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField()
-    prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64, unique=True)
+    actor = models.CharField(_("actor"), max_length=150, help_text="Username, or 'engine'")
+    action = models.CharField(_("action"), max_length=40)
+    payload = models.JSONField(_("payload"), default=dict)
+    created_at = models.DateTimeField(_("created at"))
+    prev_hash = models.CharField(_("prev hash"), max_length=64)
+    hash = models.CharField(_("hash"), max_length=64, unique=True)
 
     class Meta:
         ordering = ["id"]
+        verbose_name = _("audit record")
+        verbose_name_plural = _("audit records")
 
 
 class AuditGraph(models.Model):
@@ -60,9 +67,15 @@ class AuditGraph(models.Model):
 
 
 class ApiToken(models.Model):
-    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="api_token")
+    user = models.OneToOneField(
+        "auth.User", on_delete=models.CASCADE, related_name="api_token", verbose_name=_("user")
+    )
     key = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("api token")
+        verbose_name_plural = _("api tokens")
 
     def __str__(self) -> str:
         return f"API token of {self.user}"

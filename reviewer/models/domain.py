@@ -9,6 +9,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
+from django.utils.translation import gettext_lazy as _
 
 
 def in_page_language(name: str, name_zh: str) -> str:
@@ -29,30 +30,34 @@ def word_list(text: str) -> list[str]:
 class Domain(models.Model):
     """A field of review (clinical notes, contracts, ...) with its prompt and decoding defaults."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(_("name"), max_length=100, unique=True)
     name_zh = models.CharField(
-        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+        _("Chinese name"), max_length=100, blank=True, help_text="Shown on Chinese pages"
     )
-    slug = models.SlugField(max_length=100, unique=True)
-    specialty = models.CharField(max_length=50, help_text="medical, legal, insurance, patent, ...")
-    system_prompt = models.TextField()
-    decoding = models.JSONField(default=dict, blank=True, help_text="Default sampling parameters")
+    slug = models.SlugField(_("slug"), max_length=100, unique=True)
+    specialty = models.CharField(
+        _("specialty"), max_length=50, help_text="medical, legal, insurance, patent, ..."
+    )
+    system_prompt = models.TextField(_("system prompt"))
+    decoding = models.JSONField(
+        _("decoding"), default=dict, blank=True, help_text="Default sampling parameters"
+    )
     max_pauses_per_100_tokens = models.PositiveSmallIntegerField(
-        "pauses per 100 tokens",
+        _("pauses per 100 tokens"),
         default=3,
         validators=[MaxValueValidator(100)],
         help_text="At most this many policy pauses in any 100 generated tokens; the policies'"
         " other pauses are kept as flags. 0: no limit. Reviewers' own pauses do not count.",
     )
     min_pause_distance = models.PositiveSmallIntegerField(
-        "minimum tokens between pauses",
+        _("minimum tokens between pauses"),
         default=20,
         validators=[MaxValueValidator(10000)],
         help_text="A policy may pause only this many generated tokens after the last pause"
         " (a reviewer's included). 0: no minimum.",
     )
     resume_time_after_s = models.PositiveIntegerField(
-        "tell the time after a pause of (seconds)",
+        _("tell the time after a pause of (seconds)"),
         default=600,
         validators=[MaxValueValidator(7 * 24 * 3600)],
         help_text="Resuming after a longer pause tells the model the current time (a note in"
@@ -64,9 +69,11 @@ class Domain(models.Model):
         "auth.User",
         blank=True,
         related_name="review_domains",
+        verbose_name=_("reviewers"),
         help_text="Reviewers of this domain: its gateway generations appear in their queue",
     )
     delivery_mode = models.CharField(
+        _("delivery mode"),
         max_length=12,
         choices=[
             (AFTER_REVIEW, "after review: nothing leaves before a reviewer approves"),
@@ -76,28 +83,31 @@ class Domain(models.Model):
         help_text="What an application calling the gateway receives",
     )
     delay_sentences = models.PositiveSmallIntegerField(
+        _("delay sentences"),
         default=1,
         validators=[MaxValueValidator(3)],
         help_text="Delayed delivery: how many sentences the application stays behind (0-3)",
     )
     auto_approve_unpaused = models.BooleanField(
+        _("auto approve unpaused"),
         default=False,
         help_text="A gateway generation no policy paused is approved by the system (audited)",
     )
     max_wait_s = models.PositiveIntegerField(
-        "longest wait of a call (seconds)",
+        _("longest wait of a call (seconds)"),
         default=600,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 3600)],
         help_text="A gateway call that waits longer for review gets an error naming the"
         " generation, which stays reachable at /v1/responses/{id}",
     )
     claim_minutes = models.PositiveSmallIntegerField(
+        _("claim minutes"),
         default=10,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
         help_text="A claim expires after this many minutes without the reviewer's activity",
     )
     review_sla_minutes = models.PositiveIntegerField(
-        "review SLA (minutes)",
+        _("review SLA (minutes)"),
         default=15,
         validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
         help_text="A waiting item older than this stands out in the queue and in /metrics",
@@ -105,6 +115,7 @@ class Domain(models.Model):
 
     # Attention gating (inference/gating.py): which history positions a decode step looks at.
     attention = models.CharField(
+        _("attention"),
         max_length=5,
         choices=[
             (FULL, "full: every position, every step"),
@@ -114,35 +125,35 @@ class Domain(models.Model):
         help_text="Gated attention looks at fewer positions per step: faster at long context",
     )
     gate_sinks = models.PositiveSmallIntegerField(
-        "sinks", default=4, validators=[MaxValueValidator(64)], help_text="First positions kept"
+        _("sinks"), default=4, validators=[MaxValueValidator(64)], help_text="First positions kept"
     )
     gate_window = models.PositiveSmallIntegerField(
-        "recent window",
+        _("recent window"),
         default=64,
         validators=[MinValueValidator(1), MaxValueValidator(4096)],
         help_text="Latest positions kept",
     )
     gate_top_k = models.PositiveSmallIntegerField(
-        "heavy hitters",
+        _("heavy hitters"),
         default=10,
         validators=[MaxValueValidator(4096)],
         help_text="Positions kept because the model paid them the most attention",
     )
     gate_wide_top_k = models.PositiveSmallIntegerField(
-        "heavy hitters after a recall word",
+        _("heavy hitters after a recall word"),
         default=50,
         validators=[MaxValueValidator(4096)],
         help_text="The gate widens to this many when the recent text names the history",
     )
     recall_words_en = models.CharField(
-        "recall words (English)",
+        _("recall words (English)"),
         max_length=500,
         blank=True,
         default="history, previously, prior",
         help_text="Comma-separated; any of them in the recent text widens the gate",
     )
     recall_words_zh = models.CharField(
-        "recall words (Chinese)",
+        _("recall words (Chinese)"),
         max_length=500,
         blank=True,
         default="病史, 既往, 上次",
@@ -151,6 +162,8 @@ class Domain(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("domain")
+        verbose_name_plural = _("domains")
 
     def __str__(self) -> str:
         return self.name
@@ -193,27 +206,36 @@ class Domain(models.Model):
 
 
 class Glossary(models.Model):
-    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="glossaries")
-    name = models.CharField(max_length=100)
+    domain = models.ForeignKey(
+        Domain, on_delete=models.CASCADE, related_name="glossaries", verbose_name=_("domain")
+    )
+    name = models.CharField(_("name"), max_length=100)
 
     class Meta:
         unique_together = [("domain", "name")]
-        verbose_name_plural = "glossaries"
+        verbose_name = _("glossary")
+        verbose_name_plural = _("glossaries")
 
     def __str__(self) -> str:
         return f"{self.domain}: {self.name}"
 
 
 class GlossaryTerm(models.Model):
-    glossary = models.ForeignKey(Glossary, on_delete=models.CASCADE, related_name="terms")
-    term = models.CharField(max_length=200)
-    preferred = models.CharField(max_length=300, help_text="Preferred replacement")
-    code = models.CharField(max_length=50, blank=True, help_text="ICD-10, IPC or clause code")
-    note = models.TextField(blank=True)
+    glossary = models.ForeignKey(
+        Glossary, on_delete=models.CASCADE, related_name="terms", verbose_name=_("glossary")
+    )
+    term = models.CharField(_("term"), max_length=200)
+    preferred = models.CharField(_("preferred"), max_length=300, help_text="Preferred replacement")
+    code = models.CharField(
+        _("code"), max_length=50, blank=True, help_text="ICD-10, IPC or clause code"
+    )
+    note = models.TextField(_("note"), blank=True)
 
     class Meta:
         ordering = ["term"]
         unique_together = [("glossary", "term")]
+        verbose_name = _("glossary term")
+        verbose_name_plural = _("glossary terms")
 
     def __str__(self) -> str:
         return f"{self.term} → {self.preferred}"
@@ -224,24 +246,30 @@ class PausePolicy(models.Model):
 
     ACTIONS = [("pause", "pause"), ("rollback", "rollback"), ("flag", "flag")]
 
-    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="policies")
-    name = models.CharField(max_length=100)
-    name_zh = models.CharField(
-        "Chinese name", max_length=100, blank=True, help_text="Shown on Chinese pages"
+    domain = models.ForeignKey(
+        Domain, on_delete=models.CASCADE, related_name="policies", verbose_name=_("domain")
     )
-    kind = models.CharField(max_length=30)
+    name = models.CharField(_("name"), max_length=100)
+    name_zh = models.CharField(
+        _("Chinese name"), max_length=100, blank=True, help_text="Shown on Chinese pages"
+    )
+    kind = models.CharField(_("kind"), max_length=30)
     params = models.JSONField(default=dict, blank=True)
-    action = models.CharField(max_length=10, choices=ACTIONS, default="pause")
-    enabled = models.BooleanField(default=True)
-    cooldown = models.PositiveIntegerField(default=0, help_text="Tokens before it may fire again")
-    order = models.PositiveIntegerField(default=0)
+    action = models.CharField(_("action"), max_length=10, choices=ACTIONS, default="pause")
+    enabled = models.BooleanField(_("enabled"), default=True)
+    cooldown = models.PositiveIntegerField(
+        _("cooldown"), default=0, help_text="Tokens before it may fire again"
+    )
+    order = models.PositiveIntegerField(_("order"), default=0)
     priority = models.IntegerField(
+        _("priority"),
         default=0,
         validators=[MinValueValidator(-1000), MaxValueValidator(1000)],
         help_text="When several policies want to pause at the same token, the highest priority"
         " pauses and the others are kept as flags.",
     )
     may_pause_before_first_word = models.BooleanField(
+        _("may pause before first word"),
         default=False,
         help_text="Allow a pause before the model has written its first word (otherwise such"
         " a pause is kept as a flag).",
@@ -250,7 +278,8 @@ class PausePolicy(models.Model):
     class Meta:
         ordering = ["domain", "order", "id"]
         unique_together = [("domain", "name")]
-        verbose_name_plural = "pause policies"
+        verbose_name = _("pause policy")
+        verbose_name_plural = _("pause policies")
 
     def __str__(self) -> str:
         return f"{self.domain}: {self.name} ({self.kind})"
@@ -285,25 +314,38 @@ class PausePolicy(models.Model):
 class RoiSettings(models.Model):
     """What an admin assumes when Pause ROI is computed for a domain; shown beside every figure."""
 
-    domain = models.OneToOneField(Domain, on_delete=models.CASCADE, related_name="roi_settings")
+    domain = models.OneToOneField(
+        Domain, on_delete=models.CASCADE, related_name="roi_settings", verbose_name=_("domain")
+    )
     baseline_regenerate_cycles = models.FloatField(
+        _("baseline regenerate cycles"),
         default=1.0,
         help_text="Generate → review → regenerate cycles one generation needed before pausing",
     )
     minutes_saved_per_cycle = models.FloatField(
-        default=10.0, help_text="Reviewer minutes one avoided regenerate cycle saves"
+        _("minutes saved per cycle"),
+        default=10.0,
+        help_text="Reviewer minutes one avoided regenerate cycle saves",
     )
-    reviewer_hourly_cost = models.DecimalField(max_digits=10, decimal_places=2, default=100)
+    reviewer_hourly_cost = models.DecimalField(
+        _("reviewer hourly cost"), max_digits=10, decimal_places=2, default=100
+    )
     loss_avoided_per_interception = models.DecimalField(
-        max_digits=12, decimal_places=2, default=0, help_text="Cost of an error a policy caught"
+        _("loss avoided per interception"),
+        max_digits=12,
+        decimal_places=2,
+        default=0,
+        help_text="Cost of an error a policy caught",
     )
-    annual_system_cost = models.DecimalField(max_digits=12, decimal_places=2, default=0)
-    currency = models.CharField(max_length=3, default="USD")
-    updated_at = models.DateTimeField(auto_now=True)
+    annual_system_cost = models.DecimalField(
+        _("annual system cost"), max_digits=12, decimal_places=2, default=0
+    )
+    currency = models.CharField(_("currency"), max_length=3, default="USD")
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
-        verbose_name = "ROI settings"
-        verbose_name_plural = "ROI settings"
+        verbose_name = _("ROI settings")
+        verbose_name_plural = _("ROI settings")
 
     def __str__(self) -> str:
         return f"ROI settings of {self.domain}"
@@ -314,16 +356,22 @@ class TaskDecoding(models.Model):
 
     TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
 
-    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="task_decodings")
-    task_type = models.CharField(max_length=20, choices=TASK_TYPES)
+    domain = models.ForeignKey(
+        Domain, on_delete=models.CASCADE, related_name="task_decodings", verbose_name=_("domain")
+    )
+    task_type = models.CharField(_("task type"), max_length=20, choices=TASK_TYPES)
     params = models.JSONField(
-        default=dict, blank=True, help_text='Sampling parameters, e.g. {"temperature": 0.2}'
+        _("params"),
+        default=dict,
+        blank=True,
+        help_text='Sampling parameters, e.g. {"temperature": 0.2}',
     )
 
     class Meta:
         ordering = ["domain", "task_type"]
         unique_together = [("domain", "task_type")]
-        verbose_name = "task decoding preset"
+        verbose_name = _("task decoding preset")
+        verbose_name_plural = _("task decoding presets")
 
     def __str__(self) -> str:
         return f"{self.domain}: {self.task_type}"

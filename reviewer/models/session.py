@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from reviewer.models import statuses
 from reviewer.models.domain import Domain, GlossaryTerm
@@ -63,6 +64,7 @@ class ReviewSession(models.Model):
         related_name="review_sessions",
         null=True,
         blank=True,
+        verbose_name=_("owner"),
     )
     application = models.ForeignKey(
         "reviewer.Application",
@@ -70,6 +72,7 @@ class ReviewSession(models.Model):
         related_name="sessions",
         null=True,
         blank=True,
+        verbose_name=_("application"),
     )
     claimed_by = models.ForeignKey(
         "auth.User",
@@ -77,70 +80,107 @@ class ReviewSession(models.Model):
         related_name="claimed_sessions",
         null=True,
         blank=True,
+        verbose_name=_("claimed by"),
     )
-    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    claim_expires_at = models.DateTimeField(_("claim expires at"), null=True, blank=True)
     waiting_since = models.DateTimeField(
-        null=True, blank=True, help_text="When it began to wait for a reviewer (paused, generated)"
+        _("waiting since"),
+        null=True,
+        blank=True,
+        help_text="When it began to wait for a reviewer (paused, generated)",
     )
     gateway = models.JSONField(
+        _("gateway"),
         default=dict,
         blank=True,
         help_text="The gateway request it came from: endpoint, messages, stop, logprobs, ...",
     )
     released_chars = models.PositiveIntegerField(
-        default=0, help_text="Delayed delivery: characters of text already sent (locked)"
+        _("released chars"),
+        default=0,
+        help_text="Delayed delivery: characters of text already sent (locked)",
     )
     # What tells a repeated gateway call from a new one (reviewer/lifecycle/gateway.py).
     request_digest = models.CharField(
-        max_length=64, blank=True, help_text="SHA-256 of the gateway call's endpoint and body"
+        _("request digest"),
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the gateway call's endpoint and body",
     )
     idempotency_key = models.CharField(
-        max_length=200, null=True, blank=True, help_text="The call's Idempotency-Key header"
+        _("idempotency key"),
+        max_length=200,
+        null=True,
+        blank=True,
+        help_text="The call's Idempotency-Key header",
     )
     answered_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the call that started it got its whole answer"
+        _("answered at"),
+        null=True,
+        blank=True,
+        help_text="When the call that started it got its whole answer",
     )
-    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="sessions")
-    input_text = models.TextField()
-    model_name = models.CharField(max_length=200)
-    decoding = models.JSONField(default=dict)
-    policy_specs = models.JSONField(default=list)
+    domain = models.ForeignKey(
+        Domain, on_delete=models.PROTECT, related_name="sessions", verbose_name=_("domain")
+    )
+    input_text = models.TextField(_("input text"))
+    model_name = models.CharField(_("model name"), max_length=200)
+    decoding = models.JSONField(_("decoding"), default=dict)
+    policy_specs = models.JSONField(_("policy specs"), default=list)
     pause_budget = models.JSONField(
-        default=dict, blank=True, help_text="The domain's pause budget when it started"
+        _("pause budget"),
+        default=dict,
+        blank=True,
+        help_text="The domain's pause budget when it started",
     )
     muted_policies = models.JSONField(
-        default=list, blank=True, help_text="Policies its reviewer silenced for this session"
+        _("muted policies"),
+        default=list,
+        blank=True,
+        help_text="Policies its reviewer silenced for this session",
     )
     pending_note = models.TextField(
-        blank=True, help_text="Context the model reads when its next segment starts (the time)"
+        _("pending note"),
+        blank=True,
+        help_text="Context the model reads when its next segment starts (the time)",
     )
-    status = models.CharField(max_length=12, choices=STATUSES, default=DRAFT, db_index=True)
-    prompt_ids = models.JSONField(default=list)
-    generated_ids = models.JSONField(default=list)
-    text = models.TextField(blank=True)
-    engine_meta = models.JSONField(default=dict, blank=True, help_text="Attempts, policy state")
+    status = models.CharField(
+        _("status"), max_length=12, choices=STATUSES, default=DRAFT, db_index=True
+    )
+    prompt_ids = models.JSONField(_("prompt ids"), default=list)
+    generated_ids = models.JSONField(_("generated ids"), default=list)
+    text = models.TextField(_("text"), blank=True)
+    engine_meta = models.JSONField(
+        _("engine meta"), default=dict, blank=True, help_text="Attempts, policy state"
+    )
     ids_seq = models.PositiveIntegerField(
-        default=0, help_text="Last event covered by generated_ids"
+        _("ids seq"), default=0, help_text="Last event covered by generated_ids"
     )
-    last_seq = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True, help_text="Worker holding the state")
+    last_seq = models.PositiveIntegerField(_("last seq"), default=0)
+    worker = models.CharField(
+        _("worker"), max_length=200, blank=True, help_text="Worker holding the state"
+    )
     segment = models.CharField(
-        max_length=32, blank=True, help_text="Token of the live segment task"
+        _("segment"), max_length=32, blank=True, help_text="Token of the live segment task"
     )
-    error = models.TextField(blank=True)
-    decision_comment = models.TextField(blank=True)
-    task_type = models.CharField(max_length=20, blank=True, help_text="Decides the decoding")
+    error = models.TextField(_("error"), blank=True)
+    decision_comment = models.TextField(_("decision comment"), blank=True)
+    task_type = models.CharField(
+        _("task type"), max_length=20, blank=True, help_text="Decides the decoding"
+    )
     task_source = models.CharField(
-        max_length=10, blank=True, help_text="'classifier' or 'override'"
+        _("task source"), max_length=10, blank=True, help_text="'classifier' or 'override'"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at"]
+        verbose_name = _("review session")
+        verbose_name_plural = _("review sessions")
         constraints = [
             models.UniqueConstraint(
                 fields=["application", "idempotency_key"],
@@ -197,22 +237,36 @@ class PauseEvent(models.Model):
     # halted there, so the pause figures (ROI, the floor, the learned policy) leave it out.
     REOPENED = "reopen"
 
-    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="pauses")
-    position = models.PositiveIntegerField(help_text="Generated tokens before the pause")
-    trigger = models.CharField(max_length=100, help_text="'manual' or the policy's name")
-    kind = models.CharField(max_length=30, blank=True, help_text="Policy kind, or 'manual'")
-    reason = models.TextField()
-    evidence = models.JSONField(default=dict)
-    alternatives = models.JSONField(default=list)
-    attention = models.JSONField(default=dict)
-    requested_at = models.DateTimeField(null=True, blank=True)
-    halted_at = models.DateTimeField()
-    resumed_at = models.DateTimeField(null=True, blank=True)
-    latency_ms = models.FloatField(null=True, blank=True, help_text="Manual pause: request to halt")
-    outcome = models.CharField(max_length=30, blank=True, help_text="What the reviewer did")
+    session = models.ForeignKey(
+        ReviewSession, on_delete=models.CASCADE, related_name="pauses", verbose_name=_("session")
+    )
+    position = models.PositiveIntegerField(
+        _("position"), help_text="Generated tokens before the pause"
+    )
+    trigger = models.CharField(
+        _("trigger"), max_length=100, help_text="'manual' or the policy's name"
+    )
+    kind = models.CharField(
+        _("kind"), max_length=30, blank=True, help_text="Policy kind, or 'manual'"
+    )
+    reason = models.TextField(_("reason"))
+    evidence = models.JSONField(_("evidence"), default=dict)
+    alternatives = models.JSONField(_("alternatives"), default=list)
+    attention = models.JSONField(_("attention"), default=dict)
+    requested_at = models.DateTimeField(_("requested at"), null=True, blank=True)
+    halted_at = models.DateTimeField(_("halted at"))
+    resumed_at = models.DateTimeField(_("resumed at"), null=True, blank=True)
+    latency_ms = models.FloatField(
+        _("latency ms"), null=True, blank=True, help_text="Manual pause: request to halt"
+    )
+    outcome = models.CharField(
+        _("outcome"), max_length=30, blank=True, help_text="What the reviewer did"
+    )
 
     class Meta:
         ordering = ["halted_at"]
+        verbose_name = _("pause event")
+        verbose_name_plural = _("pause events")
 
 
 class Edit(models.Model):
@@ -223,26 +277,40 @@ class Edit(models.Model):
         ("append", "append"),
     ]
 
-    session = models.ForeignKey(ReviewSession, on_delete=models.CASCADE, related_name="edits")
-    pause = models.ForeignKey(PauseEvent, on_delete=models.CASCADE, related_name="edits", null=True)
-    kind = models.CharField(max_length=10, choices=KINDS)
+    session = models.ForeignKey(
+        ReviewSession, on_delete=models.CASCADE, related_name="edits", verbose_name=_("session")
+    )
+    pause = models.ForeignKey(
+        PauseEvent,
+        on_delete=models.CASCADE,
+        related_name="edits",
+        null=True,
+        verbose_name=_("pause"),
+    )
+    kind = models.CharField(_("kind"), max_length=10, choices=KINDS)
     start = models.PositiveIntegerField(
-        null=True, help_text="Character offset (replace) or token position"
+        _("start"), null=True, help_text="Character offset (replace) or token position"
     )
-    end = models.PositiveIntegerField(null=True)
-    token_id = models.IntegerField(null=True, blank=True)
-    text_before = models.TextField(blank=True)
-    text_after = models.TextField(blank=True)
+    end = models.PositiveIntegerField(_("end"), null=True)
+    token_id = models.IntegerField(_("token id"), null=True, blank=True)
+    text_before = models.TextField(_("text before"), blank=True)
+    text_after = models.TextField(_("text after"), blank=True)
     glossary_term = models.ForeignKey(
-        GlossaryTerm, on_delete=models.SET_NULL, null=True, blank=True
+        GlossaryTerm,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        verbose_name=_("glossary term"),
     )
-    author = models.ForeignKey("auth.User", on_delete=models.PROTECT)
-    applied = models.BooleanField(default=False)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    author = models.ForeignKey("auth.User", on_delete=models.PROTECT, verbose_name=_("author"))
+    applied = models.BooleanField(_("applied"), default=False)
+    error = models.TextField(_("error"), blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "id"]
+        verbose_name = _("edit")
+        verbose_name_plural = _("edits")
 
     def as_dict(self) -> dict[str, Any]:
         """The one serialisation of an edit: the API's answer and the audit record's."""

@@ -4,6 +4,7 @@ the classifier versions retrained on them (enabled only when good enough)."""
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from reviewer.models.session import ReviewSession
 
@@ -16,15 +17,22 @@ class TaskCorrection(models.Model):
     later correction replaces it (the audit chain keeps every one)."""
 
     session = models.OneToOneField(
-        ReviewSession, on_delete=models.CASCADE, related_name="task_correction"
+        ReviewSession,
+        on_delete=models.CASCADE,
+        related_name="task_correction",
+        verbose_name=_("session"),
     )
-    given = models.CharField(max_length=20, help_text="The session's task type when corrected")
-    corrected = models.CharField(max_length=20, choices=TASK_TYPES)
-    corrected_by = models.CharField(max_length=150)
-    updated_at = models.DateTimeField(auto_now=True)
+    given = models.CharField(
+        _("given"), max_length=20, help_text="The session's task type when corrected"
+    )
+    corrected = models.CharField(_("corrected"), max_length=20, choices=TASK_TYPES)
+    corrected_by = models.CharField(_("corrected by"), max_length=150)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
+        verbose_name = _("task correction")
+        verbose_name_plural = _("task corrections")
 
     def __str__(self) -> str:
         return f"session {self.session_id}: {self.given} -> {self.corrected}"
@@ -39,19 +47,22 @@ class TaskClassifierVersion(models.Model):
     always to the same model, so a version stores its training examples (JSON bytes) and
     their checksum rather than the fitted tables."""
 
-    version = models.PositiveIntegerField(unique=True, help_text="1, 2, ...")
-    checksum = models.CharField(max_length=64, help_text="SHA-256 of the examples")
+    version = models.PositiveIntegerField(_("version"), unique=True, help_text="1, 2, ...")
+    checksum = models.CharField(_("checksum"), max_length=64, help_text="SHA-256 of the examples")
     data = models.BinaryField()
-    metrics = models.JSONField(default=dict)
+    metrics = models.JSONField(_("metrics"), default=dict)
     enabled = models.BooleanField(
-        default=False, help_text="Labels new sessions; only with held-out accuracy >= 88 %"
+        _("enabled"),
+        default=False,
+        help_text="Labels new sessions; only with held-out accuracy >= 88 %",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.CharField(max_length=150, help_text="Who trained it")
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    created_by = models.CharField(_("created by"), max_length=150, help_text="Who trained it")
 
     class Meta:
         ordering = ["-version"]
-        verbose_name = "task classifier version"
+        verbose_name = _("task classifier version")
+        verbose_name_plural = _("task classifier versions")
 
     def __str__(self) -> str:
         return f"task classifier v{self.version} ({self.checksum[:12]})"
