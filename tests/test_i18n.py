@@ -196,3 +196,242 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
     django_own = {"Home"}  # translated by Django's admin catalog as well
     missing = sorted(found - known - django_own)
     assert not missing, f"run makemessages and translate: {missing}"
+
+
+# The admin's choice labels, help texts and object names: Chinese on a Chinese page, English as
+# stored on an English one; the API keeps the stored words whatever the page's language.
+
+CELL = re.compile(r'<t[dh] class="field-(\w+)[^"]*">(?:<a [^>]*>)?([^<]*)<')
+FILTER_CHOICE = re.compile(r'<a href="\?(\w+)=([^"&]+)">([^<]*)</a>')
+OPTION = re.compile(r'<option value="(\w+)"[^>]*>([^<]*)</option>')
+HELP = re.compile(r'<div class="help"[^>]*>\s*(?:<div>)?([^<]+)<')
+BREADCRUMBS = re.compile(r'<div class="breadcrumbs">(.*?)</div>', re.S)
+
+
+def admin_page(client, url: str, language: str) -> str:
+    answer = client.get(url, HTTP_ACCEPT_LANGUAGE=language)
+    assert answer.status_code == 200, url
+    return answer.content.decode()
+
+
+def cells(page: str, column: str) -> list[str]:
+    return [text.strip() for name, text in CELL.findall(page) if name == column]
+
+
+def filter_choices(page: str, parameter: str) -> dict[str, str]:
+    return {value: text for name, value, text in FILTER_CHOICE.findall(page) if name == parameter}
+
+
+def options(page: str) -> dict[str, str]:
+    return dict(OPTION.findall(page))
+
+
+def breadcrumb(page: str) -> str:
+    """The breadcrumbs' last step: the object's name."""
+    return BREADCRUMBS.search(page).group(1).rsplit("&rsaquo;", 1)[1].strip()
+
+
+def test_it_shows_session_statuses_in_chinese_in_the_sessions_list_and_filter(
+    client, admin_user, alice
+):
+    from tests.session_factory import make_session
+
+    make_session(alice)  # paused
+    make_session(alice, status="completed")
+    client.force_login(admin_user)
+    url = "/admin/reviewer/reviewsession/"
+    chinese = admin_page(client, url, "zh-CN")
+    assert sorted(cells(chinese, "status")) == sorted(["已暂停", "已批准"])
+    statuses = filter_choices(chinese, "status__exact")
+    assert statuses["generated"] == "已生成，待决定" and statuses["draft"] == "草稿"
+    assert statuses["running"] == "生成中" and statuses["failed"] == "失败"
+    english = admin_page(client, url, "en")
+    assert sorted(cells(english, "status")) == ["completed", "paused"]
+    assert filter_choices(english, "status__exact")["generated"] == "generated, awaiting decision"
+
+
+def test_it_names_a_session_in_chinese_in_breadcrumbs_and_lists(client, admin_user, alice):
+    from tests.session_factory import make_session
+
+    session = make_session(alice, status="generated")
+    pause = make_session(alice).pauses.get()
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/reviewsession/{session.pk}/change/"
+    assert breadcrumb(admin_page(client, url, "zh-CN")) == f"会话 {session.pk}（已生成）"
+    assert breadcrumb(admin_page(client, url, "en")) == f"Session {session.pk} (generated)"
+    chinese = admin_page(client, "/admin/reviewer/pauseevent/", "zh-CN")
+    assert cells(chinese, "session") == [f"会话 {pause.session_id}（已暂停）"]
+    url = f"/admin/reviewer/reviewsession/{pause.session_id}/change/"
+    inline = admin_page(client, url, "zh-CN")  # its pauses, below the session
+    assert re.search(r'field-kind_word">\s*<p>手动</p>', inline)
+    assert re.search(r'field-trigger_word">\s*<p>手动</p>', inline)
+    url = f"/admin/reviewer/pauseevent/{pause.pk}/change/"
+    assert breadcrumb(admin_page(client, url, "zh-CN")) == f"暂停事件 {pause.pk}"
+    assert breadcrumb(admin_page(client, url, "en")) == f"PauseEvent object ({pause.pk})"
+
+
+def test_it_names_roi_settings_api_tokens_and_corrections_in_chinese(client, admin_user, alice):
+    from reviewer.models import ApiToken, RoiSettings, TaskCorrection
+    from reviewer.web.auth import issue_token
+    from tests.session_factory import clinical_notes, make_session
+
+    roi = RoiSettings.objects.create(domain=clinical_notes())
+    issue_token(alice)
+    token = ApiToken.objects.get(user=alice)
+    session = make_session(alice, task_type="open")
+    correction = TaskCorrection.objects.create(
+        session=session, given="open", corrected="reasoning", corrected_by="alice"
+    )
+    client.force_login(admin_user)
+    pages = {
+        f"/admin/reviewer/roisettings/{roi.pk}/change/": (
+            "Clinical notes 的 ROI 设置",
+            "ROI settings of Clinical notes",
+        ),
+        f"/admin/reviewer/apitoken/{token.pk}/change/": ("alice 的 API 令牌", "API token of alice"),
+        f"/admin/reviewer/taskcorrection/{correction.pk}/change/": (
+            f"会话 {session.pk}：开放式 -&gt; 推理",
+            f"session {session.pk}: open -&gt; reasoning",
+        ),
+    }
+    for url, (chinese, english) in pages.items():
+        assert breadcrumb(admin_page(client, url, "zh-CN")) == chinese
+        assert breadcrumb(admin_page(client, url, "en")) == english
+
+
+def test_it_offers_a_domains_choices_and_help_in_the_page_language(client, admin_user):
+    client.force_login(admin_user)
+    url = "/admin/reviewer/domain/add/"
+    chinese = admin_page(client, url, "zh-CN")
+    offered = options(chinese)
+    assert offered["after_review"] == "审阅后交付：审阅人批准之前，什么都不发出"
+    assert offered["delayed"] == "延迟交付：文本落后模型几句，以流式发出"
+    assert offered["full"] == "完整：每一步都看所有位置"
+    assert offered["gated"] == "门控：汇聚点、最近窗口、重点位置和锚点"
+    helps = [text.strip() for text in HELP.findall(chinese)]
+    assert "调用网关的应用收到什么" in helps and "保留的开头位置数" in helps
+    assert not [text for text in helps if not HAN.search(text)], helps
+    english = admin_page(client, url, "en")
+    assert options(english)["after_review"] == (
+        "after review: nothing leaves before a reviewer approves"
+    )
+    assert (
+        options(english)["gated"] == "gated: sinks, a recent window, heavy hitters and the anchors"
+    )
+    assert "What an application calling the gateway receives" in english
+
+
+def test_it_shows_a_policys_action_and_kind_in_chinese(client, admin_user):
+    from reviewer.models import PausePolicy
+    from tests.session_factory import clinical_notes
+
+    policy = PausePolicy.objects.create(
+        domain=clinical_notes(), name="fever", kind="keyword", action="flag", params={}
+    )
+    client.force_login(admin_user)
+    url = "/admin/reviewer/pausepolicy/"
+    chinese = admin_page(client, url, "zh-CN")
+    assert cells(chinese, "action") == ["标记"]
+    assert filter_choices(chinese, "action__exact") == {
+        "pause": "暂停",
+        "rollback": "回退",
+        "flag": "标记",
+    }
+    english = admin_page(client, url, "en")
+    assert cells(english, "action") == ["flag"]
+    assert filter_choices(english, "action__exact")["rollback"] == "rollback"
+    change = f"/admin/reviewer/pausepolicy/{policy.pk}/change/"
+    assert breadcrumb(admin_page(client, change, "zh-CN")) == "Clinical notes: fever (关键词)"
+    assert breadcrumb(admin_page(client, change, "en")) == "Clinical notes: fever (keyword)"
+
+
+def test_it_shows_pause_kinds_outcomes_and_edit_kinds_in_chinese(client, admin_user, alice):
+    from django.utils import timezone
+
+    from reviewer.models import Edit, PauseEvent
+    from tests.session_factory import make_session
+
+    session = make_session(alice)
+    pause = session.pauses.get()  # manual, still open
+    PauseEvent.objects.create(
+        session=session,
+        position=3,
+        trigger="fever",
+        kind="keyword",
+        reason="Keyword",
+        outcome="rolled back",
+        halted_at=timezone.now(),
+    )
+    Edit.objects.create(session=session, pause=pause, kind="truncate", start=3, author=alice)
+    client.force_login(admin_user)
+    chinese = admin_page(client, "/admin/reviewer/pauseevent/", "zh-CN")
+    assert sorted(cells(chinese, "kind_word")) == sorted(["手动", "关键词"])
+    assert sorted(cells(chinese, "trigger_word")) == sorted(["手动", "fever"])
+    assert "已回退" in cells(chinese, "outcome_word")
+    assert filter_choices(chinese, "kind") == {"keyword": "关键词", "manual": "手动"}
+    assert filter_choices(chinese, "outcome")["rolled+back"] == "已回退"
+    english = admin_page(client, "/admin/reviewer/pauseevent/", "en")
+    assert sorted(cells(english, "kind_word")) == ["keyword", "manual"]
+    assert filter_choices(english, "outcome")["rolled+back"] == "rolled back"
+    filtered = admin_page(client, "/admin/reviewer/pauseevent/?kind=keyword", "en")
+    assert cells(filtered, "kind_word") == ["keyword"]
+    edits = admin_page(client, "/admin/reviewer/edit/", "zh-CN")
+    assert cells(edits, "kind") == ["截断"]
+    assert filter_choices(edits, "kind__exact")["choose"] == "选用候选词"
+    assert cells(admin_page(client, "/admin/reviewer/edit/", "en"), "kind") == ["truncate"]
+
+
+def test_it_names_task_types_in_chinese_where_the_admin_shows_them(client, admin_user):
+    from reviewer.models import TaskDecoding
+    from tests.session_factory import clinical_notes
+
+    TaskDecoding.objects.create(domain=clinical_notes(), task_type="open")
+    client.force_login(admin_user)
+    chinese = admin_page(client, "/admin/reviewer/taskdecoding/", "zh-CN")
+    assert cells(chinese, "task_type") == ["开放式"]  # the task type, not "未结束" (not ended)
+    assert filter_choices(chinese, "task_type__exact") == {
+        "deterministic": "确定性",
+        "open": "开放式",
+        "reasoning": "推理",
+    }
+    english = admin_page(client, "/admin/reviewer/taskdecoding/", "en")
+    assert cells(english, "task_type") == ["open"]
+    assert "Sampling parameters, e.g." in admin_page(
+        client, "/admin/reviewer/taskdecoding/add/", "en"
+    )
+    assert "采样参数，例如" in admin_page(client, "/admin/reviewer/taskdecoding/add/", "zh-CN")
+
+
+def test_it_has_a_word_for_every_policy_kind():
+    from inference.policies import POLICY_KINDS
+    from reviewer.models.domain import POLICY_KIND_WORDS
+
+    assert set(POLICY_KINDS) <= set(POLICY_KIND_WORDS)
+
+
+def test_the_api_keeps_the_stored_words_on_a_chinese_request(alice):
+    from django.test import Client
+
+    from reviewer.models import Edit, TaskCorrection
+    from tests.session_factory import make_session
+
+    session = make_session(alice, task_type="open", task_source="classifier")
+    pause = session.pauses.get()
+    pause.outcome = "rolled back"
+    pause.save()
+    Edit.objects.create(session=session, pause=pause, kind="truncate", start=3, author=alice)
+    TaskCorrection.objects.create(
+        session=session, given="open", corrected="reasoning", corrected_by="alice"
+    )
+    client = Client()
+    client.force_login(alice)
+    detail = client.get(f"/api/sessions/{session.pk}", HTTP_ACCEPT_LANGUAGE="zh-CN").json()
+    assert detail["status"] == "paused" and detail["task_type"] == "open"
+    assert detail["task_source"] == "classifier"
+    assert detail["pauses"][0]["kind"] == "manual"
+    assert detail["pauses"][0]["outcome"] == "rolled back"
+    assert detail["edits"][0]["kind"] == "truncate"
+    assert detail["task_correction"]["given"] == "open"
+    assert detail["task_correction"]["corrected"] == "reasoning"
+    listed = client.get("/api/sessions", HTTP_ACCEPT_LANGUAGE="zh-CN").json()["sessions"]
+    assert [row["status"] for row in listed] == ["paused"]

@@ -26,7 +26,7 @@ def test_the_groups_are_read_off_the_table():
 
 
 def test_the_table_is_plain_data_for_the_page():
-    data = {"statuses": statuses.STATUSES, "groups": statuses.GROUPS}
+    data = {"statuses": statuses.STATUSES, "groups": statuses.GROUPS, "labels": statuses.LABELS}
     assert json.loads(json.dumps({**data, "transitions": statuses.TRANSITIONS}))
 
 

@@ -38,15 +38,70 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
         return False  # the audit chain hashes session ids: deleting a session would break it
 
 
-class PauseEventInline(admin.TabularInline[PauseEvent, ReviewSession]):
+class PauseWords:
+    """A pause's trigger, kind and outcome are stored words; the admin says them in the page's
+    language (reviewer.models.PauseEvent)."""
+
+    @admin.display(description=_("trigger"), ordering="trigger")
+    def trigger_word(self, obj: PauseEvent) -> str:
+        return PauseEvent.trigger_word(obj.trigger)
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_word(self, obj: PauseEvent) -> str:
+        return PauseEvent.kind_word(obj.kind)
+
+    @admin.display(description=_("outcome"), ordering="outcome")
+    def outcome_word(self, obj: PauseEvent) -> str:
+        return PauseEvent.outcome_word(obj.outcome)
+
+
+class StoredWordFilter(admin.SimpleListFilter):
+    """A filter on one of a pause's stored words: the values stored, named as the list
+    names them (an empty one as the list's empty value)."""
+
+    parameter_name: str  # the field
+
+    def word(self, value: str) -> str:
+        raise NotImplementedError
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        stored = model_admin.get_queryset(request).order_by(self.parameter_name)
+        values = stored.values_list(self.parameter_name, flat=True).distinct()
+        empty = model_admin.get_empty_value_display()
+        return [(value, self.word(value) or empty) for value in values]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value is not None else queryset
+
+
+class PauseKindFilter(StoredWordFilter):
+    title = _("kind")
+    parameter_name = "kind"
+
+    def word(self, value: str) -> str:
+        return PauseEvent.kind_word(value)
+
+
+class PauseOutcomeFilter(StoredWordFilter):
+    title = _("outcome")
+    parameter_name = "outcome"
+
+    def word(self, value: str) -> str:
+        return PauseEvent.outcome_word(value)
+
+
+class PauseEventInline(PauseWords, admin.TabularInline[PauseEvent, ReviewSession]):
     model = PauseEvent
     fields = readonly_fields = (
         "position",
-        "trigger",
-        "kind",
+        "trigger_word",
+        "kind_word",
         "reason",
         "latency_ms",
-        "outcome",
+        "outcome_word",
         "halted_at",
     )
     extra = 0
@@ -86,9 +141,10 @@ class ReviewSessionAdmin(ReadOnlyAdmin[ReviewSession]):
 
 
 @admin.register(PauseEvent)
-class PauseEventAdmin(ReadOnlyAdmin[PauseEvent]):
-    list_display = ["session", "position", "trigger", "kind", "latency_ms", "outcome", "halted_at"]
-    list_filter = ["kind", "outcome"]
+class PauseEventAdmin(PauseWords, ReadOnlyAdmin[PauseEvent]):
+    list_display = ["session", "position", "trigger_word", "kind_word", "latency_ms"]
+    list_display += ["outcome_word", "halted_at"]
+    list_filter = [PauseKindFilter, PauseOutcomeFilter]
 
 
 @admin.register(Edit)

@@ -27,19 +27,19 @@ class Application(models.Model):
         _("key prefix"),
         max_length=16,
         editable=False,
-        help_text="The key's first characters, to recognise it",
+        help_text=_("The key's first characters, to recognise it"),
     )
     max_concurrent = models.PositiveSmallIntegerField(
         _("concurrent generations"),
         default=4,
         validators=[MinValueValidator(1), MaxValueValidator(1000)],
-        help_text="Generations not yet ended at once; one more is refused with 429",
+        help_text=_("Generations not yet ended at once; one more is refused with 429"),
     )
     requests_per_minute = models.PositiveIntegerField(
         _("requests per minute"),
         default=60,
         validators=[MinValueValidator(1), MaxValueValidator(100000)],
-        help_text="Requests in any minute; one more is refused with 429 and Retry-After",
+        help_text=_("Requests in any minute; one more is refused with 429 and Retry-After"),
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     rotated_at = models.DateTimeField(_("rotated at"), null=True, blank=True, editable=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -16,7 +17,7 @@ class AuditRecord(models.Model):
         related_name="audit",
         verbose_name=_("session"),
     )
-    actor = models.CharField(_("actor"), max_length=150, help_text="Username, or 'engine'")
+    actor = models.CharField(_("actor"), max_length=150, help_text=_("Username, or 'engine'"))
     action = models.CharField(_("action"), max_length=40)
     payload = models.JSONField(_("payload"), default=dict)
     created_at = models.DateTimeField(_("created at"))
@@ -27,6 +28,9 @@ class AuditRecord(models.Model):
         ordering = ["id"]
         verbose_name = _("audit record")
         verbose_name_plural = _("audit records")
+
+    def __str__(self) -> str:
+        return gettext("AuditRecord object (%(id)s)") % {"id": self.pk}
 
 
 class AuditGraph(models.Model):
@@ -78,4 +82,4 @@ class ApiToken(models.Model):
         verbose_name_plural = _("api tokens")
 
     def __str__(self) -> str:
-        return f"API token of {self.user}"
+        return gettext("API token of %(user)s") % {"user": self.user}

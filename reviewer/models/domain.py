@@ -9,6 +9,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import translation
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 
@@ -21,6 +22,31 @@ def in_page_language(name: str, name_zh: str) -> str:
 AFTER_REVIEW, DELAYED = "after_review", "delayed"
 FULL, GATED = "full", "gated"
 
+# The task types a domain's presets and the classifier name (reviewer.lifecycle.task_types).
+TASK_TYPES = [
+    ("deterministic", pgettext_lazy("task type", "deterministic")),
+    ("open", pgettext_lazy("task type", "open")),
+    ("reasoning", pgettext_lazy("task type", "reasoning")),
+]
+
+# The policy kinds (inference.policies) as a policy's or a pause's name in the admin says them:
+# the engine's own word in English. A kind not listed shows as it is stored.
+POLICY_KIND_WORDS = {
+    "keyword": pgettext_lazy("policy kind", "keyword"),
+    "regex": pgettext_lazy("policy kind", "regex"),
+    "low_confidence": pgettext_lazy("policy kind", "low_confidence"),
+    "high_entropy": pgettext_lazy("policy kind", "high_entropy"),
+    "overconfidence": pgettext_lazy("policy kind", "overconfidence"),
+    "sentence_count": pgettext_lazy("policy kind", "sentence_count"),
+    "tool_call": pgettext_lazy("policy kind", "tool_call"),
+    "drift": pgettext_lazy("policy kind", "drift"),
+    "learned": pgettext_lazy("policy kind", "learned"),
+}
+
+
+def policy_kind_word(kind: str) -> str:
+    return str(POLICY_KIND_WORDS.get(kind, kind))
+
 
 def word_list(text: str) -> list[str]:
     """Words separated by commas (either width) or new lines."""
@@ -32,36 +58,42 @@ class Domain(models.Model):
 
     name = models.CharField(_("name"), max_length=100, unique=True)
     name_zh = models.CharField(
-        _("Chinese name"), max_length=100, blank=True, help_text="Shown on Chinese pages"
+        _("Chinese name"), max_length=100, blank=True, help_text=_("Shown on Chinese pages")
     )
     slug = models.SlugField(_("slug"), max_length=100, unique=True)
     specialty = models.CharField(
-        _("specialty"), max_length=50, help_text="medical, legal, insurance, patent, ..."
+        _("specialty"), max_length=50, help_text=_("medical, legal, insurance, patent, ...")
     )
     system_prompt = models.TextField(_("system prompt"))
     decoding = models.JSONField(
-        _("decoding"), default=dict, blank=True, help_text="Default sampling parameters"
+        _("decoding"), default=dict, blank=True, help_text=_("Default sampling parameters")
     )
     max_pauses_per_100_tokens = models.PositiveSmallIntegerField(
         _("pauses per 100 tokens"),
         default=3,
         validators=[MaxValueValidator(100)],
-        help_text="At most this many policy pauses in any 100 generated tokens; the policies'"
-        " other pauses are kept as flags. 0: no limit. Reviewers' own pauses do not count.",
+        help_text=_(
+            "At most this many policy pauses in any 100 generated tokens; the policies'"
+            " other pauses are kept as flags. 0: no limit. Reviewers' own pauses do not count."
+        ),
     )
     min_pause_distance = models.PositiveSmallIntegerField(
         _("minimum tokens between pauses"),
         default=20,
         validators=[MaxValueValidator(10000)],
-        help_text="A policy may pause only this many generated tokens after the last pause"
-        " (a reviewer's included). 0: no minimum.",
+        help_text=_(
+            "A policy may pause only this many generated tokens after the last pause"
+            " (a reviewer's included). 0: no minimum."
+        ),
     )
     resume_time_after_s = models.PositiveIntegerField(
         _("tell the time after a pause of (seconds)"),
         default=600,
         validators=[MaxValueValidator(7 * 24 * 3600)],
-        help_text="Resuming after a longer pause tells the model the current time (a note in"
-        " its context, not in the text). 0: never.",
+        help_text=_(
+            "Resuming after a longer pause tells the model the current time (a note in"
+            " its context, not in the text). 0: never."
+        ),
     )
 
     # Review on a floor: who reviews this domain, and what an application's call receives.
@@ -70,47 +102,49 @@ class Domain(models.Model):
         blank=True,
         related_name="review_domains",
         verbose_name=_("reviewers"),
-        help_text="Reviewers of this domain: its gateway generations appear in their queue",
+        help_text=_("Reviewers of this domain: its gateway generations appear in their queue"),
     )
     delivery_mode = models.CharField(
         _("delivery mode"),
         max_length=12,
         choices=[
-            (AFTER_REVIEW, "after review: nothing leaves before a reviewer approves"),
-            (DELAYED, "delayed: text streams a few sentences behind the model"),
+            (AFTER_REVIEW, _("after review: nothing leaves before a reviewer approves")),
+            (DELAYED, _("delayed: text streams a few sentences behind the model")),
         ],
         default=AFTER_REVIEW,
-        help_text="What an application calling the gateway receives",
+        help_text=_("What an application calling the gateway receives"),
     )
     delay_sentences = models.PositiveSmallIntegerField(
         _("delay sentences"),
         default=1,
         validators=[MaxValueValidator(3)],
-        help_text="Delayed delivery: how many sentences the application stays behind (0-3)",
+        help_text=_("Delayed delivery: how many sentences the application stays behind (0-3)"),
     )
     auto_approve_unpaused = models.BooleanField(
         _("auto approve unpaused"),
         default=False,
-        help_text="A gateway generation no policy paused is approved by the system (audited)",
+        help_text=_("A gateway generation no policy paused is approved by the system (audited)"),
     )
     max_wait_s = models.PositiveIntegerField(
         _("longest wait of a call (seconds)"),
         default=600,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 3600)],
-        help_text="A gateway call that waits longer for review gets an error naming the"
-        " generation, which stays reachable at /v1/responses/{id}",
+        help_text=_(
+            "A gateway call that waits longer for review gets an error naming the"
+            " generation, which stays reachable at /v1/responses/{id}"
+        ),
     )
     claim_minutes = models.PositiveSmallIntegerField(
         _("claim minutes"),
         default=10,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
-        help_text="A claim expires after this many minutes without the reviewer's activity",
+        help_text=_("A claim expires after this many minutes without the reviewer's activity"),
     )
     review_sla_minutes = models.PositiveIntegerField(
         _("review SLA (minutes)"),
         default=15,
         validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
-        help_text="A waiting item older than this stands out in the queue and in /metrics",
+        help_text=_("A waiting item older than this stands out in the queue and in /metrics"),
     )
 
     # Attention gating (inference/gating.py): which history positions a decode step looks at.
@@ -118,46 +152,49 @@ class Domain(models.Model):
         _("attention"),
         max_length=5,
         choices=[
-            (FULL, "full: every position, every step"),
-            (GATED, "gated: sinks, a recent window, heavy hitters and the anchors"),
+            (FULL, _("full: every position, every step")),
+            (GATED, _("gated: sinks, a recent window, heavy hitters and the anchors")),
         ],
         default=FULL,
-        help_text="Gated attention looks at fewer positions per step: faster at long context",
+        help_text=_("Gated attention looks at fewer positions per step: faster at long context"),
     )
     gate_sinks = models.PositiveSmallIntegerField(
-        _("sinks"), default=4, validators=[MaxValueValidator(64)], help_text="First positions kept"
+        _("sinks"),
+        default=4,
+        validators=[MaxValueValidator(64)],
+        help_text=_("First positions kept"),
     )
     gate_window = models.PositiveSmallIntegerField(
         _("recent window"),
         default=64,
         validators=[MinValueValidator(1), MaxValueValidator(4096)],
-        help_text="Latest positions kept",
+        help_text=_("Latest positions kept"),
     )
     gate_top_k = models.PositiveSmallIntegerField(
         _("heavy hitters"),
         default=10,
         validators=[MaxValueValidator(4096)],
-        help_text="Positions kept because the model paid them the most attention",
+        help_text=_("Positions kept because the model paid them the most attention"),
     )
     gate_wide_top_k = models.PositiveSmallIntegerField(
         _("heavy hitters after a recall word"),
         default=50,
         validators=[MaxValueValidator(4096)],
-        help_text="The gate widens to this many when the recent text names the history",
+        help_text=_("The gate widens to this many when the recent text names the history"),
     )
     recall_words_en = models.CharField(
         _("recall words (English)"),
         max_length=500,
         blank=True,
         default="history, previously, prior",
-        help_text="Comma-separated; any of them in the recent text widens the gate",
+        help_text=_("Comma-separated; any of them in the recent text widens the gate"),
     )
     recall_words_zh = models.CharField(
         _("recall words (Chinese)"),
         max_length=500,
         blank=True,
         default="病史, 既往, 上次",
-        help_text="Comma-separated (，or 、 too)",
+        help_text=_("Comma-separated (，or 、 too)"),
     )
 
     class Meta:
@@ -225,9 +262,11 @@ class GlossaryTerm(models.Model):
         Glossary, on_delete=models.CASCADE, related_name="terms", verbose_name=_("glossary")
     )
     term = models.CharField(_("term"), max_length=200)
-    preferred = models.CharField(_("preferred"), max_length=300, help_text="Preferred replacement")
+    preferred = models.CharField(
+        _("preferred"), max_length=300, help_text=_("Preferred replacement")
+    )
     code = models.CharField(
-        _("code"), max_length=50, blank=True, help_text="ICD-10, IPC or clause code"
+        _("code"), max_length=50, blank=True, help_text=_("ICD-10, IPC or clause code")
     )
     note = models.TextField(_("note"), blank=True)
 
@@ -244,35 +283,39 @@ class GlossaryTerm(models.Model):
 class PausePolicy(models.Model):
     """An admin-configured reason to stop generation; parameters are validated by the engine."""
 
-    ACTIONS = [("pause", "pause"), ("rollback", "rollback"), ("flag", "flag")]
+    ACTIONS = [("pause", _("pause")), ("rollback", _("rollback")), ("flag", _("flag"))]
 
     domain = models.ForeignKey(
         Domain, on_delete=models.CASCADE, related_name="policies", verbose_name=_("domain")
     )
     name = models.CharField(_("name"), max_length=100)
     name_zh = models.CharField(
-        _("Chinese name"), max_length=100, blank=True, help_text="Shown on Chinese pages"
+        _("Chinese name"), max_length=100, blank=True, help_text=_("Shown on Chinese pages")
     )
     kind = models.CharField(_("kind"), max_length=30)
     params = models.JSONField(default=dict, blank=True)
     action = models.CharField(_("action"), max_length=10, choices=ACTIONS, default="pause")
     enabled = models.BooleanField(_("enabled"), default=True)
     cooldown = models.PositiveIntegerField(
-        _("cooldown"), default=0, help_text="Tokens before it may fire again"
+        _("cooldown"), default=0, help_text=_("Tokens before it may fire again")
     )
     order = models.PositiveIntegerField(_("order"), default=0)
     priority = models.IntegerField(
         _("priority"),
         default=0,
         validators=[MinValueValidator(-1000), MaxValueValidator(1000)],
-        help_text="When several policies want to pause at the same token, the highest priority"
-        " pauses and the others are kept as flags.",
+        help_text=_(
+            "When several policies want to pause at the same token, the highest priority"
+            " pauses and the others are kept as flags."
+        ),
     )
     may_pause_before_first_word = models.BooleanField(
         _("may pause before first word"),
         default=False,
-        help_text="Allow a pause before the model has written its first word (otherwise such"
-        " a pause is kept as a flag).",
+        help_text=_(
+            "Allow a pause before the model has written its first word (otherwise such"
+            " a pause is kept as a flag)."
+        ),
     )
 
     class Meta:
@@ -282,7 +325,7 @@ class PausePolicy(models.Model):
         verbose_name_plural = _("pause policies")
 
     def __str__(self) -> str:
-        return f"{self.domain}: {self.name} ({self.kind})"
+        return f"{self.domain}: {self.name} ({policy_kind_word(self.kind)})"
 
     @property
     def display_name(self) -> str:
@@ -320,12 +363,12 @@ class RoiSettings(models.Model):
     baseline_regenerate_cycles = models.FloatField(
         _("baseline regenerate cycles"),
         default=1.0,
-        help_text="Generate → review → regenerate cycles one generation needed before pausing",
+        help_text=_("Generate → review → regenerate cycles one generation needed before pausing"),
     )
     minutes_saved_per_cycle = models.FloatField(
         _("minutes saved per cycle"),
         default=10.0,
-        help_text="Reviewer minutes one avoided regenerate cycle saves",
+        help_text=_("Reviewer minutes one avoided regenerate cycle saves"),
     )
     reviewer_hourly_cost = models.DecimalField(
         _("reviewer hourly cost"), max_digits=10, decimal_places=2, default=100
@@ -335,7 +378,7 @@ class RoiSettings(models.Model):
         max_digits=12,
         decimal_places=2,
         default=0,
-        help_text="Cost of an error a policy caught",
+        help_text=_("Cost of an error a policy caught"),
     )
     annual_system_cost = models.DecimalField(
         _("annual system cost"), max_digits=12, decimal_places=2, default=0
@@ -348,13 +391,13 @@ class RoiSettings(models.Model):
         verbose_name_plural = _("ROI settings")
 
     def __str__(self) -> str:
-        return f"ROI settings of {self.domain}"
+        return gettext("ROI settings of %(domain)s") % {"domain": self.domain}
 
 
 class TaskDecoding(models.Model):
     """A domain's decoding parameters for one task type, over the built-in preset."""
 
-    TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
+    TASK_TYPES = TASK_TYPES
 
     domain = models.ForeignKey(
         Domain, on_delete=models.CASCADE, related_name="task_decodings", verbose_name=_("domain")
@@ -364,7 +407,7 @@ class TaskDecoding(models.Model):
         _("params"),
         default=dict,
         blank=True,
-        help_text='Sampling parameters, e.g. {"temperature": 0.2}',
+        help_text=_('Sampling parameters, e.g. {"temperature": 0.2}'),
     )
 
     class Meta:
@@ -374,7 +417,7 @@ class TaskDecoding(models.Model):
         verbose_name_plural = _("task decoding presets")
 
     def __str__(self) -> str:
-        return f"{self.domain}: {self.task_type}"
+        return f"{self.domain}: {self.get_task_type_display()}"
 
     def clean(self) -> None:
         from django.core.exceptions import ValidationError

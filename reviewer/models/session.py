@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from reviewer.models import statuses
-from reviewer.models.domain import Domain, GlossaryTerm
+from reviewer.models.domain import TASK_TYPES, Domain, GlossaryTerm, policy_kind_word
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
     from reviewer.models.application import Application
 
 DEFAULT_MAX_NEW_TOKENS = 200  # for a row whose decoding names none (the former column default)
+
+# A session's name in a list or a breadcrumb ("Session 5 (running)") says its stored status:
+# the label, but the shorter "generated".
+STATUS_WORDS = {**statuses.LABELS, statuses.GENERATED: gettext_noop("generated")}
 
 
 class SessionQuerySet(models.QuerySet["ReviewSession"]):
@@ -53,7 +58,7 @@ class ReviewSession(models.Model):
         statuses.CANCELLED,
         statuses.FAILED,
     )
-    STATUSES = list(statuses.LABELS.items())
+    STATUSES = [(status, _(label)) for status, label in statuses.LABELS.items()]
     FINAL = statuses.FINAL
 
     # A reviewer-started session has an owner; a gateway generation has an application and
@@ -87,38 +92,38 @@ class ReviewSession(models.Model):
         _("waiting since"),
         null=True,
         blank=True,
-        help_text="When it began to wait for a reviewer (paused, generated)",
+        help_text=_("When it began to wait for a reviewer (paused, generated)"),
     )
     gateway = models.JSONField(
         _("gateway"),
         default=dict,
         blank=True,
-        help_text="The gateway request it came from: endpoint, messages, stop, logprobs, ...",
+        help_text=_("The gateway request it came from: endpoint, messages, stop, logprobs, ..."),
     )
     released_chars = models.PositiveIntegerField(
         _("released chars"),
         default=0,
-        help_text="Delayed delivery: characters of text already sent (locked)",
+        help_text=_("Delayed delivery: characters of text already sent (locked)"),
     )
     # What tells a repeated gateway call from a new one (reviewer/lifecycle/gateway.py).
     request_digest = models.CharField(
         _("request digest"),
         max_length=64,
         blank=True,
-        help_text="SHA-256 of the gateway call's endpoint and body",
+        help_text=_("SHA-256 of the gateway call's endpoint and body"),
     )
     idempotency_key = models.CharField(
         _("idempotency key"),
         max_length=200,
         null=True,
         blank=True,
-        help_text="The call's Idempotency-Key header",
+        help_text=_("The call's Idempotency-Key header"),
     )
     answered_at = models.DateTimeField(
         _("answered at"),
         null=True,
         blank=True,
-        help_text="When the call that started it got its whole answer",
+        help_text=_("When the call that started it got its whole answer"),
     )
     domain = models.ForeignKey(
         Domain, on_delete=models.PROTECT, related_name="sessions", verbose_name=_("domain")
@@ -131,18 +136,18 @@ class ReviewSession(models.Model):
         _("pause budget"),
         default=dict,
         blank=True,
-        help_text="The domain's pause budget when it started",
+        help_text=_("The domain's pause budget when it started"),
     )
     muted_policies = models.JSONField(
         _("muted policies"),
         default=list,
         blank=True,
-        help_text="Policies its reviewer silenced for this session",
+        help_text=_("Policies its reviewer silenced for this session"),
     )
     pending_note = models.TextField(
         _("pending note"),
         blank=True,
-        help_text="Context the model reads when its next segment starts (the time)",
+        help_text=_("Context the model reads when its next segment starts (the time)"),
     )
     status = models.CharField(
         _("status"), max_length=12, choices=STATUSES, default=DRAFT, db_index=True
@@ -151,25 +156,29 @@ class ReviewSession(models.Model):
     generated_ids = models.JSONField(_("generated ids"), default=list)
     text = models.TextField(_("text"), blank=True)
     engine_meta = models.JSONField(
-        _("engine meta"), default=dict, blank=True, help_text="Attempts, policy state"
+        _("engine meta"), default=dict, blank=True, help_text=_("Attempts, policy state")
     )
     ids_seq = models.PositiveIntegerField(
-        _("ids seq"), default=0, help_text="Last event covered by generated_ids"
+        _("ids seq"), default=0, help_text=_("Last event covered by generated_ids")
     )
     last_seq = models.PositiveIntegerField(_("last seq"), default=0)
     worker = models.CharField(
-        _("worker"), max_length=200, blank=True, help_text="Worker holding the state"
+        _("worker"), max_length=200, blank=True, help_text=_("Worker holding the state")
     )
     segment = models.CharField(
-        _("segment"), max_length=32, blank=True, help_text="Token of the live segment task"
+        _("segment"), max_length=32, blank=True, help_text=_("Token of the live segment task")
     )
     error = models.TextField(_("error"), blank=True)
     decision_comment = models.TextField(_("decision comment"), blank=True)
     task_type = models.CharField(
-        _("task type"), max_length=20, blank=True, help_text="Decides the decoding"
+        _("task type"),
+        max_length=20,
+        blank=True,
+        choices=TASK_TYPES,
+        help_text=_("Decides the decoding"),
     )
     task_source = models.CharField(
-        _("task source"), max_length=10, blank=True, help_text="'classifier' or 'override'"
+        _("task source"), max_length=10, blank=True, help_text=_("'classifier' or 'override'")
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -191,7 +200,8 @@ class ReviewSession(models.Model):
         indexes = [models.Index(fields=["application", "request_digest"])]
 
     def __str__(self) -> str:
-        return f"Session {self.pk} ({self.status})"
+        word = gettext(STATUS_WORDS.get(self.status, self.status))
+        return gettext("Session %(id)s (%(status)s)") % {"id": self.pk, "status": word}
 
     # The seed and the token limit are sampling parameters, kept once: in ``decoding``.
     @property
@@ -236,18 +246,29 @@ class PauseEvent(models.Model):
     # The kind of a pause a reviewer opened on a generated text to correct it: no engine
     # halted there, so the pause figures (ROI, the floor, the learned policy) leave it out.
     REOPENED = "reopen"
+    # The stored words the admin shows in the page's language (English: as stored); the
+    # policies' kinds are reviewer.models.domain.POLICY_KIND_WORDS. Others show as stored.
+    OWN_KINDS = {"manual": _("manual"), REOPENED: _("reopen")}
+    OUTCOMES = {
+        "resumed": _("resumed"),
+        "edited": _("edited"),
+        "rolled back": _("rolled back"),
+        "completed": _("completed"),
+        "rejected": _("rejected"),
+        "cancelled": _("cancelled"),
+    }
 
     session = models.ForeignKey(
         ReviewSession, on_delete=models.CASCADE, related_name="pauses", verbose_name=_("session")
     )
     position = models.PositiveIntegerField(
-        _("position"), help_text="Generated tokens before the pause"
+        _("position"), help_text=_("Generated tokens before the pause")
     )
     trigger = models.CharField(
-        _("trigger"), max_length=100, help_text="'manual' or the policy's name"
+        _("trigger"), max_length=100, help_text=_("'manual' or the policy's name")
     )
     kind = models.CharField(
-        _("kind"), max_length=30, blank=True, help_text="Policy kind, or 'manual'"
+        _("kind"), max_length=30, blank=True, help_text=_("Policy kind, or 'manual'")
     )
     reason = models.TextField(_("reason"))
     evidence = models.JSONField(_("evidence"), default=dict)
@@ -257,10 +278,10 @@ class PauseEvent(models.Model):
     halted_at = models.DateTimeField(_("halted at"))
     resumed_at = models.DateTimeField(_("resumed at"), null=True, blank=True)
     latency_ms = models.FloatField(
-        _("latency ms"), null=True, blank=True, help_text="Manual pause: request to halt"
+        _("latency ms"), null=True, blank=True, help_text=_("Manual pause: request to halt")
     )
     outcome = models.CharField(
-        _("outcome"), max_length=30, blank=True, help_text="What the reviewer did"
+        _("outcome"), max_length=30, blank=True, help_text=_("What the reviewer did")
     )
 
     class Meta:
@@ -268,13 +289,29 @@ class PauseEvent(models.Model):
         verbose_name = _("pause event")
         verbose_name_plural = _("pause events")
 
+    def __str__(self) -> str:
+        return gettext("PauseEvent object (%(id)s)") % {"id": self.pk}
+
+    @classmethod
+    def trigger_word(cls, trigger: str) -> str:
+        return str(cls.OWN_KINDS["manual"]) if trigger == "manual" else trigger
+
+    @classmethod
+    def kind_word(cls, kind: str) -> str:
+        own = cls.OWN_KINDS.get(kind)
+        return str(own) if own is not None else policy_kind_word(kind)
+
+    @classmethod
+    def outcome_word(cls, outcome: str) -> str:
+        return str(cls.OUTCOMES.get(outcome, outcome))
+
 
 class Edit(models.Model):
     KINDS = [
-        ("replace", "replace"),
-        ("choose", "choose"),
-        ("truncate", "truncate"),
-        ("append", "append"),
+        ("replace", _("replace")),
+        ("choose", _("choose")),
+        ("truncate", _("truncate")),
+        ("append", _("append")),
     ]
 
     session = models.ForeignKey(
@@ -289,7 +326,7 @@ class Edit(models.Model):
     )
     kind = models.CharField(_("kind"), max_length=10, choices=KINDS)
     start = models.PositiveIntegerField(
-        _("start"), null=True, help_text="Character offset (replace) or token position"
+        _("start"), null=True, help_text=_("Character offset (replace) or token position")
     )
     end = models.PositiveIntegerField(_("end"), null=True)
     token_id = models.IntegerField(_("token id"), null=True, blank=True)
@@ -311,6 +348,9 @@ class Edit(models.Model):
         ordering = ["created_at", "id"]
         verbose_name = _("edit")
         verbose_name_plural = _("edits")
+
+    def __str__(self) -> str:
+        return gettext("Edit object (%(id)s)") % {"id": self.pk}
 
     def as_dict(self) -> dict[str, Any]:
         """The one serialisation of an edit: the API's answer and the audit record's."""

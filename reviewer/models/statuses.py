@@ -18,20 +18,24 @@ methods would not give them.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 DRAFT, RUNNING, PAUSED, GENERATED = "draft", "running", "paused", "generated"
 COMPLETED, REJECTED, CANCELLED, FAILED = "completed", "rejected", "cancelled", "failed"
 
 STATUSES = (DRAFT, RUNNING, PAUSED, GENERATED, COMPLETED, REJECTED, CANCELLED, FAILED)
 
+# What the admin calls each status: English here, translated where it is shown
+# (reviewer.models.session); the reviewer's pages have their own (reviewer.web.ui_text).
 LABELS = {
-    DRAFT: "draft",
-    RUNNING: "running",
-    PAUSED: "paused",
-    GENERATED: "generated, awaiting decision",
-    COMPLETED: "completed",
-    REJECTED: "rejected",
-    CANCELLED: "cancelled",
-    FAILED: "failed",
+    DRAFT: gettext_noop("draft"),
+    RUNNING: gettext_noop("running"),
+    PAUSED: gettext_noop("paused"),
+    GENERATED: gettext_noop("generated, awaiting decision"),
+    COMPLETED: gettext_noop("completed"),
+    REJECTED: gettext_noop("rejected"),
+    CANCELLED: gettext_noop("cancelled"),
+    FAILED: gettext_noop("failed"),
 }
 
 TRANSITIONS: dict[str, tuple[str, ...]] = {

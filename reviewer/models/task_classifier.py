@@ -4,11 +4,11 @@ the classifier versions retrained on them (enabled only when good enough)."""
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from reviewer.models.domain import TASK_TYPES
 from reviewer.models.session import ReviewSession
-
-TASK_TYPES = [("deterministic", "deterministic"), ("open", "open"), ("reasoning", "reasoning")]
 
 
 class TaskCorrection(models.Model):
@@ -23,7 +23,10 @@ class TaskCorrection(models.Model):
         verbose_name=_("session"),
     )
     given = models.CharField(
-        _("given"), max_length=20, help_text="The session's task type when corrected"
+        _("given"),
+        max_length=20,
+        choices=TASK_TYPES,
+        help_text=_("The session's task type when corrected"),
     )
     corrected = models.CharField(_("corrected"), max_length=20, choices=TASK_TYPES)
     corrected_by = models.CharField(_("corrected by"), max_length=150)
@@ -35,7 +38,9 @@ class TaskCorrection(models.Model):
         verbose_name_plural = _("task corrections")
 
     def __str__(self) -> str:
-        return f"session {self.session_id}: {self.given} -> {self.corrected}"
+        given, corrected = self.get_given_display(), self.get_corrected_display()
+        named = {"id": self.session_id, "given": given, "corrected": corrected}
+        return gettext("session %(id)s: %(given)s -> %(corrected)s") % named
 
     @property
     def agrees(self) -> bool:
@@ -47,17 +52,19 @@ class TaskClassifierVersion(models.Model):
     always to the same model, so a version stores its training examples (JSON bytes) and
     their checksum rather than the fitted tables."""
 
-    version = models.PositiveIntegerField(_("version"), unique=True, help_text="1, 2, ...")
-    checksum = models.CharField(_("checksum"), max_length=64, help_text="SHA-256 of the examples")
+    version = models.PositiveIntegerField(_("version"), unique=True, help_text=_("1, 2, ..."))
+    checksum = models.CharField(
+        _("checksum"), max_length=64, help_text=_("SHA-256 of the examples")
+    )
     data = models.BinaryField()
     metrics = models.JSONField(_("metrics"), default=dict)
     enabled = models.BooleanField(
         _("enabled"),
         default=False,
-        help_text="Labels new sessions; only with held-out accuracy >= 88 %",
+        help_text=_("Labels new sessions; only with held-out accuracy >= 88 %"),
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-    created_by = models.CharField(_("created by"), max_length=150, help_text="Who trained it")
+    created_by = models.CharField(_("created by"), max_length=150, help_text=_("Who trained it"))
 
     class Meta:
         ordering = ["-version"]
@@ -65,7 +72,10 @@ class TaskClassifierVersion(models.Model):
         verbose_name_plural = _("task classifier versions")
 
     def __str__(self) -> str:
-        return f"task classifier v{self.version} ({self.checksum[:12]})"
+        return gettext("task classifier v%(version)s (%(checksum)s)") % {
+            "version": self.version,
+            "checksum": self.checksum[:12],
+        }
 
     @property
     def accuracy(self) -> float:
