@@ -115,6 +115,33 @@ def test_it_names_the_admins_app_and_models_in_chinese(client, admin_user):
     assert "Caesura review" not in page and "Pause policies" not in page
 
 
+AXES_APP = re.compile(r'<a href="/admin/axes/" class="section"[^>]*>([^<]*)</a>')
+
+
+def test_it_names_the_login_records_for_what_they_are_in_both_languages(client, admin_user):
+    """django-axes' app was listed as "Axes", a name that tells an admin nothing."""
+    client.force_login(admin_user)
+    for language, name in (("en", "Login records"), ("zh-CN", "登录记录")):
+        page = client.get("/admin/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        assert AXES_APP.search(page).group(1) == name
+        assert ">Axes<" not in page
+
+
+def test_it_names_a_demo_domains_specialty_in_the_queue_pages_language(client, alice):
+    from reviewer.models import Domain
+
+    domain = Domain.objects.create(name="Notes", slug="notes", specialty="medical")
+    custom = Domain.objects.create(name="Ships", slug="ships", specialty="maritime")
+    domain.reviewers.add(alice)
+    custom.reviewers.add(alice)
+    client.force_login(alice)
+    chinese = client.get("/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert '<span class="muted">医疗 ·' in chinese
+    assert '<span class="muted">maritime ·' in chinese  # an admin's own word stays as written
+    english = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert '<span class="muted">medical ·' in english
+
+
 def test_it_keeps_the_admins_english_names_in_english(client, admin_user):
     client.force_login(admin_user)
     app, models, _page = admin_index(client, "en")

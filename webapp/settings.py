@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
-    "axes",
+    "reviewer.apps.LoginRecordsConfig",  # django-axes, named for the admin
     "csp",
     "reviewer",
 ]
