@@ -265,8 +265,79 @@ def test_it_sends_an_answer_sent_whole_only_as_approved(monkeypatch):
     delivery = Delivery(follower, "delayed", 0, max_wait_s=60, lock=False)
     follower.row = Row("paused", "One. Two. ", 0, "", "")
     follower.text = "One. Two. "
-    assert asyncio.run(delivery._release()) is None
+    assert released_now(delivery) is None
     follower.row = Row("completed", "One. Second. ", 0, "", "")
     follower.text = "One. Second. "
     piece = asyncio.run(delivery._release())
     assert piece is not None and piece.text == "One. Second. "
+
+
+def stale_stream(session_id: int, text: str, released: int = 0) -> Delivery:
+    """A stream of a delayed domain that read a releasing token while the session ran: its
+    follower has not read what was stored after it."""
+    from reviewer.gateway.progress import Follower, Row
+    from reviewer.lifecycle.record import Token
+
+    follower = Follower(session_id)
+    follower.row = Row("running", "", released, "", "")
+    follower.tokens = [Token(i, piece) for i, piece in enumerate(text.split("|"))]
+    return Delivery(follower, "delayed", 1, max_wait_s=60)
+
+
+def released_now(delivery: Delivery):
+    """One release step, then the connection its read used is closed (it lives in another
+    thread, which the test database's teardown would otherwise find still connected)."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    async def step():
+        try:
+            return await delivery._release()
+        finally:
+            await sync_to_async(connections.close_all)()
+
+    return asyncio.run(step())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_sends_nothing_a_pause_stopped_before_the_stream_locked_it(alice):
+    """The worker stores a token that lets a sentence leave, then a pause; a stream that took
+    the token before the pause must not send the sentence, as it could not lock it while the
+    session ran: at the pause a reviewer may already be changing it. It reads where the session
+    stands instead (before, it sent the sentence, which the reviewer could then change)."""
+    from reviewer.lifecycle import gateway
+    from reviewer.models import ReviewSession
+    from tests.session_factory import make_session
+
+    text = "One. |Two. |Thr"
+    session = make_session(alice, status=ReviewSession.PAUSED)
+    ReviewSession.objects.filter(pk=session.pk).update(text=text.replace("|", ""))
+    delivery = stale_stream(session.pk, text)
+    assert released_now(delivery) is None
+    session.refresh_from_db()
+    assert session.released_chars == 0
+    assert (delivery.follower.row.status, delivery.sent) == ("paused", 0)
+    session.refresh_from_db()
+    gateway.require_undelivered(session, 0, "edit")  # the reviewer may change all of it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_locks_then_sends_what_leaves_while_the_session_runs(alice):
+    from reviewer.lifecycle import review
+    from reviewer.models import ReviewSession
+    from reviewer.web.arguments import CommandError
+    from tests.session_factory import make_session
+
+    text = "One. |Two. |Thr"
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    ReviewSession.objects.filter(pk=session.pk).update(text=text.replace("|", ""))
+    piece = released_now(stale_stream(session.pk, text))
+    assert piece is not None and piece.text == "One. Two."  # the sentence being written waits
+    session.refresh_from_db()
+    assert session.released_chars == len("One. Two.")
+    ReviewSession.objects.filter(pk=session.pk).update(status=ReviewSession.PAUSED)
+    with pytest.raises(CommandError, match="locked"):
+        review.edit(alice, session.pk, 0, 3, "Uno", command_id="edit-2")
+    # A second stream of the same session (a resumed one) may send what is locked already.
+    again = released_now(stale_stream(session.pk, text, released=len("One. Two.")))
+    assert again is not None and again.text == "One. Two."

@@ -6,7 +6,8 @@ delivery from the first wait to the end.
 - ``delayed``: the text as it is generated, but the last ``delay_sentences`` sentences (the
   one being written counts) held back; nothing more while the session is paused or waits
   for its decision; the rest after approval. What is sent is locked first
-  (``released_chars``): a reviewer can no longer change it.
+  (``released_chars``), and only while the session still runs: a reviewer can no longer
+  change it, and nothing leaves that a reviewer at a pause may be changing.
 
 Either way the text received equals the approved session's text, byte for byte. A stop
 string is never released: the text is held from where one begins, and by its length but
@@ -112,11 +113,19 @@ class Delivery:
         upto = min(upto, len(text))
         if upto <= self.sent:
             return None
-        if self.lock and row.status != statuses.COMPLETED:
-            await off_loop(gateway.release)(self.follower.session_id, upto)
+        if not await self._locked(row.status, upto):
+            await self.follower.catch_up()  # it stopped running: where it stands now
+            return None
         piece = Piece(text[self.sent : upto], self._tokens_upto(upto))
         self.sent = upto
         return piece
+
+    async def _locked(self, status: str, upto: int) -> bool:
+        """Whether the text up to ``upto`` may leave: approved text always; a stream's locked
+        first, which fails once the session stopped running (gateway.release)."""
+        if not self.lock or status == statuses.COMPLETED:
+            return True
+        return await off_loop(gateway.release)(self.follower.session_id, upto)
 
     def _tokens_upto(self, upto: int) -> list[Token]:
         """The tokens that end within the first ``upto`` characters, not sent before."""

@@ -13,6 +13,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from reviewer.analytics import metrics
@@ -236,10 +238,18 @@ def record_system_approval(session: ReviewSession) -> None:
     audit.append("approve", SYSTEM_ACTOR, session, {"comment": "", "text": session.text})
 
 
-def release(session_id: int, chars: int) -> None:
-    """Delayed delivery is about to send the text up to ``chars``: from now on it is locked.
-    Only ever moves forward."""
-    S.objects.filter(pk=session_id, released_chars__lt=chars).update(released_chars=chars)
+def release(session_id: int, chars: int) -> bool:
+    """Delayed delivery is about to send the text up to ``chars``: lock it, so that no reviewer
+    changes it from now on (it only ever moves forward). False: the session stopped running
+    since the stream last read it (a pause, or its end, stored after the token that released
+    the text) and the text is not locked that far: it must not leave, as a reviewer may be
+    changing it; nothing more leaves until the session runs again or is approved."""
+    locked = (
+        S.objects.filter(pk=session_id)
+        .filter(Q(status=S.RUNNING) | Q(released_chars__gte=chars))
+        .update(released_chars=Greatest("released_chars", Value(chars)))
+    )
+    return locked == 1
 
 
 def require_undelivered(session: ReviewSession, start: int, command: str) -> None:
