@@ -17,7 +17,7 @@ class ReviewerConfig(AppConfig):
         user_locked_out.connect(lockout.on_locked_out, dispatch_uid="caesura-lockout")
 
 
-class LoginRecordsConfig(AxesConfig):
+class LoginRecordsConfig(AxesConfig):  # type: ignore[misc]  # axes ships no types
     """django-axes under a name an admin understands: its app is listed as "Axes"."""
 
     verbose_name = _("Login records")

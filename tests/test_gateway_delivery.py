@@ -341,3 +341,24 @@ def test_it_locks_then_sends_what_leaves_while_the_session_runs(alice):
     # A second stream of the same session (a resumed one) may send what is locked already.
     again = released_now(stale_stream(session.pk, text, released=len("One. Two.")))
     assert again is not None and again.text == "One. Two."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_sends_nothing_whose_session_paused_and_ran_again_since_the_stream_read_it(alice):
+    """A pause, an edit and a resume between the stream's read and its lock: the session runs
+    again, but the text the stream holds may be the one before the edit. It reads again first."""
+    from reviewer import events
+    from reviewer.models import ReviewSession
+    from tests.session_factory import make_session
+
+    text = "One. |Two. |Thr"
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    ReviewSession.objects.filter(pk=session.pk).update(text=text.replace("|", ""))
+    delivery = stale_stream(session.pk, text)
+    for status in ("paused", "running"):  # the edit itself, in between, is the reviewer's
+        events.emit(session.pk, events.STATUS, events.status(status))
+    assert released_now(delivery) is None
+    session.refresh_from_db()
+    assert (session.released_chars, delivery.sent, delivery.follower.last_seq) == (0, 0, 2)
+    piece = released_now(delivery)  # read up to the edit now: it may go on
+    assert piece is not None and piece.text == "One. Two."

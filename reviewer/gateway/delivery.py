@@ -122,10 +122,12 @@ class Delivery:
 
     async def _locked(self, status: str, upto: int) -> bool:
         """Whether the text up to ``upto`` may leave: approved text always; a stream's locked
-        first, which fails once the session stopped running (gateway.release)."""
+        first, which fails once the session stopped running or its text may have changed since
+        the follower read it (gateway.release)."""
         if not self.lock or status == statuses.COMPLETED:
             return True
-        return await off_loop(gateway.release)(self.follower.session_id, upto)
+        follower = self.follower
+        return await off_loop(gateway.release)(follower.session_id, upto, follower.last_seq)
 
     def _tokens_upto(self, upto: int) -> list[Token]:
         """The tokens that end within the first ``upto`` characters, not sent before."""

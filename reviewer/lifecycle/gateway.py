@@ -13,14 +13,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import Exists
 from django.utils import timezone
 
+from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, inputs, task_types, transitions
 from reviewer.lifecycle.transitions import Conflict, NotFound, S, close_open_pause, finish
-from reviewer.models import Application, Domain, ReviewSession, statuses
+from reviewer.models import Application, Domain, ReviewSession, SessionEvent, statuses
 from reviewer.web.arguments import CommandError, InvalidInput
 from reviewer.worker import pause_flags
 
@@ -238,18 +238,26 @@ def record_system_approval(session: ReviewSession) -> None:
     audit.append("approve", SYSTEM_ACTOR, session, {"comment": "", "text": session.text})
 
 
-def release(session_id: int, chars: int) -> bool:
-    """Delayed delivery is about to send the text up to ``chars``: lock it, so that no reviewer
-    changes it from now on (it only ever moves forward). False: the session stopped running
-    since the stream last read it (a pause, or its end, stored after the token that released
-    the text) and the text is not locked that far: it must not leave, as a reviewer may be
-    changing it; nothing more leaves until the session runs again or is approved."""
-    locked = (
-        S.objects.filter(pk=session_id)
-        .filter(Q(status=S.RUNNING) | Q(released_chars__gte=chars))
-        .update(released_chars=Greatest("released_chars", Value(chars)))
+# What a stream must have read before it may lock more text: a pause, an edit or a resume
+# since then may have changed the text it is about to send.
+CHANGES = (events.PAUSE, events.STATUS, events.EDITED, events.TRUNCATED, events.ROLLBACK,
+           events.RESUMED)  # fmt: skip
+
+
+def release(session_id: int, chars: int, read_upto: int) -> bool:
+    """Delayed delivery is about to send the text up to ``chars``, as the stream read it from
+    the session's events up to ``read_upto``: lock it, so that no reviewer changes it from
+    now on (it only ever moves forward). Only while the session runs and nothing that may
+    change its text (CHANGES) was stored since: else (a pause stored after the token that
+    released the text; a pause, an edit and a resume since) it must not leave, and False
+    says so. Text locked already (by another stream of the session) may always leave."""
+    changed = SessionEvent.objects.filter(
+        session_id=session_id, seq__gt=read_upto, type__in=CHANGES
     )
-    return locked == 1
+    running = S.objects.filter(pk=session_id, status=S.RUNNING, released_chars__lt=chars)
+    if running.filter(~Exists(changed)).update(released_chars=chars):
+        return True
+    return S.objects.filter(pk=session_id, released_chars__gte=chars).exists()
 
 
 def require_undelivered(session: ReviewSession, start: int, command: str) -> None:
