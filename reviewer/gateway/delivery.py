@@ -114,7 +114,7 @@ class Delivery:
         if upto <= self.sent:
             return None
         if not await self._locked(row.status, upto):
-            await self.follower.catch_up()  # it stopped running: where it stands now
+            await self.follower.catch_up()  # it stopped running, or changed: read it again
             return None
         piece = Piece(text[self.sent : upto], self._tokens_upto(upto))
         self.sent = upto
