@@ -46,17 +46,8 @@ class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
         version = queryset.get()
         try:
             task_models.enable(version, request.user.get_username())
-        except task_models.BelowTarget:
-            message = _(
-                "task classifier v%(version)s: held-out accuracy %(accuracy)s is below the"
-                " %(target)s target; it stays disabled"
-            )
-            figures = {
-                "version": version.version,
-                "accuracy": f"{version.accuracy:.1%}",
-                "target": f"{task_models.TARGET_ACCURACY:.0%}",
-            }
-            self.message_user(request, message % figures, messages.ERROR)
+        except task_models.BelowTarget as exc:
+            self.message_user(request, str(exc), messages.ERROR)
             return
         message = _("Task classifier v%(version)s labels new sessions.")
         self.message_user(request, message % {"version": version.version})

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext
 
 from reviewer.lifecycle import audit, task_types
 from reviewer.lifecycle.task_types import Example, TaskClassifier
@@ -112,10 +113,12 @@ def enable(version: TaskClassifierVersion, who: str) -> None:
     """Make `version` the classifier of new sessions (the others off), if it reaches the
     target; BelowTarget says why not."""
     if version.accuracy < TARGET_ACCURACY:
-        raise BelowTarget(
-            f"task classifier v{version.version}: held-out accuracy {version.accuracy:.1%} is "
-            f"below the {TARGET_ACCURACY:.0%} target; it stays disabled"
-        )
+        message = gettext(
+            "task classifier v%(version)s: held-out accuracy %(accuracy)s is below the"
+            " %(target)s target; it stays disabled"
+        )  # in the active language: the admin shows it as it is
+        figures = {"accuracy": f"{version.accuracy:.1%}", "target": f"{TARGET_ACCURACY:.0%}"}
+        raise BelowTarget(message % {"version": version.version, **figures})
     TaskClassifierVersion.objects.exclude(pk=version.pk).filter(enabled=True).update(enabled=False)
     if not version.enabled:
         version.enabled = True
