@@ -253,6 +253,13 @@ def options(page: str) -> dict[str, str]:
     return dict(OPTION.findall(page))
 
 
+def readonly_value(page: str, field: str) -> str:
+    """What an object's own page shows for a read-only field."""
+    found = re.search(rf'field-{field}\b.*?<div class="readonly">(.*?)</div>', page, re.S)
+    assert found, field
+    return found.group(1).strip()
+
+
 def breadcrumb(page: str) -> str:
     """The breadcrumbs' last step: the object's name."""
     return BREADCRUMBS.search(page).group(1).rsplit("&rsaquo;", 1)[1].strip()
@@ -402,6 +409,16 @@ def test_it_shows_pause_kinds_outcomes_and_edit_kinds_in_chinese(client, admin_u
     assert filter_choices(english, "outcome")["rolled+back"] == "rolled back"
     filtered = admin_page(client, "/admin/reviewer/pauseevent/?kind=keyword", "en")
     assert cells(filtered, "kind_word") == ["keyword"]
+    keyword = PauseEvent.objects.get(kind="keyword")
+    page = admin_page(client, f"/admin/reviewer/pauseevent/{keyword.pk}/change/", "zh-CN")
+    assert readonly_value(page, "kind_word") == "关键词"
+    assert readonly_value(page, "outcome_word") == "已回退"
+    assert readonly_value(page, "trigger_word") == "fever"  # a policy's own name
+    page = admin_page(client, f"/admin/reviewer/pauseevent/{pause.pk}/change/", "zh-CN")
+    assert readonly_value(page, "trigger_word") == "手动"
+    page = admin_page(client, f"/admin/reviewer/pauseevent/{keyword.pk}/change/", "en")
+    assert readonly_value(page, "kind_word") == "keyword"
+    assert readonly_value(page, "outcome_word") == "rolled back"
     edits = admin_page(client, "/admin/reviewer/edit/", "zh-CN")
     assert cells(edits, "kind") == ["截断"]
     assert filter_choices(edits, "kind__exact")["choose"] == "选用候选词"

@@ -145,6 +145,22 @@ class PauseEventAdmin(PauseWords, ReadOnlyAdmin[PauseEvent]):
     list_display = ["session", "position", "trigger_word", "kind_word", "latency_ms"]
     list_display += ["outcome_word", "halted_at"]
     list_filter = [PauseKindFilter, PauseOutcomeFilter]
+    # Its own page says the stored words as the list does, in the page's language.
+    fields = readonly_fields = [
+        "session",
+        "position",
+        "trigger_word",
+        "kind_word",
+        "reason",
+        "evidence",
+        "alternatives",
+        "attention",
+        "requested_at",
+        "halted_at",
+        "resumed_at",
+        "latency_ms",
+        "outcome_word",
+    ]
 
 
 @admin.register(Edit)
