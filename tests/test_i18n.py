@@ -127,6 +127,32 @@ def test_it_names_the_login_records_for_what_they_are_in_both_languages(client, 
         assert ">Axes<" not in page
 
 
+def test_it_says_a_login_attempts_status_and_clean_up_in_the_page_language(client, admin_user):
+    """axes joined the number to its words ("3 次剩余机会") and formatted its message before
+    translating it."""
+    from axes.models import AccessAttempt
+    from django.conf import settings
+
+    AccessAttempt.objects.create(username="pia", ip_address="10.0.0.7", failures_since_start=2)
+    left = settings.AXES_FAILURE_LIMIT - 2
+    client.force_login(admin_user)
+    url = "/admin/axes/accessattempt/"
+    chinese = admin_page(client, url, "zh-CN")
+    assert cells(chinese, "status") == [f"还剩 {left} 次机会"]
+    assert {"status": "状态", "expiration": "过期时间"}.items() <= headers(chinese).items()
+    english = admin_page(client, url, "en")
+    assert cells(english, "status") == [f"{left} attempts remaining"]
+    assert headers(english)["status"] == "Status"
+    AccessAttempt.objects.update(failures_since_start=settings.AXES_FAILURE_LIMIT)
+    assert cells(admin_page(client, url, "zh-CN"), "status") == ["已锁定"]
+    form = {"action": "cleanup_expired_attempts", "_selected_action": ["1"]}
+    answer = client.post(url, form, HTTP_ACCEPT_LANGUAGE="zh-CN", follow=True)
+    assert "已清理 0 条过期的登录尝试。" in answer.content.decode()
+    answer = client.post(url, form, HTTP_ACCEPT_LANGUAGE="en", follow=True)
+    assert "Cleaned up 0 expired access attempts." in answer.content.decode()
+    assert AccessAttempt.objects.count() == 1  # not expired: kept
+
+
 def test_it_names_a_demo_domains_specialty_in_the_queue_pages_language(client, alice):
     from reviewer.models import Domain
 
@@ -229,6 +255,9 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
 # stored on an English one; the API keeps the stored words whatever the page's language.
 
 CELL = re.compile(r'<t[dh] class="field-(\w+)[^"]*">(?:<a [^>]*>)?([^<]*)<')
+HEADER = re.compile(
+    r'<th scope="col" class="[^"]*column-(\w+)[^"]*">.*?<(?:a|span)[^>]*>([^<]*)<', re.S
+)
 FILTER_CHOICE = re.compile(r'<a href="\?(\w+)=([^"&]+)">([^<]*)</a>')
 OPTION = re.compile(r'<option value="(\w+)"[^>]*>([^<]*)</option>')
 HELP = re.compile(r'<div class="help"[^>]*>\s*(?:<div>)?([^<]+)<')
@@ -243,6 +272,11 @@ def admin_page(client, url: str, language: str) -> str:
 
 def cells(page: str, column: str) -> list[str]:
     return [text.strip() for name, text in CELL.findall(page) if name == column]
+
+
+def headers(page: str) -> dict[str, str]:
+    """A change list's column headers, by column."""
+    return {name: text.strip() for name, text in HEADER.findall(page)}
 
 
 def filter_choices(page: str, parameter: str) -> dict[str, str]:

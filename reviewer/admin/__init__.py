@@ -3,9 +3,25 @@
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from reviewer.admin import applications, domains, policies, records, roi, task_classifier
+from reviewer.admin import (
+    applications,
+    domains,
+    login_records,
+    policies,
+    records,
+    roi,
+    task_classifier,
+)
 
-__all__ = ["applications", "domains", "policies", "records", "roi", "task_classifier"]
+__all__ = [
+    "applications",
+    "domains",
+    "login_records",
+    "policies",
+    "records",
+    "roi",
+    "task_classifier",
+]
 
 # The admin says whose it is: Django's default header reads "Django administration".
 admin.site.site_header = _("Caesura administration")

@@ -146,7 +146,7 @@ class PauseEventAdmin(PauseWords, ReadOnlyAdmin[PauseEvent]):
     list_display += ["outcome_word", "halted_at"]
     list_filter = [PauseKindFilter, PauseOutcomeFilter]
     # Its own page says the stored words as the list does, in the page's language.
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "session",
         "position",
         "trigger_word",
@@ -160,7 +160,7 @@ class PauseEventAdmin(PauseWords, ReadOnlyAdmin[PauseEvent]):
         "resumed_at",
         "latency_ms",
         "outcome_word",
-    ]
+    )
 
 
 @admin.register(Edit)
