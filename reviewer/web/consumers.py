@@ -3,6 +3,8 @@ session's feed hands it (reviewer/web/session_feed.py), takes commands."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -14,7 +16,7 @@ from django.db import DatabaseError
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
-from reviewer.web import arguments, bodies, command_table, session_feed
+from reviewer.web import arguments, bodies, command_table, session_feed, socket_pace
 from reviewer.web.socket_user import current_user_async
 
 if TYPE_CHECKING:
@@ -60,6 +62,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     replayed_to = 0  # highest seq sent from the database; live copies up to it are duplicates
     # Live events that came while a replay was being sent, in order; None when not replaying.
     held: list[tuple[dict[str, Any], str]] | None = None
+    pace: socket_pace.Pace | None = None  # whether the reader keeps up (socket_pace.py)
+    sent_to = 0  # highest seq sent, live or replayed
+    lagging = False  # live events skipped since the reader fell behind: the store has them
+    catch_up: asyncio.Task[None] | None = None  # sends them once the reader took the rest
 
     async def connect(self) -> None:
         # Accept before closing so browsers see the close code, not a failed handshake.
@@ -76,9 +82,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await session_feed.watch(self.session_id, self)
         self.watching = True
         await self.accept()
+        self.pace = socket_pace.attach(self.base_send)
         await self.replay(self.after_from_query())
 
     async def disconnect(self, code: int) -> None:
+        if self.catch_up is not None:
+            self.catch_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.catch_up
         if self.watching:
             self.watching = False
             await session_feed.unwatch(self.session_id, self)
@@ -98,8 +109,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             while more and left > 0:
                 page, more = await events_page(self.session_id, after, left)
                 for event in page:
+                    if self.pace is not None:
+                        await self.pace.drained()  # a slow reader's replay waits for it
                     await self.send_json(event)
                     self.replayed_to = after = max(self.replayed_to, event["seq"])
+                    self.sent_to = max(self.sent_to, after)
                 left -= len(page)
         finally:
             while self.held:
@@ -116,11 +130,39 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.forward(event, text)
 
     async def forward(self, event: dict[str, Any], text: str) -> None:
-        if self.shut or event.get("seq", 0) <= self.replayed_to:
+        if self.shut or event.get("seq", 0) <= self.replayed_to or self.lagging:
+            return  # sent already, or the catch-up sends it from the store
+        if self.pace is not None and self.pace.behind:
+            self.fall_behind()
             return
         if time.monotonic() - self.user_checked > USER_CHECK_S and not await self.still_allowed():
             return  # closed: the login is over, or the session out of the user's sight
         await self.send(text_data=text)
+        self.sent_to = max(self.sent_to, event.get("seq", 0))
+
+    def fall_behind(self) -> None:
+        """The reader takes less than the session writes: live events stop here, and once
+        what was sent has drained, the socket sends what it skipped from the store."""
+        log.info(
+            "Session %s: a socket fell behind after seq %s; it catches up from the store",
+            self.session_id,
+            self.sent_to,
+        )
+        self.lagging = True
+        if self.catch_up is None:
+            self.catch_up = asyncio.ensure_future(self.send_skipped())
+
+    async def send_skipped(self) -> None:
+        assert self.pace is not None, "only a paced socket falls behind"
+        try:
+            while self.lagging:  # again if it fell behind while catching up
+                await self.pace.drained()
+                self.lagging = False  # live events are held from here, as in any replay
+                await self.replay(self.sent_to)
+        except Exception:  # the store out of reach: the page's next sync asks again
+            log.warning("Session %s: a socket's catch-up failed", self.session_id, exc_info=True)
+        finally:
+            self.catch_up = None
 
     async def lost_feed(self) -> None:
         self.watching = False
