@@ -130,8 +130,11 @@ def test_it_names_the_login_records_for_what_they_are_in_both_languages(client, 
 def test_it_says_a_login_attempts_status_and_clean_up_in_the_page_language(client, admin_user):
     """axes joined the number to its words ("3 次剩余机会") and formatted its message before
     translating it."""
-    from axes.models import AccessAttempt
+    from datetime import UTC, datetime
+
+    from axes.models import AccessAttempt, AccessAttemptExpiration
     from django.conf import settings
+    from django.utils import formats, timezone, translation
 
     AccessAttempt.objects.create(username="pia", ip_address="10.0.0.7", failures_since_start=2)
     left = settings.AXES_FAILURE_LIMIT - 2
@@ -139,10 +142,23 @@ def test_it_says_a_login_attempts_status_and_clean_up_in_the_page_language(clien
     url = "/admin/axes/accessattempt/"
     chinese = admin_page(client, url, "zh-CN")
     assert cells(chinese, "status") == [f"还剩 {left} 次机会"]
-    assert {"status": "状态", "expiration": "过期时间"}.items() <= headers(chinese).items()
+    assert {"status": "状态", "expires": "过期时间"}.items() <= headers(chinese).items()
+    assert cells(chinese, "expires") == ["未设置"]
     english = admin_page(client, url, "en")
     assert cells(english, "status") == [f"{left} attempts remaining"]
     assert headers(english)["status"] == "Status"
+    assert cells(english, "expires") == ["Not set"]
+    # Its expiry, not the related record's name ("AccessAttemptExpiration object (1)").
+    attempt = AccessAttempt.objects.get()
+    AccessAttemptExpiration.objects.create(
+        access_attempt=attempt, expires_at=datetime(2031, 5, 4, 3, 2, tzinfo=UTC)
+    )
+    with translation.override("en"), timezone.override(UTC):
+        shown = formats.localize(timezone.localtime(attempt.expiration.expires_at))
+    english = admin_page(client, url, "en")
+    assert "2031" in cells(english, "expires")[0] and "Expiration object" not in english
+    page = admin_page(client, f"{url}{attempt.pk}/change/", "en")
+    assert readonly_value(page, "expires") == shown
     AccessAttempt.objects.update(failures_since_start=settings.AXES_FAILURE_LIMIT)
     assert cells(admin_page(client, url, "zh-CN"), "status") == ["已锁定"]
     form = {"action": "cleanup_expired_attempts", "_selected_action": ["1"]}

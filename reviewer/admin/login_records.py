@@ -1,23 +1,47 @@
 """django-axes' admin of login attempts, with the strings it builds made translatable: it
 joins a number to a word ("3 Attempt Remaining", which no word order fits in Chinese),
-and formats its clean-up message before translating it."""
+and formats its clean-up message before translating it. Its expiry column showed the related
+record's name ("AccessAttemptExpiration object (1)"): Django reads the reverse relation
+``expiration`` before axes' method of that name, in the list and on the attempt's page."""
 
 from __future__ import annotations
 
-import axes.admin  # registers axes' own admin first, so this one replaces it
-from axes.models import AccessAttempt
+from typing import Any
+
+from axes.admin import AccessAttemptAdmin as AxesAdmin  # registers it: this one replaces it
+from axes.models import AccessAttempt, AccessAttemptExpiration
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 admin.site.unregister(AccessAttempt)
 
 
+def expiry_instead(names: Any) -> list[str]:
+    return ["expires" if name == "expiration" else name for name in names]
+
+
 @admin.register(AccessAttempt)
-class AccessAttemptAdmin(axes.admin.AccessAttemptAdmin):  # type: ignore[misc]  # untyped
+class AccessAttemptAdmin(AxesAdmin):  # type: ignore[misc]  # axes ships no types
+    list_display = expiry_instead(AxesAdmin.list_display)
+    readonly_fields = expiry_instead(AxesAdmin.readonly_fields)
+    fieldsets = [
+        (title, {"fields": expiry_instead(o["fields"])}) for title, o in AxesAdmin.fieldsets
+    ]
+    list_select_related = ["expiration"]
+
+    @admin.display(description=_("Expires At"), ordering="expiration__expires_at")
+    def expires(self, obj: AccessAttempt) -> str:
+        try:
+            expires_at = obj.expiration.expires_at
+        except AccessAttemptExpiration.DoesNotExist:
+            return str(_("Not set"))
+        return formats.localize(timezone.localtime(expires_at))  # as the list's dates
+
     @admin.display(description=_("status"))
     def status(self, obj: AccessAttempt) -> str:
         left = settings.AXES_FAILURE_LIMIT - obj.failures_since_start
