@@ -175,6 +175,10 @@ def attention_labels() -> dict[str, str | dict[str, str]]:
             "Words without a row: %(count)s. An edit put them in place (the words it wrote and "
             "those after them), and the model reads an edit in one step."
         ),
+        "liveBinned": _(
+            "At this width the %(count)s earlier words cannot have a column each: a column "
+            "holds up to %(size)s neighbouring words, their attention added up."
+        ),
         **gate_labels(),
         "kinds": {
             "template": _("system prompt and template"),

@@ -187,14 +187,16 @@ def pause_details(session: ReviewSession, pause: PauseEvent, pieces: list[str]) 
     store(session, "snapshot", {**of, "bytes": SNAPSHOT_BYTES, "ms": 41.0})
 
 
-def generated_session(owner, reason: str = "max_tokens") -> ReviewSession:
+def generated_session(
+    owner, reason: str = "max_tokens", pieces: list[str] = WORDS
+) -> ReviewSession:
     """The model has finished (at the token limit by default); the decision is still open."""
-    session = new_session(owner, ReviewSession.GENERATED, WORDS)
+    session = new_session(owner, ReviewSession.GENERATED, pieces)
     store(session, "status", {"status": "running"})
-    tokens(session, WORDS)
+    tokens(session, pieces)
     audit.append("start", owner.username, session, {"domain": session.domain.name})
-    audit.append("generated", "engine", session, {"reason": reason, "tokens": len(WORDS)})
-    store(session, "finish", {"reason": reason, "text": TEXT})
+    audit.append("generated", "engine", session, {"reason": reason, "tokens": len(pieces)})
+    store(session, "finish", {"reason": reason, "text": "".join(pieces)})
     store(session, "status", {"status": "generated"})
     session.refresh_from_db()
     return session

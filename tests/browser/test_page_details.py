@@ -5,6 +5,7 @@ head takes two lines and its live heatmap a usable height."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -153,3 +154,56 @@ def test_why_it_paused_shows_only_where_something_paused(page, server_url, alice
     page.wait_for_selector("#audit-graphs-link:not([hidden])")
     # Entropy with its unit, as the audit page gives it.
     assert page.locator("#spark-entropy-last").inner_text().endswith(" nats")
+
+
+# A long answer: 270 words after the case's, far more than a phone's figure has pixels for.
+LONG = [" The", " patient", " reports", " chest", " pain", " since", " this", " morning", "."] * 30
+
+LIVE_FIGURE = """() => {
+  const plot = document.getElementById('live-heatmap');
+  return { columns: plot.data[0].z[0].length, names: plot.data[0].customdata[0],
+           plotPx: plot._fullLayout._size.w };
+}"""
+
+
+def test_a_long_answers_live_heatmap_gives_neighbouring_words_a_column_on_a_phone(
+    browser, server_url, alice
+):
+    session = generated_session(alice, pieces=LONG)
+    for locale, name in (
+        ("en-US", "details-live-binned-phone-en"),
+        ("zh-CN", "details-live-binned-phone-zh"),
+    ):
+        context = browser.new_context(viewport=PHONE, locale=locale, has_touch=True, is_mobile=True)
+        page = context.new_page()
+        log_in(page, server_url, "alice", PASSWORD)
+        open_live(page, server_url, session)
+        page.locator("#live-attention-card").scroll_into_view_if_needed()
+        page.wait_for_function("() => document.getElementById('live-heatmap').dataset.tokens")
+        figure = page.evaluate(LIVE_FIGURE)
+        # Every column at least 3 px wide, each holding a few neighbours named first to last.
+        assert figure["plotPx"] / figure["columns"] >= 3, figure
+        assert any(" … " in label for label in figure["names"])
+        note = page.locator("#live-bins-note")
+        assert note.is_visible()
+        # The words (the case's and the 240 generated: a full stop is part of its word), and
+        # how many a column holds.
+        count, size = (int(n) for n in re.findall(r"\d+", note.inner_text()))
+        assert count > 240 and size >= 2, (count, size)
+        assert count / size <= figure["columns"] < count, (count, size, figure["columns"])
+        width = page.evaluate("() => document.scrollingElement.scrollWidth")
+        assert width <= PHONE["width"], f"the page is {width} px wide"
+        page.evaluate("() => document.getElementById('live-bins-note').scrollIntoView(false)")
+        screenshot(page, name)
+        context.close()
+
+    # A wide screen for a short answer: one column a word, and no note.
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, generated_session(alice))
+    page.locator("#live-attention-card").scroll_into_view_if_needed()
+    page.wait_for_function("() => document.getElementById('live-heatmap').dataset.tokens")
+    figure = page.evaluate(LIVE_FIGURE)
+    assert not any(" … " in label for label in figure["names"])
+    assert "morning" in figure["names"] and page.locator("#live-bins-note").is_hidden()
+    page.close()

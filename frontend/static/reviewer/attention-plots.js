@@ -5,6 +5,7 @@
 import { COMMAND } from "./protocol.js";
 import { contextWords, layout, livePromptLength, meanRows, notesFromRows, robustMax, tokenTextFor, weigh, wordLabel } from "./attention-context.js";
 import { pauseAttention } from "./attention.js";
+import { binColumns, columnsFitting } from "./column-bins.js";
 import { command } from "./commands.js";
 import { notify } from "./notice.js";
 import { $, afterPaint, fill, L } from "./page.js";
@@ -21,6 +22,8 @@ const NARROW = "(max-width: 600px)";
 const NARROW_MIN_PX = 300;
 const NARROW_TITLE_UNITS = 34;
 const TITLE_LINE_PX = 16;
+const ROW_LABELS_PX = 150; // the live figure's row labels and their title, at most
+const RESIZE_SETTLE_MS = 250; // a drag or a phone turned: redraw once it settles
 const plotConfig = { displayModeBar: false, responsive: true };
 const state = store.state;
 let liveTimer = null;
@@ -199,8 +202,8 @@ function liveFrame(rowCount) {
   };
 }
 
-// One row per generated word that has live rows, one column per earlier word; words an edit
-// wrote have none (an edit is read in one step), and the note under the plot says so.
+// One row per generated word that has live rows, one column per earlier word (a few
+// neighbours to a column where the screen is too narrow); words an edit wrote have none (an edit is read in one step), and the note under the plot says so.
 function renderLive(force = false) {
   liveTimer = null;
   if (!$("live-heatmap")) return;
@@ -211,9 +214,12 @@ function renderLive(force = false) {
   if (!width || liveBehind) return;
   const prompt = livePromptLength();
   const lay = layout(prompt, notesFromRows(rows, prompt), width);
-  const columns = contextWords(lay, tokenTextFor(lay, null), $("live-template").checked);
   const written = groupWords(state.tokens);
   const withRows = written.filter((word) => rows.slice(word.first, word.last + 1).some(Boolean));
+  const frame = liveFrame(withRows.length);
+  const words = contextWords(lay, tokenTextFor(lay, null), $("live-template").checked);
+  const plotPx = $("live-heatmap").clientWidth - frame.margin.l - frame.margin.r - ROW_LABELS_PX;
+  const { columns, size } = binColumns(words, columnsFitting(plotPx));
   const z = withRows.map((word) => {
     const row = meanRows(rows.slice(word.first, word.last + 1).filter(Boolean));
     return columns.map((column) => (column.parts[0][0] < row.length ? weigh(column, row) : null));
@@ -225,7 +231,6 @@ function renderLive(force = false) {
     customdata: z.map(() => columns.map((column) => column.label)), text: z.map((_, r) => columns.map(() => rowLabels[r])),
     hovertemplate: `%{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
   };
-  const frame = liveFrame(withRows.length);
   const figure = {
     height: frame.height, margin: frame.margin,
     xaxis: { title: frame.title, showticklabels: false, ticks: "", showgrid: false, zeroline: false },
@@ -238,6 +243,8 @@ function renderLive(force = false) {
   const missing = written.length - withRows.length;
   $("live-note").hidden = !missing;
   $("live-note").textContent = missing ? fill(L.liveMissing, { count: missing }) : "";
+  $("live-bins-note").hidden = size === 1;
+  $("live-bins-note").textContent = size > 1 ? fill(L.liveBinned, { count: words.length, size }) : "";
 }
 
 // The case text's columns on a light ground, so a reader sees where it ends.
@@ -263,4 +270,10 @@ export function bindAttentionPlots() {
   // The reviewer is looking at the box (its option), or is about to print the page.
   $("live-template")?.addEventListener("change", () => renderLive(true));
   window.addEventListener("beforeprint", () => renderLive(true));
+  // How many columns fit depends on the width.
+  let settle = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(settle);
+    settle = setTimeout(scheduleLive, RESIZE_SETTLE_MS);
+  });
 }
