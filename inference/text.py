@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import functools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,6 +40,62 @@ class TokenTexts:
             text = self._tokenizer.decode([token_id], skip_special_tokens=False)
             self._cache[token_id] = text
         return text
+
+
+class TokenBytes:
+    """The bytes each token stands for, as OpenAI's logprobs report them: a token that ends
+    inside a multi-byte character has bytes and no text of its own. Byte-level BPE
+    vocabularies (GPT-2's, SmolLM's, Qwen's, Llama 3's) spell bytes as printable characters;
+    SentencePiece ones have ``<0xNN>`` pieces for bytes. Any other piece: its text's UTF-8."""
+
+    BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self._tokenizer = tokenizer
+        self._cache: dict[int, bytes] = {}
+        self._byte_level = self._spells_bytes()
+
+    def __call__(self, token_id: int) -> bytes:
+        found = self._cache.get(token_id)
+        if found is None:
+            found = self._cache[token_id] = self._bytes_of(token_id)
+        return found
+
+    def _piece(self, token_id: int) -> str | None:
+        convert = getattr(self._tokenizer, "convert_ids_to_tokens", None)
+        piece = convert(token_id) if convert is not None else None
+        return piece if isinstance(piece, str) else None
+
+    def _bytes_of(self, token_id: int) -> bytes:
+        piece = self._piece(token_id)
+        if piece is not None and (byte := self.BYTE_PIECE.fullmatch(piece)):
+            return bytes([int(byte[1], 16)])
+        decoder = _byte_decoder()
+        if piece is not None and self._byte_level and all(c in decoder for c in piece):
+            return bytes(decoder[c] for c in piece)
+        return self._tokenizer.decode([token_id], skip_special_tokens=False).encode()
+
+    def _spells_bytes(self) -> bool:
+        """Whether the vocabulary spells bytes as GPT-2 does: " é" comes back as its bytes."""
+        try:
+            ids = self._tokenizer.encode(" \u00e9", add_special_tokens=False)
+            pieces = [self._piece(i) for i in ids]
+            decoder = _byte_decoder()
+            spelled = bytes(decoder[c] for p in pieces for c in (p or "\0"))
+        except (KeyError, TypeError, ValueError):
+            return False
+        return spelled == " \u00e9".encode()
+
+
+@functools.cache
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's printable character for each byte, reversed (its ``bytes_to_unicode``)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    printable += range(ord("®"), ord("ÿ") + 1)
+    chars = {b: chr(b) for b in printable}
+    others = (b for b in range(256) if b not in chars)
+    chars |= {b: chr(256 + n) for n, b in enumerate(others)}
+    return {c: b for b, c in chars.items()}
 
 
 @dataclass

@@ -93,8 +93,10 @@ def test_it_loses_nothing_when_the_client_disconnects_mid_stream(client, server_
     wait_for(lambda: session_of(completion_id).status == "completed", what="the generation")
     done = session_of(completion_id)
     picked_up = client.responses.retrieve(f"resp_{done.pk}")
-    assert picked_up.status == "completed" and picked_up.output_text == done.text
-    assert done.events.filter(type="finish").exists()  # it ran to its end, not cancelled
+    assert picked_up.output_text == done.text
+    reason = done.events.get(type="finish").payload["reason"]  # it ran to its end, not cancelled
+    # Approved; cut by the token limit, a response says so as OpenAI does.
+    assert picked_up.status == ("incomplete" if reason == "max_tokens" else "completed")
     assert not done.audit.filter(action="cancel").exists()
 
 

@@ -134,6 +134,11 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
     too_long = CHAT | {"max_tokens": 10**6}
     error = openai_error(post(drafter[1], "/v1/chat/completions", too_long), 400)
     assert (error["code"], error["param"]) == ("context_length_exceeded", "max_tokens")
+    # A response calls its limit max_output_tokens, and is told so.
+    too_long = RESPONSE | {"max_output_tokens": 10**6}
+    error = openai_error(post(drafter[1], "/v1/responses", too_long), 400)
+    assert (error["code"], error["param"]) == ("context_length_exceeded", "max_output_tokens")
+    assert "max_output_tokens" in error["message"]
     assert snapshot() == before
 
 
@@ -149,6 +154,7 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
             'parts of type "image_url" are not supported: Caesura reviews text only',
         ),
         ({"response_format": {"type": "json_object"}}, "response_format", "not supported"),
+        ({"tool_choice": "required"}, "tool_choice", "none or auto"),
     ],
 )
 def test_it_names_the_parameter_it_refuses_and_says_why(drafter, extra, param, words):
@@ -156,6 +162,82 @@ def test_it_names_the_parameter_it_refuses_and_says_why(drafter, extra, param, w
     error = openai_error(post(drafter[1], "/v1/chat/completions", CHAT | extra), 400)
     assert error["param"] == param and words in error["message"]
     assert snapshot() == before
+
+
+TEXT_CALL = {"model": "caesura:clinical-notes", "prompt": "The patient"}
+RESPONSE = {"model": "caesura:clinical-notes", "input": "Summarise: fever."}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param", "words"),
+    [
+        # A text completion reads one non-empty text: nothing else turns into a chat prompt.
+        ("/v1/completions", TEXT_CALL | {"prompt": [""]}, "prompt", "must not be empty"),
+        ("/v1/completions", TEXT_CALL | {"prompt": [1, 2]}, "prompt", "token ids are not"),
+        ("/v1/completions", TEXT_CALL | {"prompt": []}, "prompt", "at least 1 item"),
+        ("/v1/completions", TEXT_CALL | {"suffix": "end"}, "suffix", "suffix is not supported"),
+        ("/v1/completions", TEXT_CALL | {"best_of": 2}, "best_of", "best_of other than 1"),
+        # What would change a response's text is refused, never ignored.
+        (
+            "/v1/responses",
+            RESPONSE | {"text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}},
+            "text.format",
+            "does not constrain the text",
+        ),
+        (
+            "/v1/responses",
+            RESPONSE | {"previous_response_id": "resp_1"},
+            "previous_response_id",
+            "send the whole conversation",
+        ),
+        ("/v1/responses", RESPONSE | {"conversation": "conv_1"}, "conversation", "no conversation"),
+        ("/v1/responses", RESPONSE | {"top_logprobs": 2}, "top_logprobs", "/v1/chat/completions"),
+        (
+            "/v1/responses",
+            RESPONSE | {"input": [{"type": "function_call_output", "call_id": "c", "output": "1"}]},
+            "input",
+            'items of type "function_call_output" are not supported',
+        ),
+        (
+            "/v1/responses",
+            RESPONSE | {"input": [{"role": "robot", "content": "Hi"}]},
+            "input.0.role",
+            "Input should be",
+        ),
+    ],
+)
+def test_it_refuses_what_it_would_otherwise_ignore_naming_the_parameter(
+    drafter, path, body, param, words
+):
+    before = snapshot()
+    error = openai_error(post(drafter[1], path, body), 400)
+    assert (error["param"], error["code"]) == (param, "invalid_value"), error
+    assert words in error["message"] and ".str" not in error["message"]
+    assert snapshot() == before
+
+
+def test_it_refuses_badly_formed_attention_markup_in_a_message_with_400(drafter, monkeypatch):
+    """A message's <ANCHOR:...> and <RECALL> are the engine's markup (docs/gateway.md): a
+    stray closing marker is the caller's mistake to be told of, not a server error."""
+    from tests.inference.tiny import tiny_tokenizer
+
+    monkeypatch.setattr(web_tokenizer, "tokenizer", tiny_tokenizer)
+    before = snapshot()
+    for content in ("Explain what </ANCHOR> means in XML.", "<ANCHOR:a>never closed"):
+        stray = CHAT | {"messages": [{"role": "user", "content": content}]}
+        error = openai_error(post(drafter[1], "/v1/chat/completions", stray), 400)
+        assert error["param"] == "messages" and "attention markup" in error["message"]
+    assert snapshot() == before
+
+
+def test_it_names_an_unknown_response_by_the_id_it_was_asked_for(drafter):
+    for path in ("/v1/responses/resp_999999", "/v1/responses/nonsense"):
+        error = openai_error(drafter[1].get(path), 404)
+        assert repr(path.rsplit("/", 1)[1]) in error["message"]
+    error = openai_error(post(drafter[1], "/v1/responses/resp_999999/cancel", {}), 404)
+    assert "'resp_999999'" in error["message"]
+    # /v1 itself is a /v1/ route like any other: JSON, not a redirect page.
+    assert openai_error(drafter[1].get("/v1"), 404)["code"] == "unknown_url"
 
 
 @pytest.fixture

@@ -132,7 +132,11 @@ def test_it_streams_a_text_completions_offsets_from_the_start_of_its_text(client
 
 def test_it_runs_a_background_response_resumable_by_sequence_number(client):
     created = client.responses.create(
-        model="caesura:plain", input="Name one vital sign.", max_output_tokens=5, background=True
+        model="caesura:plain",
+        input="Name one vital sign, in one word.",
+        max_output_tokens=40,  # the model ends first: the response completes
+        temperature=0,
+        background=True,
     )
     assert created.status in ("queued", "in_progress")
     whole = list(client.responses.retrieve(created.id, stream=True))
@@ -146,6 +150,64 @@ def test_it_runs_a_background_response_resumable_by_sequence_number(client):
     # The SDK's stream helper rebuilds the response from the events, even once it ended.
     with client.responses.stream(response_id=created.id) as again:
         assert again.get_final_response().output_text == done.output_text
+
+
+def test_it_reports_an_approved_response_the_token_limit_cut_short_as_incomplete(client):
+    """As OpenAI reports it: status incomplete, reason max_output_tokens, with its text and
+    usage; the instructions echoed; and the stream ends with response.incomplete."""
+    answer = client.responses.create(
+        model="caesura:plain",
+        input="Describe the heart in detail.",
+        instructions="Answer as a cardiologist.",
+        max_output_tokens=3,
+        temperature=0,
+    )
+    session = session_of(answer.id)
+    assert session.status == "completed"  # approved: the limit is the application's own
+    assert (answer.status, answer.incomplete_details.reason) == ("incomplete", "max_output_tokens")
+    assert answer.output_text == session.text and answer.usage.output_tokens == 3
+    assert answer.instructions == "Answer as a cardiologist." and answer.store is True
+    assert answer.output[0].status == "incomplete" and answer.completed_at is None
+    events = list(client.responses.retrieve(answer.id, stream=True))
+    assert events[-1].type == "response.incomplete"
+    assert events[-2].item.content[0].text == session.text
+
+
+def test_it_gives_each_token_its_own_bytes_in_logprobs(client):
+    """A character the model writes in two tokens: each reports its own bytes (OpenAI's
+    ``bytes:\\x..`` where they are no text alone), and the bytes join to the text."""
+    from reviewer.web.tokenizer import token_bytes
+
+    answer = client.chat.completions.create(
+        model="caesura:plain",
+        messages=[{"role": "user", "content": "Repeat after me: 保险"}],
+        max_tokens=6,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=2,
+    )
+    session = session_of(answer.id)
+    content = answer.choices[0].logprobs.content
+    assert [bytes(t.bytes) for t in content] == [token_bytes()(i) for i in session.generated_ids]
+    # The text, and the start of a character the token limit cut (the text holds none of it).
+    joined, text = b"".join(bytes(t.bytes) for t in content), session.text.encode()
+    assert joined.startswith(text) and len(joined) - len(text) < 4
+    assert any(not is_text(bytes(t.bytes)) for t in content), "a character in pieces"
+    for t in content:
+        alone = bytes(t.bytes)
+        escaped = "bytes:" + "".join(f"\\x{b:02x}" for b in alone)
+        assert t.token == (alone.decode() if is_text(alone) else escaped)
+        # The drawn token's logprob is the same as its entry among the alternatives.
+        same = [a.logprob for a in t.top_logprobs if bytes(a.bytes) == alone]
+        assert not same or same[0] == t.logprob
+
+
+def is_text(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_it_cancels_a_response(client, plain_domain):

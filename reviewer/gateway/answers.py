@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.urls import reverse
 
+from reviewer import events
 from reviewer.gateway.schemas import MODEL_PREFIX
 from reviewer.lifecycle import claims
 from reviewer.lifecycle.record import Token
@@ -50,7 +51,8 @@ def model_entry(domain: Domain) -> dict[str, Any]:
         "created": created_at(),
         "owned_by": f"caesura ({settings.MODEL_DIR.name})",
         "caesura": {
-            "domain": domain.name,
+            "domain": domain.slug,  # as every answer's caesura object names it
+            "domain_name": domain.name,
             "underlying_model": settings.MODEL_DIR.name,
             "delivery_mode": domain.delivery_mode,
             "delay_sentences": domain.delay_sentences,
@@ -150,22 +152,35 @@ def logprob(probability: float | None) -> float:
 
 def token_logprob(token: Token, top: int) -> dict[str, Any]:
     """One token as OpenAI reports it. A token a reviewer wrote has no distribution it was
-    drawn from: logprob 0 and no alternatives."""
+    drawn from: logprob 0 and no alternatives. The drawn token's logprob is its entry's among
+    the alternatives where it is one (the engine works the two out apart, a few ulps off)."""
     drawn = token.signals.get("probability")
-    alternatives = list(token.signals.get("alternatives") or [])[:top] if drawn is not None else []
+    listed = list(token.signals.get("alternatives") or []) if drawn is not None else []
+    drawn = next((a["prob"] for a in listed if a.get("token_id") == token.token_id), drawn)
     return {
-        "token": token.text,
-        "bytes": list(token.text.encode()),
+        **spelled(token.token_id, token.text),
         "logprob": logprob(drawn) if drawn is not None else 0.0,
         "top_logprobs": [
-            {
-                "token": a["text"],
-                "bytes": list(str(a["text"]).encode()),
-                "logprob": logprob(a["prob"]),
-            }
-            for a in alternatives
+            {**spelled(a.get("token_id"), str(a["text"])), "logprob": logprob(a["prob"])}
+            for a in listed[:top]
         ],
     }
+
+
+def spelled(token_id: int | None, text: str) -> dict[str, Any]:
+    """A token's ``token`` and ``bytes``: the bytes it stands for, and their text; a token
+    that ends inside a character (its bytes are no text alone) is spelled as OpenAI does,
+    ``bytes:\\xe4\\xbb``. Without an id (an old record): its text."""
+    if token_id is None:
+        return {"token": text, "bytes": list(text.encode())}
+    from reviewer.web.tokenizer import token_bytes  # loads a tokenizer: lazily
+
+    raw = token_bytes()(int(token_id))
+    try:
+        shown = raw.decode()
+    except UnicodeDecodeError:
+        shown = "bytes:" + "".join(f"\\x{b:02x}" for b in raw)
+    return {"token": shown, "bytes": list(raw)}
 
 
 def chat_logprobs(tokens: Sequence[Token], top: int) -> dict[str, Any]:
@@ -230,11 +245,20 @@ def _head(session: ReviewSession, kind: str) -> dict[str, Any]:
     return {**chunk_head(session, kind), "caesura": caesura_info(session)}
 
 
+def engine_finish(session: ReviewSession) -> str:
+    """Why the engine last stopped generating (its finish event): eos, stop, max_tokens..."""
+    finishes = session.events.filter(type=events.FINISH).order_by("-seq")
+    payload = finishes.values_list("payload", flat=True).first()
+    return str((payload or {}).get("reason") or "")
+
+
 def response_status(session: ReviewSession) -> str:
+    """OpenAI's status of the session as a response: an approved text the token limit cut
+    short is ``incomplete`` (max_output_tokens), as OpenAI reports it, so a client can tell."""
     if session.status == statuses.DRAFT:
         return "queued"
     if session.status == statuses.COMPLETED:
-        return "completed"
+        return "incomplete" if engine_finish(session) == "max_tokens" else "completed"
     if session.status == statuses.REJECTED:
         return "incomplete"
     if session.status == statuses.CANCELLED:
@@ -248,18 +272,19 @@ def response(session: ReviewSession, text: str | None = None) -> dict[str, Any]:
     """The session as a Response object; its text only once approved (or ``text``: what
     the caller may see of it now)."""
     status = response_status(session)
+    approved = session.status == statuses.COMPLETED
+    finished = session.finished_at
     if text is None:
-        text = session.text if status == "completed" else ""
+        text = session.text if approved else ""
     output = []
-    if text or status == "completed":
-        output = [
-            message_item(session, text, "completed" if status == "completed" else "in_progress")
-        ]
+    if text or approved:
+        output = [message_item(session, text, status if approved else "in_progress")]
     return {
         "id": response_id(session.pk),
         "object": "response",
         "created_at": session.created_at.timestamp(),
-        "completed_at": session.finished_at.timestamp() if session.finished_at else None,
+        # OpenAI's: set once the response completed, and only then.
+        "completed_at": finished.timestamp() if finished and status == "completed" else None,
         "status": status,
         "background": bool(session.gateway.get("background")),
         "model": model_id(session.domain),
@@ -271,11 +296,21 @@ def response(session: ReviewSession, text: str | None = None) -> dict[str, Any]:
         "top_p": session.decoding.get("top_p"),
         "max_output_tokens": session.max_new_tokens,
         "error": {"code": "server_error", "message": session.error} if status == "failed" else None,
-        "incomplete_details": {"reason": "content_filter"} if status == "incomplete" else None,
-        "usage": response_usage(session) if status == "completed" else None,
+        "incomplete_details": incomplete_details(session) if status == "incomplete" else None,
+        "usage": response_usage(session) if approved else None,
         "user": session.gateway.get("user"),
+        "instructions": session.gateway.get("instructions"),
+        "store": True,  # every generation is kept: its review and audit need it
         "caesura": caesura_info(session),
     }
+
+
+def incomplete_details(session: ReviewSession) -> dict[str, str]:
+    """Why an incomplete response is: the reviewer rejected it (OpenAI's content filter is
+    the nearest reason a client knows), or the token limit cut the approved text short."""
+    if session.status == statuses.REJECTED:
+        return {"reason": "content_filter"}
+    return {"reason": "max_output_tokens"}
 
 
 def message_item(session: ReviewSession, text: str, status: str) -> dict[str, Any]:

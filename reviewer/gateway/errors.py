@@ -62,10 +62,26 @@ def error_response(status: int, message: str, code: str | None = None) -> JsonRe
     return GatewayError(status, message, code=code).response()
 
 
+# The names pydantic gives the members of a union in an error's location ("prompt.str"):
+# not parameters, so never shown.
+UNION_MEMBERS = {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
+def where(loc: tuple[Any, ...]) -> list[str]:
+    return [
+        str(part)
+        for part in loc
+        if not (isinstance(part, str) and (part in UNION_MEMBERS or "[" in part))
+    ]
+
+
 def from_validation(exc: ValidationError) -> GatewayError:
-    """The first thing wrong with a request body, named by its parameter."""
-    first = exc.errors()[0]
-    param = ".".join(str(p) for p in first["loc"]) or first.get("ctx", {}).get("param")
+    """The first thing wrong with a request body, named by its parameter. Of a union's
+    errors, the one that went deepest (an item of a list, not "should be a string")."""
+    errors = exc.errors()
+    first = max(errors, key=lambda error: len(where(error["loc"])))
+    loc = where(first["loc"])
+    param = ".".join(loc) or first.get("ctx", {}).get("param")
     message = str(first["msg"]).removeprefix("Value error, ")
-    shown = f"{param}: {message}" if first["loc"] else message  # a refusal names its own
+    shown = f"{param}: {message}" if loc else message  # a refusal names its own
     return GatewayError(400, f"Invalid request: {shown}", param=param, code="invalid_value")

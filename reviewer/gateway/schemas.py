@@ -152,8 +152,12 @@ class Sampling(Lenient):
         # the application asked for.
         if self.n not in (None, 1):
             raise refuse("n", f"n={self.n} is not supported: each call makes one reviewed choice")
-        if self.tools or self.functions or self.tool_choice not in (None, "none", "auto"):
+        if self.tools or self.functions:
             raise refuse("tools", "tools and functions are not supported: Caesura has no tools")
+        if self.tool_choice not in (None, "none", "auto"):
+            raise refuse(
+                "tool_choice", "tool_choice must be none or auto: Caesura has no tools to call"
+            )
         if self.response_format and self.response_format.get("type", "text") != "text":
             raise refuse(
                 "response_format",
@@ -211,6 +215,21 @@ class ChatRequest(Sampling):
 
 class CompletionRequest(Sampling):
     prompt: str | list[str] = Field(min_length=1)
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def one_text(cls, value: Any) -> Any:
+        """One non-empty string (alone or in a list): the text Caesura's reviewers read."""
+        texts = value if isinstance(value, list) else [value]
+        if not all(isinstance(text, str) for text in texts):
+            raise ValueError(
+                "prompt must be text (a string, or a list of one string): token ids are not"
+                " supported, as reviewers read the prompt as text"
+            )
+        if len(texts) == 1 and not texts[0]:
+            raise ValueError("prompt must not be empty")
+        return value
+
     max_tokens: int | None = Field(default=16, ge=1)
     stop: Stop = None
     logprobs: int | None = Field(default=None, ge=0, le=20)
@@ -223,8 +242,11 @@ class CompletionRequest(Sampling):
         checked_stops(self.stop)
         if isinstance(self.prompt, list) and len(self.prompt) != 1:
             raise refuse("prompt", "prompt must be one string: each call makes one reviewed choice")
-        if self.echo or self.suffix or self.best_of not in (None, 1):
-            raise refuse("echo", "echo, suffix and best_of are not supported")
+        for param, given in (("echo", self.echo), ("suffix", self.suffix)):
+            if given:
+                raise refuse(param, f"{param} is not supported")
+        if self.best_of not in (None, 1):
+            raise refuse("best_of", "best_of other than 1 is not supported")
         return self
 
     def text(self) -> str:
@@ -238,6 +260,57 @@ class ResponseRequest(Sampling):
         default=False, description="Return at once; follow with GET /v1/responses/{id}"
     )
     max_output_tokens: int | None = Field(default=None, ge=1)
+    text: dict[str, Any] | None = Field(
+        default=None, description='{"format": {"type": "text"}} only, as response_format'
+    )
+    previous_response_id: str | None = Field(
+        default=None, description="Refused: send the whole conversation as input"
+    )
+    conversation: Any = Field(default=None, description="Refused, as previous_response_id")
+    prompt: Any = Field(default=None, description="Refused: no stored prompt templates")
+    top_logprobs: int | None = Field(
+        default=None, description="Refused here: /v1/chat/completions reports log probabilities"
+    )
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def messages_only(cls, value: Any) -> Any:
+        """Text, or messages (the items a conversation holds); no tool outputs or references
+        to stored items. Checked first, so that a refusal names the item's type."""
+        for item in value if isinstance(value, list) else ():
+            kind = item.get("type", "message") if isinstance(item, dict) else None
+            if kind != "message":
+                shown = f'of type "{kind}"' if isinstance(kind, str) else "that is not an object"
+                raise ValueError(
+                    f"input items {shown} are not supported: Caesura takes text or messages"
+                    " (no tools, no references to stored items)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def nothing_ignored(self) -> ResponseRequest:
+        """What would change the text is refused, never ignored (as Sampling's checks)."""
+        fmt = (self.text or {}).get("format") or {}
+        if not isinstance(fmt, dict) or fmt.get("type", "text") != "text":
+            raise refuse(
+                "text.format",
+                "text.format other than text is not supported: Caesura does not constrain the"
+                " text to a format",
+            )
+        for param in ("previous_response_id", "conversation", "prompt"):
+            if getattr(self, param) is not None:
+                raise refuse(
+                    param,
+                    f"{param} is not supported: Caesura keeps no conversation state between"
+                    " calls; send the whole conversation as input",
+                )
+        if self.top_logprobs:
+            raise refuse(
+                "top_logprobs",
+                "top_logprobs is not supported on /v1/responses: /v1/chat/completions reports"
+                " log probabilities",
+            )
+        return self
 
     def messages(self) -> list[Message]:
         if isinstance(self.input, str):
@@ -277,6 +350,7 @@ class Call:
     include_usage: bool = False
     user: str | None = None
     background: bool = False
+    instructions: str | None = None  # responses: kept to be echoed, as OpenAI does
 
     @property
     def domain_slug(self) -> str:
@@ -313,6 +387,7 @@ class Call:
             "top_logprobs": self.top_logprobs,
             "user": self.user,
             "background": self.background,
+            "instructions": self.instructions,
         }
 
 
@@ -368,4 +443,5 @@ def response_call(body: ResponseRequest) -> Call:
         stream=body.stream,
         user=body.user,
         background=body.background,
+        instructions=body.instructions,
     )

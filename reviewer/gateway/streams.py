@@ -88,8 +88,8 @@ async def completions(
             reason = finish_reason(delivery.follower.finish_reason)
             empty: dict[str, Any] | str = {} if chat else ""
             yield sse({**closed["head"], "choices": [choice(chat, empty, reason)]})
-            if include_usage:
-                yield sse({**head, "choices": [], "usage": closed["usage"]})
+            if include_usage:  # then the last chunk: the caesura object rides on it too
+                yield sse({**closed["head"], "choices": [], "usage": closed["usage"]})
             yield DONE
 
 
@@ -168,8 +168,9 @@ class ResponseEvents:
     async def _closing(self, end: End, sent: int) -> AsyncIterator[bytes]:
         state = await built(answers.response, self.session_id)
         closing: list[tuple[str, dict[str, Any]]]
-        if end.outcome == "completed":
-            text = state["output"][0]["content"][0]["text"]
+        if end.outcome == "completed":  # approved: whole, or cut short by the token limit
+            item = state["output"][0]
+            text = item["content"][0]["text"]
             closing = [
                 ("response.output_text.done", {**self._where(), "text": text, "logprobs": []}),
                 (
@@ -178,9 +179,9 @@ class ResponseEvents:
                 ),
                 (
                     "response.output_item.done",
-                    {"output_index": 0, "item": self._item(text, "completed")},
+                    {"output_index": 0, "item": self._item(text, item["status"])},
                 ),
-                ("response.completed", {"response": state}),
+                (f"response.{state['status']}", {"response": state}),
             ]
         elif end.outcome == "rejected":
             closing = [("response.incomplete", {"response": state})]

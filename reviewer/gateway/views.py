@@ -26,6 +26,7 @@ from reviewer.gateway.delivery import Delivery, End, Piece
 from reviewer.gateway.errors import GatewayError, error_body, from_validation
 from reviewer.gateway.progress import Follower
 from reviewer.lifecycle import gateway
+from reviewer.lifecycle.transitions import NotFound
 from reviewer.models import Application, Domain, ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import CommandError
@@ -298,8 +299,12 @@ async def create_response(request: HttpRequest, application: Application) -> Htt
 
 
 def own_session(application: Application, response_id: str) -> ReviewSession:
+    """One of the application's generations, by any of its ids (resp_, chatcmpl-, cmpl-)."""
     session_id = answers.session_id_from(response_id)
-    session = gateway.session_of(application, session_id if session_id is not None else response_id)
+    try:
+        session = gateway.session_of(application, session_id)
+    except NotFound:
+        raise GatewayError(404, f"No response with id {response_id!r}") from None
     return streams.load(session.pk)
 
 

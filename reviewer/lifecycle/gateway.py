@@ -139,7 +139,8 @@ def start_generation(
     params = inputs.sampling_params(
         domain, decoding.get("seed"), decoding.get("max_new_tokens"), _sampling(decoding), preset
     )
-    _check_prompt_fits(domain, prompt, params.max_new_tokens)
+    limit = "max_output_tokens" if request.get("endpoint") == "response" else "max_tokens"
+    _check_prompt_fits(domain, prompt, params.max_new_tokens, limit)
     with transaction.atomic():
         _check_concurrency(application)
         prompt_key = "prompt_ids" if prompt and isinstance(prompt[0], int) else "messages"
@@ -177,8 +178,12 @@ def _sampling(decoding: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_prompt_fits(
-    domain: Domain, prompt: Sequence[Mapping[str, str]] | Sequence[int], max_new_tokens: int
+    domain: Domain,
+    prompt: Sequence[Mapping[str, str]] | Sequence[int],
+    max_new_tokens: int,
+    limit: str = "max_tokens",
 ) -> None:
+    """``limit``: the call's name for the token limit, which a refusal names."""
     from inference.prompt import PromptRefused, encode_prompt
     from reviewer.web.tokenizer import context_length, tokenizer
 
@@ -187,11 +192,17 @@ def _check_prompt_fits(
         needed = len(encode_prompt(tokenizer(), prompt, system=system)) + max_new_tokens
     except PromptRefused as exc:
         raise MessagesRefused(str(exc)) from None
+    except ValueError as exc:  # markup the engine reads in messages, badly formed
+        raise MessagesRefused(
+            f"messages: {exc}. Caesura reads <ANCHOR:NAME>...</ANCHOR> and <RECALL> in a"
+            " message as attention markup (docs/gateway.md)"
+        ) from None
     if needed > context_length():
-        raise ContextExceeded(
-            f"The prompt plus max_tokens is {needed} tokens; the model's context is"
-            f" {context_length()}"
+        exceeded = ContextExceeded(
+            f"The prompt plus {limit} is {needed} tokens; the model's context is {context_length()}"
         )
+        exceeded.param = limit
+        raise exceeded
 
 
 def _check_concurrency(application: Application) -> None:

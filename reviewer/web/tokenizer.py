@@ -11,7 +11,7 @@ from django.conf import settings
 from transformers import AutoConfig, AutoTokenizer
 
 from inference.prompt import encode_prompt, user_text_spans
-from inference.text import Tokenizer
+from inference.text import TokenBytes, Tokenizer
 from reviewer.lifecycle.gate import case_text
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 def tokenizer() -> Tokenizer:
     # One sequence at a time, as the engine's loader types it (inference/loader.py).
     return cast(Tokenizer, AutoTokenizer.from_pretrained(settings.MODEL_DIR))
+
+
+@functools.cache
+def token_bytes() -> TokenBytes:
+    return TokenBytes(tokenizer())
 
 
 @functools.cache
