@@ -122,6 +122,9 @@ def test_it_answers_an_unknown_url_with_404_even_where_csrf_is_checked(drafter):
 def test_it_answers_one_model_by_its_id(drafter):
     entry = drafter[1].get("/v1/models/caesura:clinical-notes").json()
     assert entry["id"] == "caesura:clinical-notes" and entry["object"] == "model"
+    # The domain by its slug, as every answer's caesura object names it; and its name.
+    assert entry["caesura"]["domain"] == "clinical-notes"
+    assert entry["caesura"]["domain_name"] == clinical_notes().name
     other = openai_error(drafter[1].get("/v1/models/caesura:contracts"), 404)
     unknown = openai_error(drafter[1].get("/v1/models/caesura:nowhere"), 404)
     assert other["code"] == unknown["code"] == "model_not_found"

@@ -83,6 +83,8 @@ def test_it_streams_a_chat_completion_and_continues_a_prefill(client):
     assert text == session.text and text
     assert session.gateway["messages"][-1]["role"] == "assistant"
     assert chunks[-1].usage.completion_tokens == 5
+    # The caesura object rides on the last chunk, the usage one, too.
+    assert chunks[-1].model_extra["caesura"]["session_id"] == session.pk
 
 
 def test_it_ends_at_a_stop_string_without_it(client):
