@@ -17,7 +17,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession
+from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession, statuses
 from reviewer.web.ui_text import filled_reason, stop_reason_text, task_type_names
 
 if TYPE_CHECKING:
@@ -209,7 +209,10 @@ def last_decision(session: ReviewSession) -> AuditRecord | None:
 
 
 def stop_reason(session: ReviewSession) -> str:
-    """Why generation stopped, for a session whose model has finished; empty otherwise."""
+    """Why generation stopped, for a session whose model has finished; empty otherwise (and
+    once an edit reopened the text: it is paused, and may run on)."""
+    if session.status in statuses.LIVE:
+        return ""
     record = AuditRecord.objects.filter(session=session, action="generated").order_by("-id")
     found = record.first()
     if found is None:

@@ -58,6 +58,14 @@ def _leading_to(status: str) -> frozenset[str]:
     return frozenset(s for s in STATUSES if status in TRANSITIONS[s])
 
 
+def _reaching(status: str) -> frozenset[str]:
+    """The statuses from which ``status`` can still be reached, in any number of steps."""
+    found = {status}
+    while more := {s for s in STATUSES if s not in found and set(TRANSITIONS[s]) & found}:
+        found |= more
+    return frozenset(found)
+
+
 # The groups. Ended: nothing generates and no worker holds it (a failed session can only be
 # resumed by a reviewer, which starts it afresh from its stored token ids).
 FINAL = frozenset({COMPLETED, REJECTED, CANCELLED, FAILED})
@@ -66,8 +74,9 @@ WAITING = frozenset({PAUSED, GENERATED})  # waits for a reviewer (claimable on t
 DECIDABLE = _leading_to(COMPLETED)  # approve / reject
 RESUMABLE = _leading_to(RUNNING) - {DRAFT}  # a draft starts, it does not resume
 CANCELLABLE = _leading_to(CANCELLED)
-# The session can still generate: the page shows its pause and resume controls.
-MAY_RUN = frozenset({RUNNING} | _leading_to(RUNNING))
+# The session can still generate: the page keeps its pause and resume controls (hidden while
+# they do nothing: a generated text runs again once an edit reopens it).
+MAY_RUN = _reaching(RUNNING)
 
 GROUPS: dict[str, tuple[str, ...]] = {
     name: tuple(s for s in STATUSES if s in group)

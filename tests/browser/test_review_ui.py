@@ -8,6 +8,7 @@ import pytest
 from reviewer.demo.demo_data import DOMAINS
 from reviewer.models import Domain, Glossary, GlossaryTerm, PausePolicy, ReviewSession
 from tests.browser.conftest import log_in, screenshot, show_live_heatmap
+from tests.conftest import wait_for
 from tests.session_factory import make_session
 
 pytestmark = [
@@ -295,8 +296,31 @@ def test_it_corrects_a_generated_text_before_approving_it(
     assert corrected.text == before.replace(first, term.preferred, 1)
     assert page_text(page) == corrected.text
     page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
+    # Reopened: it may run on from the correction (Resume, and the space bar), and how the
+    # model had stopped is no longer what the page says.
+    resume = page.locator("#toggle-run")
+    assert resume.is_visible() and resume.is_enabled() and resume.inner_text() == "Resume"
+    assert page.locator("#stop-reason").is_hidden()
     screenshot(page, "session-generated-corrected-en")
+    page.reload()  # as rendered by the server
+    wait_for_status(page, "paused")
+    assert page.locator("#toggle-run").is_visible() and page.locator("#stop-reason").is_hidden()
+    page.locator("#toggle-run").click()
+    # It runs on from the correction, until its limit or the next policy pause.
+    resumed = lambda: ReviewSession.objects.get(pk=sid).audit.filter(action="resume").exists()  # noqa: E731
+    wait_for(resumed, what="the resume")
+    wait_for(
+        lambda: ReviewSession.objects.get(pk=sid).status in ("paused", "generated"),
+        what="the end of the run",
+    )
+    status = ReviewSession.objects.get(pk=sid).status
+    wait_for_status(page, status)
+    if status == "generated":  # it stopped again, and says why; nothing left to resume
+        assert (
+            page.locator("#stop-reason").is_visible() and page.locator("#run-controls").is_hidden()
+        )
     page.click("#approve")
     wait_for_status(page, "completed")
     approved = ReviewSession.objects.get(pk=sid)
-    assert (approved.status, approved.text) == ("completed", corrected.text)
+    assert approved.status == "completed" and approved.text.startswith(corrected.text)
+    assert page_text(page) == approved.text

@@ -9,6 +9,7 @@ import { setStatus, store } from "./store.js";
 const FINAL = new Set(STATUS_GROUP.FINAL);
 const ENDED = new Set(STATUS_GROUP.ENDED);
 const RESUMABLE = new Set(STATUS_GROUP.RESUMABLE); // a failed session resumes from its stored tokens
+const MAY_RUN = new Set(STATUS_GROUP.MAY_RUN); // a generated text runs again once an edit reopens it
 const LANG = document.documentElement.lang || undefined;
 const DATE_TIME = new Intl.DateTimeFormat(LANG, { dateStyle: "medium", timeStyle: "short" });
 const state = store.state;
@@ -46,6 +47,8 @@ function renderStatus(status) {
   badge.dataset.status = status;
   badge.className = `badge status-${status}`;
   document.body.dataset.status = status;
+  // How generation stopped is true only while it stays stopped: an edit reopens the text.
+  if (status === STATUS.RUNNING || status === STATUS.PAUSED) $("stop-reason").hidden = true;
   renderControls();
 }
 
@@ -82,7 +85,7 @@ function renderRunButton() {
   const running = state.status === STATUS.RUNNING;
   const resumable = RESUMABLE.has(state.status);
   const live = running || resumable;
-  if (!live && state.status !== STATUS.DRAFT) {
+  if (!MAY_RUN.has(state.status)) {
     $("run-controls").remove(); // nothing can run again: no greyed control is left behind
     return;
   }

@@ -108,7 +108,7 @@ export const STATUS_GROUP = deepFreeze({
   "DECIDABLE": ["paused", "generated"],
   "RESUMABLE": ["paused", "failed"],
   "CANCELLABLE": ["draft", "running", "paused", "generated"],
-  "MAY_RUN": ["draft", "running", "paused", "failed"],
+  "MAY_RUN": ["draft", "running", "paused", "generated", "failed"],
   "ENDED": ["cancelled", "completed", "rejected"],
 });
 
