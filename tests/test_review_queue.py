@@ -64,3 +64,18 @@ def test_next_case_says_when_nothing_is_left(client, alice):
     assert (
         "Nothing else waits for your decision." in client.get(answer["Location"]).content.decode()
     )
+
+
+def test_it_tells_staff_only_their_own_waiting_sessions_need_their_decision(
+    client, alice, django_user_model
+):
+    """Staff see every session; another reviewer's pause is not theirs to decide, as the
+    tab's count of what waits for them already says."""
+    admin = django_user_model.objects.create_user("root", password="pw-root-1", is_staff=True)
+    make_session(alice, status=S.PAUSED)
+    mine = make_session(admin, status=S.GENERATED)
+    client.force_login(admin)
+    page = client.get("/").content.decode()
+    assert page.count("needs your decision") == 1
+    row = re.search(rf'<tr id="queue-row-{mine.pk}"[^>]*class="([^"]*)"', page)
+    assert row and "waiting" in row.group(1).split()

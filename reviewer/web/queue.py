@@ -39,6 +39,7 @@ class Row:
     session: ReviewSession
     status_label: str
     on_floor: bool  # ownerless: it came from an application and waits in its domain's queue
+    own: bool  # the viewer started it (staff also see others' sessions; those are not theirs)
     waiting: bool  # paused, or generated and not yet decided
     holder: str  # who holds the claim ('' for nobody)
     mine: bool  # the viewer holds the claim
@@ -51,7 +52,9 @@ class Row:
 
     @property
     def needs_you(self) -> bool:
-        return self.waiting and (not self.on_floor or self.mine)
+        """As waiting_count counts: the viewer's own waiting sessions, and the floor's they
+        hold (a floor item nobody holds says "claim", not this)."""
+        return self.waiting and (self.own or self.mine)
 
 
 def waited_text(seconds: float) -> str:
@@ -78,6 +81,7 @@ def row_for(session: ReviewSession, user: User, now: datetime) -> Row:
         session=session,
         status_label=status_labels().get(session.status, session.status),
         on_floor=on_floor,
+        own=session.owner_id == user.pk,
         waiting=waiting,
         holder=held.username if held else "",
         mine=held is not None and held.pk == user.pk,
