@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { alternativeWord, groupWords, plainLabel, startsWord, tailWords, wordHolding, wrapTitle } from "../static/reviewer/words.js";
+import { alternativeWord, groupWords, ownWords, plainLabel, startsWord, tailWords, wordHolding, wrapTitle } from "../static/reviewer/words.js";
 
 const tokens = (...texts) => texts.map((text) => ({ text }));
 
@@ -53,4 +53,16 @@ test("a figure's title wraps to lines a phone can show, a CJK character counting
   assert.ok(lines.every((line) => line.length <= 34));
   assert.deepEqual(wrapTitle("此前的词（案例文本在上方以黄色标出）", 34), ["此前的词", "（案例文本在上方以黄色标出）"]);
   assert.deepEqual(wrapTitle("Word", 34), ["Word"]); // short: as it is
+});
+
+test("one's own words keep the space the selection began with", () => {
+  assert.equal(ownWords("severe", " hours"), " severe"); // not "2severe"
+  assert.equal(ownWords("severe", " hours "), " severe ");
+  assert.equal(ownWords(" severe", " hours"), " severe");
+  assert.equal(ownWords("两小时", "两天"), "两小时"); // no spaces to keep
+});
+
+test("one's own words are taken as typed when emptied or only their spacing changed", () => {
+  assert.equal(ownWords("", " hours"), "");
+  assert.equal(ownWords("hours", " hours"), "hours"); // the reviewer removed the space
 });

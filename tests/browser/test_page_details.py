@@ -207,3 +207,26 @@ def test_a_long_answers_live_heatmap_gives_neighbouring_words_a_column_on_a_phon
     assert not any(" … " in label for label in figure["names"])
     assert "morning" in figure["names"] and page.locator("#live-bins-note").is_hidden()
     page.close()
+
+
+def test_a_phone_widens_a_replaced_word_to_a_phrase_word_by_word(browser, server_url, alice):
+    """A long press opens a word's menu (no selection can be dragged there): Replace this word,
+    then a word after and a word before reach the phrase, spaces and all."""
+    session = paused_session(alice)
+    context = browser.new_context(viewport=PHONE, locale="zh-CN", has_touch=True, is_mobile=True)
+    page = context.new_page()
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, session)
+    page.locator("#tokens .word", has_text="chest").click(button="right")
+    page.click("#replace-here")
+    selected = page.locator("#edit-selection")
+    assert selected.inner_text() == " chest"
+    page.click("#edit-wider-after")
+    assert page.evaluate("() => caesura.state.selection.text") == " chest pain"
+    page.click("#edit-wider-before")
+    assert page.evaluate("() => caesura.state.selection.text") == " reports chest pain"
+    assert page.input_value("#edit-text") == " reports chest pain"
+    assert page.locator("#edit-wider-before").inner_text() == "＋ 前一个词"
+    page.locator("#edit-panel").scroll_into_view_if_needed()
+    screenshot(page, "details-widen-phone-zh")
+    context.close()

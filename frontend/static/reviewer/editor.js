@@ -7,6 +7,7 @@ import { notifyError } from "./notice.js";
 import { $, data, L } from "./page.js";
 import { editable, store } from "./store.js";
 import { wordText } from "./stream.js";
+import { ownWords } from "./words.js";
 
 const state = store.state;
 
@@ -58,6 +59,19 @@ export function openEditor(start, end) {
   $("edit-panel").hidden = false;
   renderGlossary();
   $("edit-panel").scrollIntoView({ block: "nearest" });
+}
+
+// The selection grown by a word before or after it (-1, 1): a phone cannot drag a selection
+// over words whose long press opens their menu, so "Replace this word" and these reach a phrase.
+function widen(side) {
+  if (!state.selection) return;
+  const words = [...$("tokens").querySelectorAll(".word:not(.blank)")].map((element) => {
+    const start = +element.dataset.start;
+    return { start, end: start + wordText(element).length };
+  });
+  const { start, end } = state.selection;
+  const next = side < 0 ? words.filter((word) => word.start < start).pop() : words.find((word) => word.end > end);
+  if (next) openEditor(Math.min(start, next.start), Math.max(end, next.end));
 }
 
 export function closeEditor() {
@@ -125,6 +139,8 @@ export function bindEditor(hideMenu) {
   $("tokens").addEventListener("mouseup", () => setTimeout(() => textSelected(hideMenu), 0));
   $("edit-close").addEventListener("click", closeEditor);
   $("glossary-filter").addEventListener("input", renderGlossary);
-  $("edit-apply").addEventListener("click", () => replaceSelection($("edit-text").value, null));
+  $("edit-apply").addEventListener("click", () => replaceSelection(ownWords($("edit-text").value, state.selection?.text ?? ""), null));
+  $("edit-wider-before").addEventListener("click", () => widen(-1));
+  $("edit-wider-after").addEventListener("click", () => widen(1));
   store.subscribe("status", (status) => !editable(status) && closeEditor());
 }

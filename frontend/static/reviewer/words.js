@@ -211,3 +211,13 @@ export function wrapTitle(text, max) {
   if (current.trim()) lines.push(current.trim());
   return lines;
 }
+
+// One's own words keep the selection's spacing where they have none of their own (the box
+// began with " hours"; cleared and typed "severe", the text must not read "2severe"). Emptied,
+// or with the same words and only the spacing changed, it is taken as typed.
+export function ownWords(typed, selected) {
+  if (!typed.trim() || typed.trim() === selected.trim()) return typed;
+  const lead = /^\s/.test(typed) ? "" : selected.match(/^\s*/)[0];
+  const trail = /\s$/.test(typed) || !selected.trim() ? "" : selected.match(/\s*$/)[0];
+  return lead + typed + trail;
+}
