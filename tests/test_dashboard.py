@@ -24,6 +24,13 @@ def test_it_refuses_reviewers_who_are_not_staff(client, alice):
     client.force_login(alice)
     assert client.get(reverse("dashboard")).status_code == 403
     assert client.get(reverse("dashboard-csv")).status_code == 403
+    assert f'href="{reverse("dashboard")}"' not in client.get("/").content.decode()
+
+
+def test_staff_reach_it_from_every_pages_head(client, admin_user):
+    client.force_login(admin_user)
+    for path in ("/", reverse("session-new")):
+        assert f'href="{reverse("dashboard")}">Dashboard</a>' in client.get(path).content.decode()
 
 
 def test_it_shows_the_figures_of_the_sessions_in_the_period(
