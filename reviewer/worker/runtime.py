@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,6 +35,7 @@ from inference.signals import Signals
 from inference.sink import PauseNotice
 from inference.snapshot import SnapshotError
 from inference.state import DecodeState
+from inference.text import REPLACEMENT
 from reviewer import events, lifecycle
 from reviewer.analytics import pause_models
 from reviewer.events import watching
@@ -252,8 +254,18 @@ def keep_paused(session: ReviewSession, state: DecodeState, edit: int | None = N
         states.drop(session.pk)
         return
     of = events.detail_of(pause.pk, edit, len(state.generated_ids))
-    candidates = [alt["token_id"] for alt in (pause.alternatives or [])[:LOOKAHEAD_BRANCHES]]
-    describer.describe(session, state, of, candidates)
+    describer.describe(session, state, of, preview_candidates(pause.alternatives or []))
+
+
+def preview_candidates(alternatives: list[dict[str, Any]]) -> list[int]:
+    """The alternatives whose look-ahead the panel shows: the top ones, and any other that is
+    only part of a character (Chinese, emoji), which reads as nothing until the character it
+    begins is written: two such alternatives could not be told apart."""
+    return [
+        int(alt["token_id"])
+        for rank, alt in enumerate(alternatives)
+        if rank < LOOKAHEAD_BRANCHES or not alt.get("text") or REPLACEMENT in str(alt["text"])
+    ]
 
 
 def keep_in_vault(session: ReviewSession, snapshot: bytes) -> bool:
