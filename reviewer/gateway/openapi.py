@@ -161,7 +161,7 @@ def paths() -> dict[str, Any]:
             "get": operation(
                 "list_models",
                 "One model per domain this application may use (caesura:<domain slug>)",
-                responses={"200": answer("The models, as OpenAI lists them", JSON)},
+                responses={"200": answer("The models, as OpenAI lists them", JSON), **refusals()},
             )
         },
         "/v1/models/{model_id}": {
