@@ -106,7 +106,7 @@ function renderPauseHeatmap() {
   const byHead = groups.map((group) => attention.heads.map((row) => weigh(group, row)));
   const scaled = groups.flatMap((group, i) => (group.kind === "template" ? [] : [...byLayer[i], ...byHead[i]]));
   const labels = groups.map((group) => [group.label]);
-  const cell = (axis) => `${axis} %{x}<br>${L.attentionTo} %{customdata[0]}<br>%{z:.3f}<extra></extra>`;
+  const cell = (axis) => `${axis} %{x}<br>${L.attentionTo} %{customdata[0]}<br>%{z:.2~%}<extra></extra>`;
   const traces = [
     { type: "heatmap", z: byLayer, customdata: labels.map((l) => attention.layers.map(() => l)), coloraxis: "coloraxis", hovertemplate: cell(L.layer) },
     { type: "heatmap", z: byHead, customdata: labels.map((l) => attention.heads.map(() => l)), coloraxis: "coloraxis", xaxis: "x2", hovertemplate: cell(L.head) },
@@ -229,7 +229,7 @@ function renderLive(force = false) {
   const trace = {
     type: "heatmap", z, coloraxis: "coloraxis",
     customdata: z.map(() => columns.map((column) => column.label)), text: z.map((_, r) => columns.map(() => rowLabels[r])),
-    hovertemplate: `%{text}<br>${L.attentionTo} %{customdata}<br>%{z:.3f}<extra></extra>`,
+    hovertemplate: `%{text}<br>${L.attentionTo} %{customdata}<br>%{z:.2~%}<extra></extra>`,
   };
   const figure = {
     height: frame.height, margin: frame.margin,
