@@ -7,7 +7,9 @@ from reviewer.worker.runtime import LOOKAHEAD_BRANCHES, preview_candidates
 
 
 def alternatives(*texts: str) -> list[dict]:
-    return [{"token_id": 100 + i, "text": text, "prob": 0.5 / (i + 1)} for i, text in enumerate(texts)]
+    return [
+        {"token_id": 100 + i, "text": text, "prob": 0.5 / (i + 1)} for i, text in enumerate(texts)
+    ]
 
 
 def test_it_previews_the_top_alternatives():

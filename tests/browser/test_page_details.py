@@ -230,3 +230,24 @@ def test_a_phone_widens_a_replaced_word_to_a_phrase_word_by_word(browser, server
     page.locator("#edit-panel").scroll_into_view_if_needed()
     screenshot(page, "details-widen-phone-zh")
     context.close()
+
+
+def test_a_phone_folds_a_long_case_text_and_keeps_a_short_one_open(browser, server_url, alice):
+    from reviewer.models import ReviewSession
+
+    short = generated_session(alice)
+    long = generated_session(alice)
+    ReviewSession.objects.filter(pk=long.pk).update(input_text=" ".join([short.input_text] * 8))
+    opened = "() => document.querySelector('details.case').open"
+    for viewport, folded in ((PHONE, True), ({"width": 1280, "height": 800}, False)):
+        context = browser.new_context(viewport=viewport, locale="en-US")
+        page = context.new_page()
+        log_in(page, server_url, "alice", PASSWORD)
+        open_live(page, server_url, long)
+        assert page.evaluate(opened) is not folded
+        if folded:  # one tap on its summary opens it
+            page.click("details.case > summary")
+            assert page.evaluate(opened) is True
+        open_live(page, server_url, short)
+        assert page.evaluate(opened) is True
+        context.close()

@@ -42,6 +42,16 @@ bindClaim();
 bindTaskType();
 bindEngineLoading();
 
+// On a phone a long case text filled the first screens, above the text and the pause: there
+// it starts folded (its summary opens it); a wider screen shows it open, as rendered.
+const CASE_FOLD_CHARS = 400;
+function foldLongCaseOnPhone() {
+  const box = document.querySelector("details.case");
+  const narrow = window.matchMedia("(max-width: 600px)").matches;
+  if (box && narrow && $("case-text").textContent.length > CASE_FOLD_CHARS) box.open = false;
+}
+foldLongCaseOnPhone();
+
 // A session started while the worker still loads its model: the page said why no text comes;
 // the first token (or any other status) ends that.
 function bindEngineLoading() {
