@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 SEARCH_TIMEOUT_S = 0.05
 WINDOW_CHARS = 2000
+# The largest count a repeat may give (`a{1000}`): the window searched is WINDOW_CHARS long,
+# and compiling `a{1000000000}` alone took 23 GB before it failed.
+MAX_REPEAT = WINDOW_CHARS
 FLAG_BITS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
 
 _BRACES = regex.compile(r"\{(\d*)(?:(,)(\d*))?\}")
@@ -33,6 +36,7 @@ class Quantifier:
     length: int  # characters the quantifier occupies in the pattern, modifiers included
     repeats: bool  # can match its operand more than once
     possessive: bool  # `*+`, `++`, ... never give back, so they cannot backtrack
+    count: int = 0  # the largest count it names (`{2,5}`: 5); 0 for `*`, `+`, `?`
 
 
 def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
@@ -42,6 +46,12 @@ def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
         if letter not in FLAG_BITS:
             raise UnsafePatternError(f'unknown flag "{letter}" (use any of "imsx")')
         bits |= FLAG_BITS[letter]
+    large = find_large_repeat(pattern)  # before compiling: compiling it is what exhausts memory
+    if large is not None:
+        raise UnsafePatternError(
+            f"a repeat count near {large!r} is over {MAX_REPEAT} (the text searched is at most"
+            f" {WINDOW_CHARS} characters); use + or * instead"
+        )
     try:
         compiled = regex.compile(pattern, bits)
     except regex.error as err:
@@ -87,9 +97,28 @@ def find_nested_quantifier(pattern: str) -> str | None:
     return None
 
 
+def find_large_repeat(pattern: str) -> str | None:
+    """The pattern text ending at a counted repeat over MAX_REPEAT, or None."""
+    i = 0
+    while i < len(pattern):
+        quantifier = read_quantifier(pattern, i)
+        if quantifier is not None:
+            if quantifier.count > MAX_REPEAT:
+                return pattern[max(0, i - 20) : i + quantifier.length]
+            i += quantifier.length
+        elif pattern[i] == "\\":
+            i += 2
+        elif pattern[i] == "[":
+            i = skip_class(pattern, i)
+        else:
+            i += 1
+    return None
+
+
 def read_quantifier(pattern: str, i: int) -> Quantifier | None:
     """The quantifier starting at pattern[i], if there is one."""
     char = pattern[i]
+    count = 0
     if char in "*+":
         length, repeats = 1, True
     elif char == "?":
@@ -101,12 +130,13 @@ def read_quantifier(pattern: str, i: int) -> Quantifier | None:
         low, comma, high = found.groups()
         upper = int(high) if high else (None if comma else int(low))
         length, repeats = len(found.group()), upper is None or upper > 1
+        count = max(int(low or 0), upper or 0)
     else:
         return None
     modifier = pattern[i + length] if i + length < len(pattern) else ""
     if modifier in ("?", "+"):
         length += 1
-    return Quantifier(length, repeats, modifier == "+")
+    return Quantifier(length, repeats, modifier == "+", count)
 
 
 def skip_class(pattern: str, i: int) -> int:

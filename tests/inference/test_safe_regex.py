@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -65,3 +67,29 @@ def test_it_gives_up_on_a_runaway_search_quickly():
     started = time.monotonic()
     assert list(search_recent(compiled, "a" * 60 + "!")) == []
     assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    "pattern", ["a{1000000000}", "x{5,1000000000}", "(?:ab){2001,}", "b{,99999}"]
+)
+def test_it_refuses_a_repeat_count_past_the_window_before_compiling_it(pattern):
+    """Compiling a{1000000000} alone took a server process to 23 GB: refused before. Run in a
+    process of its own with its memory capped, so that a regression fails here, not the host."""
+    probe = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n"
+        "from inference.safe_regex import UnsafePatternError, compile_safe\n"
+        "try:\n"
+        "    compile_safe(sys.argv[1])\n"
+        "except UnsafePatternError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, pattern], capture_output=True, text=True, timeout=60
+    )
+    assert "repeat count near" in done.stdout, done.stderr[-500:]
+
+
+@pytest.mark.parametrize("pattern", ["a{2000}", r"\{1000000000}", "[{1000000000}]", r"\d{1,3}"])
+def test_it_takes_counts_within_the_window_and_braces_that_are_not_counts(pattern):
+    assert compile_safe(pattern).pattern == pattern
