@@ -14,6 +14,9 @@ The fields the fold reads, by kind (every other kind, and every other field, is 
   its signals). When the pieces do not add up to the text after the tokens kept, one piece
   holds that text and the others are empty; when ``text`` does not start with the kept
   tokens' text, nothing is kept.
+- ``finish`` with a ``cut`` (a stop string cut off the end): the cut's ``token_start``,
+  ``token_ids`` and ``tokens`` with the finish's ``text``, folded as an edit's; without one,
+  a finish leaves the tokens.
 
 Events after a save (``ids_seq``) fold over the saved tokens: every vector is also folded
 in two parts at every point, the second over what the first left.

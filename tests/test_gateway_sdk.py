@@ -87,6 +87,32 @@ def test_it_streams_a_chat_completion_and_continues_a_prefill(client):
     assert chunks[-1].model_extra["caesura"]["session_id"] == session.pk
 
 
+def test_a_stop_string_inside_a_token_leaves_tokens_that_make_up_the_text(client):
+    """The stop string begins inside a token: what is left of that token is a token of its
+    own, in the logprobs and in the usage, and in the events every reader folds."""
+    from reviewer.lifecycle import record
+
+    free = client.completions.create(
+        model="caesura:plain", prompt="The heart", max_tokens=8, temperature=0, logprobs=1
+    )
+    pieces = free.choices[0].logprobs.tokens
+    k = next(k for k in range(1, len(pieces)) if len(pieces[k].strip()) >= 3)
+    inside = len("".join(pieces[:k])) + 2  # two characters into token k
+    stop = free.choices[0].text[inside : inside + 3]
+    answer = client.completions.create(
+        model="caesura:plain", prompt="The heart", max_tokens=8, temperature=0, stop=[stop],
+        logprobs=1,
+    )  # fmt: skip
+    text, tokens = answer.choices[0].text, answer.choices[0].logprobs.tokens
+    assert text == free.choices[0].text[:inside] and answer.choices[0].finish_reason == "stop"
+    assert "".join(tokens) == text and answer.usage.completion_tokens == len(tokens) == k + 1
+    session = session_of(answer.id)
+    log = [{"type": e.type, **e.payload} for e in session.events.order_by("seq")]
+    folded = record.fold(log)
+    assert [t.token_id for t in folded] == session.generated_ids
+    assert record.text_of(folded) == session.text == text
+
+
 def test_it_ends_at_a_stop_string_without_it(client):
     free = client.completions.create(
         model="caesura:plain", prompt="The heart", max_tokens=8, temperature=0

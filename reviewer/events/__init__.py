@@ -245,8 +245,12 @@ def attention(layer: int, heads: Iterable[Sequence[float]], position: int) -> At
     return {"layer": layer, "heads": [round_list(row) for row in heads], "position": position}
 
 
-def finish(reason: str, text: str) -> Finish:
-    return {"reason": reason, "text": text}
+def finish(reason: str, text: str, cut: Mapping[str, Any] | None = None) -> Finish:
+    """``cut``: a stop string cut off the text's end, as an edit carries its tokens."""
+    payload: Finish = {"reason": reason, "text": text}
+    if cut:
+        payload["cut"] = dict(cut)
+    return payload
 
 
 def muted(policy: str, is_muted: bool, muted_policies: list[str]) -> Muted:

@@ -145,11 +145,18 @@ class Snapshot(_PauseDetail):
     ms: float
 
 
-class Finish(TypedDict):
-    """Generation ended by itself (eos or the token limit)."""
-
+class _Finish(TypedDict):
     reason: str
     text: str
+
+
+class Finish(_Finish, total=False):
+    """Generation ended by itself (eos, the token limit or a stop string). ``cut`` (a class
+    of its own: NotRequired is not read from string annotations): a stop string cut off the
+    end (gateway calls), with token_start, token_ids (every id) and tokens (the texts of those
+    from token_start on), folded as an edit's."""
+
+    cut: dict[str, Any]
 
 
 class Muted(TypedDict):

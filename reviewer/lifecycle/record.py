@@ -126,7 +126,8 @@ class Token:
     signals: Mapping[str, Any] = field(default_factory=dict)
 
 
-FOLDED = (events.TOKEN, events.ROLLBACK, events.EDITED, events.TRUNCATED)  # kinds that move tokens
+# The kinds that move tokens (a finish does when it cut a stop string off).
+FOLDED = (events.TOKEN, events.ROLLBACK, events.EDITED, events.TRUNCATED, events.FINISH)
 
 
 def fold(log: Iterable[Mapping[str, Any]], tokens: Iterable[Token] = ()) -> list[Token]:
@@ -151,6 +152,8 @@ def apply(tokens: list[Token], kind: str, payload: Mapping[str, Any]) -> None:
         del tokens[int(payload["removed_from"]) :]
     elif kind in (events.EDITED, events.TRUNCATED):
         _apply_edit(tokens, payload)
+    elif kind == events.FINISH and payload.get("cut"):
+        _apply_edit(tokens, {**payload["cut"], "text": payload["text"]})
 
 
 def _apply_edit(tokens: list[Token], payload: Mapping[str, Any]) -> None:

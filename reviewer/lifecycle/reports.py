@@ -46,6 +46,7 @@ class StopReport:
     # A manual pause: when its request reached each stage on the worker (epoch seconds; see
     # stages_ms)
     stamps: Mapping[str, float] | None = None
+    cut: Mapping[str, Any] | None = None  # a stop string cut off the text (worker/request.py)
 
 
 # --- a segment ---------------------------------------------------------------------------
@@ -177,7 +178,7 @@ def record_stop(session: ReviewSession, stop: StopReport) -> str:
     elif reason == "cancel":
         record_cancelled(session)
     else:
-        record_generated(session, reason)
+        record_generated(session, reason, stop.cut)
     return reason
 
 
@@ -249,13 +250,15 @@ def stages_ms(requested_at: float | None, stamps: Mapping[str, float]) -> dict[s
     return stages
 
 
-def record_generated(session: ReviewSession, reason: str) -> None:
+def record_generated(
+    session: ReviewSession, reason: str, cut: Mapping[str, Any] | None = None
+) -> None:
     """The end of generation, and the system's approval where it approves. The audit records
     come last in the transaction: the audit chain's lock is held from the first one to the
     commit, and generations that end together (a worker's sessions) queue for it."""
     with transaction.atomic():
         set_status(session, S.GENERATED)
-        events.emit(session.pk, events.FINISH, events.finish(reason, session.text))
+        events.emit(session.pk, events.FINISH, events.finish(reason, session.text, cut))
         approved = gateway.approves_unpaused(session)
         if approved:
             finish(session, S.COMPLETED, by_holder=True)

@@ -316,6 +316,7 @@ def stop_reasons(limit: int | str) -> dict[str, str]:
         "eos": _("The model ended the note."),
         "max_tokens": _("Stopped: reached the %(limit)s-token limit.") % {"limit": limit},
         "cancel": _("Stopped: cancelled."),
+        "stop": _("Stopped at a stop string the application gave."),
     }
 
 

@@ -5,6 +5,8 @@ tokens are written."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 
 from inference.decode import DeliveryFloor
@@ -46,13 +48,22 @@ def relay_batching(session: ReviewSession) -> Batching:
     return Batching(tokens, hold_s / 1000, domain.delay_sentences, stop_strings(session))
 
 
-def cut_stop_string(session: ReviewSession, state: DecodeState, engine: ServedEngine) -> None:
+def cut_stop_string(
+    session: ReviewSession, state: DecodeState, engine: ServedEngine
+) -> dict[str, Any] | None:
     """The stop string and whatever its last token brought after it are not part of the
     answer. Cut here, before the record is saved, so that the session's text (what a
-    reviewer approves and the application receives) ends where the answer ends."""
+    reviewer approves and the application receives) ends where the answer ends. Returns
+    the cut as the finish event carries it (as an edit does: where it starts, every id, the
+    new tokens' texts), so that whoever folds the events has the tokens the text is made of."""
     at = stop_string_at(state.text, stop_strings(session))
-    if at is not None:
-        engine.replace_text(state, at, len(state.text), "")
+    if at is None:
+        return None
+    result = engine.replace_text(state, at, len(state.text), "")
+    ids, starts = state.generated_ids, state.detok.starts
+    bounds = [*starts[result.token_start :], len(state.text)]
+    tokens = [{"text": state.text[a:b]} for a, b in zip(bounds, bounds[1:], strict=False)]
+    return {"token_start": result.token_start, "token_ids": list(ids), "tokens": tokens}
 
 
 def prompt_of(session: ReviewSession) -> Prompt:

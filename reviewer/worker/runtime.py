@@ -213,10 +213,9 @@ def finish_segment(
     wrote last, not written again if the state is still that (a run that ended at a
     checkpoint)."""
     reported = time.time()
-    if stop.reason == "stop":
-        request.cut_stop_string(session, state, engine())
+    cut = request.cut_stop_string(session, state, engine()) if stop.reason == "stop" else None
     save_record(session, state, stored)
-    report = stop_report(state, stop, control, halted_at, notice)
+    report = dataclasses.replace(stop_report(state, stop, control, halted_at, notice), cut=cut)
     if report.requested_at is not None:
         stamps = {**control.stamps, **(halt_timing or {}), "reported": reported}
         report = dataclasses.replace(report, stamps=stamps)

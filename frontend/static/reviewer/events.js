@@ -3,7 +3,7 @@
 // what happened before it was rendered, only the tokens, heatmaps and open pause are rebuilt.
 import { EVENT, STATUS } from "./protocol.js";
 import { showStopReason } from "./controls.js";
-import { foldEdit, foldPause, foldPauseDetail, foldRollback, foldToken } from "./fold.js";
+import { foldEdit, foldFinish, foldPause, foldPauseDetail, foldRollback, foldToken } from "./fold.js";
 import { notify } from "./notice.js";
 import { L } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
@@ -46,6 +46,7 @@ const handlers = {
     else if (event.status !== STATUS.PAUSED) state.pause = null; // an old pause, since closed
   },
   [EVENT.FINISH]: (event) => {
+    if (foldFinish(state, event)) store.changed("tokens", "full");
     showStopReason(event.reason);
     if (state.live) notify(L.finished);
   },

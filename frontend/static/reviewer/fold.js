@@ -79,6 +79,16 @@ export function foldEdit(view, event) {
   if (view.pause) updatePause(view, event, keep, exact ? pieces : []);
 }
 
+// Generation ended. Where a stop string was cut off the text's end (a gateway call's), the
+// cut folds as an edit carries its tokens; what is left of the cut token is the model's, not
+// a reviewer's, so it is not marked edited.
+export function foldFinish(view, event) {
+  if (!event.cut) return false;
+  foldEdit(view, { ...event.cut, text: event.text });
+  for (const token of view.tokens.slice(event.cut.token_start)) if (token) token.edited = false;
+  return true;
+}
+
 // The tokens after the edited span, by where they will sit in the new text and their text.
 function untouchedAfter(view, event, keep, prefixLength) {
   const found = new Map();
@@ -139,6 +149,7 @@ const FOLDS = {
   [EVENT.EDITED]: foldEdit,
   [EVENT.TRUNCATED]: foldEdit,
   [EVENT.ROLLBACK]: foldRollback,
+  [EVENT.FINISH]: foldFinish,
 };
 
 // A whole log, in sequence order: the token ids and the text it leaves.
