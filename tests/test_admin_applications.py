@@ -160,3 +160,23 @@ def test_it_refuses_a_delay_beyond_three_sentences_and_changes_nothing(admin_cli
     assert admin_client_.post(url, form).status_code == 200
     plain_domain.refresh_from_db()
     assert plain_domain.delivery_mode == "after_review" and not AuditRecord.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("decoding", "words"),
+    [
+        ("[1, 2]", "A JSON object of sampling parameters"),  # every start was a 500
+        ('{"temperature": 0.7, "foo": 1}', "unknown sampling parameter(s): foo"),
+        ('{"temperature": -3}', "temperature"),
+    ],
+)
+def test_it_refuses_a_domains_decoding_that_every_session_would_trip_on(
+    admin_client_, plain_domain, decoding, words
+):
+    url = f"/admin/reviewer/domain/{plain_domain.pk}/change/"
+    answer = admin_client_.post(url, domain_form(plain_domain, decoding=decoding))
+    assert answer.status_code == 200 and words in answer.content.decode().replace("&quot;", '"')
+    plain_domain.refresh_from_db()
+    assert plain_domain.decoding == {}
+    good = domain_form(plain_domain, decoding='{"temperature": 0.5}')
+    assert admin_client_.post(url, good).status_code == 302

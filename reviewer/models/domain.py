@@ -219,8 +219,19 @@ class Domain(models.Model):
     def clean(self) -> None:
         from django.core.exceptions import ValidationError
 
+        from inference.config import SamplingConfigError, SamplingParams
         from inference.gating import GateConfig, GateConfigError
 
+        # Every session started here begins from these: a list, an unknown name or a value
+        # out of range would refuse (or break) every one of them, so it is refused here.
+        if not isinstance(self.decoding, dict):
+            raise ValidationError(
+                {"decoding": _('A JSON object of sampling parameters, e.g. {"temperature": 0.7}')}
+            )
+        try:
+            SamplingParams.from_dict(self.decoding)
+        except (SamplingConfigError, TypeError) as exc:
+            raise ValidationError({"decoding": str(exc)}) from exc
         try:
             GateConfig.from_dict(self.gate())
         except GateConfigError as exc:
