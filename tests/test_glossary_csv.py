@@ -148,3 +148,15 @@ def test_it_lists_import_errors_in_the_admin(client, admin_user, glossary):
     assert page.status_code == 200
     assert "Line 3: preferred is empty" in page.content.decode()
     assert terms_of(glossary) == before
+
+
+def test_it_refuses_a_nul_character_by_its_line_in_the_admin(client, admin_user, glossary):
+    """The database stores no NUL: the import said so with a 500 before."""
+    client.force_login(admin_user)
+    before = terms_of(glossary)
+    bad = csv_bytes("term,preferred", "fine,good", "ba\x00d,worse")
+    upload = SimpleUploadedFile("terms.csv", bad, content_type="text/csv")
+    page = client.post(f"/admin/reviewer/glossary/{glossary.pk}/import/", {"file": upload})
+    assert page.status_code == 200
+    assert "Line 3: the file holds a NUL character" in page.content.decode()
+    assert terms_of(glossary) == before

@@ -99,12 +99,18 @@ def parse_csv(data: bytes) -> list[TermRow]:
 
 def decode(data: bytes) -> str:
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise GlossaryImportError(
             [_("Line %(line)d: the file is not UTF-8 text") % {"line": line}]
         ) from None
+    if "\x00" in text:  # no text holds one, and the database stores none
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise GlossaryImportError(
+            [_("Line %(line)d: the file holds a NUL character, which is not text") % {"line": line}]
+        )
+    return text
 
 
 def check_header(header: list[str] | None) -> dict[str, int]:
