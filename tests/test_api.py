@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from reviewer.models import AuditRecord, Edit, ReviewSession, SessionEvent
+from tests.db_snapshot import snapshot
 from tests.session_factory import TEXT, clinical_notes, make_session, stub_worker
 
 pytestmark = pytest.mark.django_db
@@ -385,6 +386,24 @@ def test_it_answers_a_repeated_command_id_with_the_first_result(api, alice, disp
     assert second.json() == {**first.json(), "repeated": True}
     assert AuditRecord.objects.filter(session=session, action="resume").count() == 1
     assert dispatched == [session.pk]
+
+
+def test_it_refuses_a_command_id_reused_for_another_command_or_session(api, alice, dispatched):
+    """Answering with the first result would tell the client that an approval, a cancel or a
+    start it never ran was done."""
+    session, other = make_session(alice), make_session(alice)
+    assert post(api, f"/api/sessions/{session.pk}/resume", {"command_id": "c-1"}).status_code == 200
+    before = snapshot()
+    for url, body in [
+        (f"/api/sessions/{session.pk}/approve", {"command_id": "c-1", "comment": "ok"}),
+        (f"/api/sessions/{other.pk}/resume", {"command_id": "c-1"}),
+        ("/api/sessions/999999/resume", {"command_id": "c-1"}),
+        ("/api/sessions", {"command_id": "c-1", "domain": "nope", "input": "x"}),
+    ]:
+        answer = post(api, url, body)
+        assert answer.status_code == 409, (url, answer.content)
+        assert f"was used for resume of session {session.pk}" in answer.json()["error"]
+    assert snapshot() == before
 
 
 def test_it_refuses_an_overlong_command_id(api, alice):

@@ -35,6 +35,7 @@ def idempotent(command: str) -> Callable[[Service], Service]:
                 _lock_command_id(user.pk, command_id)
                 seen = CommandReceipt.objects.filter(user=user, command_id=command_id).first()
                 if seen is not None:
+                    _check_same_command(seen, command, args)
                     return {**seen.result, "repeated": True}
                 result = func(user, *args, **kwargs)
                 _keep_receipt(user, command_id, command, result)
@@ -43,6 +44,19 @@ def idempotent(command: str) -> Callable[[Service], Service]:
         return run
 
     return wrap
+
+
+def _check_same_command(seen: CommandReceipt, command: str, args: tuple[Any, ...]) -> None:
+    """A repeat is the same command on the same session (a start: any start); an id used for
+    another is refused, never answered with that one's result (which said it was done)."""
+    same = seen.command == command
+    if same and command != "start":
+        same = bool(args) and str(args[0]) == str(seen.session_id)
+    if not same:
+        raise Conflict(
+            f"Command id {seen.command_id!r} was used for {seen.command} of session"
+            f" {seen.session_id}; send each command with a new command_id"
+        )
 
 
 def _keep_receipt(user: User, command_id: str, command: str, result: dict[str, Any]) -> None:
