@@ -280,3 +280,12 @@ def test_it_answers_in_the_shapes_it_describes(alice, monkeypatch):
         as_modelled("Session", {**detail, "undescribed": 1})
     with pytest.raises(Undescribed):
         as_served(spec, "Session", {**detail, "undescribed": 1})
+
+
+def test_it_serves_the_description_to_get_only(client):
+    """HEAD and OPTIONS are refused as on every other endpoint: the ASGI server sent a HEAD
+    answer's body, which a client keeping the connection read as its next answer."""
+    for method in ("head", "options", "post"):
+        answer = getattr(client, method)("/api/schema")
+        assert answer.status_code == 405 and answer["Allow"] == "GET", method
+    assert client.get("/api/schema").status_code == 200

@@ -250,8 +250,10 @@ def token(request: AuthenticatedHttpRequest) -> JsonResponse:
 @allows("GET")
 @csrf_exempt
 def schema(request: HttpRequest) -> JsonResponse:
-    """The OpenAPI description of this API; public, like the API's documentation."""
-    if request.method not in SAFE_METHODS:
+    """The OpenAPI description of this API; public, like the API's documentation. GET only:
+    the ASGI server sends a HEAD answer's body too, which a kept-alive connection would read
+    as the next answer."""
+    if request.method != "GET":
         response = error(405, f"Method {request.method} not allowed")
         response["Allow"] = "GET"
         return response
