@@ -9,6 +9,7 @@ from typing import Any, TypeGuard
 from inference.gating import GateConfig, GateConfigError
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
+MAX_TOP_K = 1 << 20  # past any vocabulary: a larger value would only mean "off"
 TASK_PRESETS: dict[str, dict[str, Any]] = {
     "deterministic": {"temperature": 0.0},
     "open": {"temperature": 0.7, "top_p": 0.9, "repetition_penalty": 1.05},
@@ -52,7 +53,9 @@ class SamplingParams:
             self.temperature == 0 or MIN_SCALE <= self.temperature <= MAX_SCALE,
             f"temperature must be 0 (greedy) or in [{MIN_SCALE}, {MAX_SCALE}]",
         )
-        _check(self.top_k >= 0, "top_k must be >= 0 (0 turns it off)")
+        _check(
+            0 <= self.top_k <= MAX_TOP_K, f"top_k must be in [0, {MAX_TOP_K}] (0 turns it off)"
+        )
         _check(MIN_SCALE <= self.top_p <= 1, f"top_p must be in [{MIN_SCALE}, 1]")
         _check(
             MIN_SCALE <= self.repetition_penalty <= MAX_SCALE,

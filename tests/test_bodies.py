@@ -70,6 +70,10 @@ def test_it_checks_decoding_by_the_sampling_parameters_json_types():
         "decoding.top_k:"
     )
     assert refusal(bodies.StartBody, {**start, "decoding": {"wat": 1}}).startswith("decoding.wat:")
+    for huge in (2**20 + 1, 2**64):  # past any vocabulary; 2**64 was stored as it came
+        assert refusal(bodies.StartBody, {**start, "decoding": {"top_k": huge}}).startswith(
+            "decoding.top_k: Input should be less than or equal to 1048576"
+        )
     read = bodies.read(bodies.StartBody, {**start, "decoding": {"temperature": 1, "top_p": None}})
     assert read["decoding"] == {"temperature": 1.0}
 

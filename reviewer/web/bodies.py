@@ -16,7 +16,7 @@ from pydantic import (
     field_validator,
 )
 
-from inference.config import MAX_SCALE, MIN_SCALE
+from inference.config import MAX_SCALE, MAX_TOP_K, MIN_SCALE
 from reviewer.lifecycle import gate
 from reviewer.web import arguments as a
 from reviewer.web.arguments import InvalidInput
@@ -38,7 +38,7 @@ class Decoding(BaseModel):
     temperature: float | None = Field(
         None, ge=0, le=MAX_SCALE, description=f"0 is greedy; otherwise at least {MIN_SCALE}"
     )
-    top_k: int | None = Field(None, ge=0, description="0 turns it off")
+    top_k: int | None = Field(None, ge=0, le=MAX_TOP_K, description="0 turns it off")
     top_p: float | None = Field(None, ge=MIN_SCALE, le=1, description="1 turns it off")
     repetition_penalty: float | None = Field(
         None, ge=MIN_SCALE, le=MAX_SCALE, description="1 turns it off"
