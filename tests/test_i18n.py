@@ -51,6 +51,13 @@ def test_it_translates_the_policy_admin(client, admin_user):
         "/admin/reviewer/pausepolicy/add/", HTTP_ACCEPT_LANGUAGE="zh-CN"
     ).content.decode()
     assert "选择暂停策略的类型" in page and "关键词" in page and "正则表达式" in page
+    # Every kind named and described in Chinese, the learned one too.
+    assert "学习型" in page and "预计审阅人会介入" in page
+    form = client.get(
+        "/admin/reviewer/pausepolicy/add/?kind=learned", HTTP_ACCEPT_LANGUAGE="zh-CN"
+    ).content.decode()
+    assert "模型文件" in form and "校验和" in form and "训练好的暂停模型文件的路径" in form
+    assert "Path of the trained" not in form
 
 
 def test_the_admin_is_named_for_caesura_in_both_languages(client, admin_user):

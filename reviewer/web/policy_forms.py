@@ -45,6 +45,7 @@ KIND_LABELS = {
     "sentence_count": _("Sentence count"),
     "tool_call": _("Tool call"),
     "drift": _("Drift"),
+    "learned": _("Learned"),
 }
 
 KIND_DESCRIPTIONS = {
@@ -58,6 +59,9 @@ KIND_DESCRIPTIONS = {
     "drift": _(
         "Rolls back (or pauses, or flags, as its action says) when the text becomes "
         "uncertain and drifts away from the prompt."
+    ),
+    "learned": _(
+        "Pauses where a model trained on this domain's reviews predicts a reviewer would step in."
     ),
 }
 
@@ -78,6 +82,8 @@ PARAM_LABELS = {
     "similarity_threshold": _("Similarity threshold"),
     "confidence_floor": _("Confidence floor"),
     "by_task_type": _("By task type"),
+    "model": _("Model file"),
+    "checksum": _("Checksum"),
 }
 
 # The engine's parameter help, listed so that makemessages puts it in the catalog; the form
@@ -101,6 +107,12 @@ ENGINE_HELP = (
     gettext_noop("Mean cosine similarity to the prompt below which the window drifted"),
     gettext_noop("Roll back to just after the last token more confident than this"),
     gettext_noop("Take the window and both thresholds from the session's task type"),
+    gettext_noop("Path of the trained pause model file"),
+    gettext_noop("SHA-256 of the model file; any other file is refused"),
+    gettext_noop(
+        "Pause when the predicted chance of an intervention rises to this "
+        "(empty: the threshold chosen at training)"
+    ),
 )
 
 ACTION_LABELS = {"pause": _("pause"), "rollback": _("roll back"), "flag": _("flag only")}
