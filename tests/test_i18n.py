@@ -358,7 +358,12 @@ def test_it_names_a_session_in_chinese_in_breadcrumbs_and_lists(client, admin_us
     assert re.search(r'field-trigger_word">\s*<p>手动</p>', inline)
     url = f"/admin/reviewer/pauseevent/{pause.pk}/change/"
     assert breadcrumb(admin_page(client, url, "zh-CN")) == f"暂停事件 {pause.pk}"
-    assert breadcrumb(admin_page(client, url, "en")) == f"PauseEvent object ({pause.pk})"
+    assert breadcrumb(admin_page(client, url, "en")) == f"Pause event {pause.pk}"
+    # Its latency to a tenth of a millisecond, not as the float was stored.
+    pause.latency_ms = 116.37599999999999
+    pause.save(update_fields=["latency_ms"])
+    listed = admin_page(client, "/admin/reviewer/pauseevent/", "en")
+    assert cells(listed, "latency") == ["116.4"]
 
 
 def test_it_names_roi_settings_api_tokens_and_corrections_in_chinese(client, admin_user, alice):

@@ -30,7 +30,7 @@ class AuditRecord(models.Model):
         verbose_name_plural = _("audit records")
 
     def __str__(self) -> str:
-        return gettext("AuditRecord object (%(id)s)") % {"id": self.pk}
+        return gettext("Audit record %(id)s") % {"id": self.pk}
 
 
 class AuditGraph(models.Model):

@@ -290,7 +290,7 @@ class PauseEvent(models.Model):
         verbose_name_plural = _("pause events")
 
     def __str__(self) -> str:
-        return gettext("PauseEvent object (%(id)s)") % {"id": self.pk}
+        return gettext("Pause event %(id)s") % {"id": self.pk}
 
     @classmethod
     def trigger_word(cls, trigger: str) -> str:
@@ -350,7 +350,7 @@ class Edit(models.Model):
         verbose_name_plural = _("edits")
 
     def __str__(self) -> str:
-        return gettext("Edit object (%(id)s)") % {"id": self.pk}
+        return gettext("Edit %(id)s") % {"id": self.pk}
 
     def as_dict(self) -> dict[str, Any]:
         """The one serialisation of an edit: the API's answer and the audit record's."""
