@@ -71,6 +71,15 @@ def test_it_replaces_the_glossary_when_asked(glossary):
     assert list(glossary.terms.values_list("term", flat=True)) == ["shall"]
 
 
+def test_it_refuses_to_replace_a_glossary_with_a_file_of_no_terms(glossary):
+    before = terms_of(glossary)
+    with pytest.raises(GlossaryImportError) as caught:
+        import_csv(glossary, csv_bytes("term,preferred"), replace=True)
+    assert "would delete every term" in caught.value.errors[0]
+    assert terms_of(glossary) == before
+    assert import_csv(glossary, csv_bytes("term,preferred")).created == 0  # adding nothing is fine
+
+
 def test_it_reports_bad_rows_by_line_number_and_imports_nothing(glossary):
     before = terms_of(glossary)
     data = csv_bytes(

@@ -67,6 +67,11 @@ def export_csv(glossary: Glossary) -> bytes:
 def import_csv(glossary: Glossary, data: bytes, replace: bool = False) -> ImportResult:
     """Add or update the file's terms (and with `replace`, delete the others), or nothing."""
     rows = parse_csv(data)
+    if replace and not rows and glossary.terms.exists():
+        # A header alone (an export emptied by mistake) would delete every term.
+        raise GlossaryImportError(
+            [_("The file has no terms: replacing the glossary with it would delete every term")]
+        )
     with transaction.atomic():
         existing = {t.term: t for t in glossary.terms.select_for_update()}
         created, updated = save_rows(glossary, rows, existing)
