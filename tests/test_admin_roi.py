@@ -46,6 +46,23 @@ def test_it_saves_a_domains_roi_settings_that_the_figures_then_use(staff, plain_
     assert "EUR" in listed and "Plain" in listed
 
 
+def test_it_refuses_negative_figures_and_a_currency_that_is_no_code(staff, plain_domain):
+    form = {
+        "domain": plain_domain.pk,
+        "baseline_regenerate_cycles": "-2",
+        "minutes_saved_per_cycle": "-10",
+        "reviewer_hourly_cost": "-100.00",
+        "loss_avoided_per_interception": "0",
+        "annual_system_cost": "-1.00",
+        "currency": "x$",
+    }
+    answer = staff.post("/admin/reviewer/roisettings/add/", form, HTTP_ACCEPT_LANGUAGE="en")
+    page = answer.content.decode()
+    assert answer.status_code == 200 and page.count("Must be 0 or more") == 4
+    assert "A three-letter currency code" in page
+    assert not RoiSettings.objects.exists()
+
+
 def test_it_refuses_a_decoding_preset_the_sampler_would_refuse(staff, plain_domain):
     add = "/admin/reviewer/taskdecoding/add/"
     bad = {"domain": plain_domain.pk, "task_type": "open", "params": '{"temperature": -1}'}

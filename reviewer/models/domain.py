@@ -404,6 +404,23 @@ class RoiSettings(models.Model):
     def __str__(self) -> str:
         return gettext("ROI settings of %(domain)s") % {"domain": self.domain}
 
+    def clean(self) -> None:
+        """No figure is negative (a negative cost turns every ROI around), and the currency is
+        a three-letter code (USD, CNY, EUR)."""
+        from django.core.exceptions import ValidationError
+
+        numbers = ["baseline_regenerate_cycles", "minutes_saved_per_cycle", "reviewer_hourly_cost"]
+        numbers += ["loss_avoided_per_interception", "annual_system_cost"]
+        errors = {
+            name: _("Must be 0 or more")
+            for name in numbers
+            if getattr(self, name) is not None and getattr(self, name) < 0
+        }
+        if not (len(self.currency) == 3 and self.currency.isascii() and self.currency.isalpha()):
+            errors["currency"] = _("A three-letter currency code, such as USD, CNY or EUR")
+        if errors:
+            raise ValidationError(errors)
+
 
 class TaskDecoding(models.Model):
     """A domain's decoding parameters for one task type, over the built-in preset."""
