@@ -100,6 +100,15 @@ def test_it_revokes_a_key(admin_client_, plain_domain):
     admin_client_.post(LIST, {"action": "revoke", "_selected_action": [app.pk]}, follow=True)
     assert actions() == ["application_created", "application_revoked"]  # once
     assert admin_client_.post(f"{LIST}{app.pk}/delete/", {"post": "yes"}).status_code == 403
+    # A new key for a revoked application makes it active again: the admin is told so.
+    page = admin_client_.post(
+        LIST, {"action": "rotate_keys", "_selected_action": [app.pk]}, follow=True
+    ).content.decode()
+    assert "Note drafter was revoked; with its new key it is active again" in page
+    assert AuditRecord.objects.last().payload == {
+        "application": "Note drafter",
+        "reactivated": True,
+    }
 
 
 def test_it_audits_a_change_of_domains_and_limits_with_before_and_after(

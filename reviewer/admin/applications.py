@@ -68,7 +68,11 @@ class ApplicationAdmin(admin.ModelAdmin[Application]):
     @admin.action(description=_("Rotate the keys of the selected applications (shows them once)"))
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[Application]) -> None:
         for app in queryset:
+            was_revoked = app.revoked_at is not None
             self.show_key(request, app, application_keys.rotate(app, request.user.get_username()))
+            if was_revoked:  # a new key makes it active again: said, never done silently
+                message = _("%(name)s was revoked; with its new key it is active again")
+                self.message_user(request, message % {"name": app.name}, messages.WARNING)
 
     @admin.action(description=_("Revoke the selected applications' keys"))
     def revoke(self, request: HttpRequest, queryset: QuerySet[Application]) -> None:

@@ -48,10 +48,12 @@ def rotate(app: Application, actor: str) -> str:
     """A new key for ``app``; the old one stops working at once. Un-revokes a revoked app."""
     key = _new_key()
     with transaction.atomic():
+        reactivated = app.revoked_at is not None
         app.key_digest, app.key_prefix = digest(key), key[:12]
         app.rotated_at, app.revoked_at = timezone.now(), None
         app.save(update_fields=["key_digest", "key_prefix", "rotated_at", "revoked_at"])
-        audit.append("application_key_rotated", actor, payload={"application": app.name})
+        payload = {"application": app.name, "reactivated": reactivated}
+        audit.append("application_key_rotated", actor, payload=payload)
     return key
 
 
