@@ -50,8 +50,28 @@ ATTENTION = ["attention", "gate_sinks", "gate_window", "gate_top_k", "gate_wide_
 ATTENTION += ["recall_words_en", "recall_words_zh"]
 
 
+def sized(width: str) -> forms.TextInput:
+    return forms.TextInput(attrs={"style": f"width: {width}"})
+
+
+class GlossaryTermRow(forms.ModelForm[GlossaryTerm]):
+    """A row per term, sized to fit a laptop's screen: the default boxes (the note's 40
+    columns by 10 rows) made the table wider than it, its Delete column out of sight."""
+
+    class Meta:
+        model = GlossaryTerm
+        fields = "__all__"
+        widgets = {
+            "term": sized("11em"),
+            "preferred": sized("14em"),
+            "code": sized("7em"),
+            "note": forms.Textarea(attrs={"rows": 2, "style": "width: 14em"}),
+        }
+
+
 class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
     model = GlossaryTerm
+    form = GlossaryTermRow
     extra = 1
 
 
