@@ -53,9 +53,7 @@ class SamplingParams:
             self.temperature == 0 or MIN_SCALE <= self.temperature <= MAX_SCALE,
             f"temperature must be 0 (greedy) or in [{MIN_SCALE}, {MAX_SCALE}]",
         )
-        _check(
-            0 <= self.top_k <= MAX_TOP_K, f"top_k must be in [0, {MAX_TOP_K}] (0 turns it off)"
-        )
+        _check(0 <= self.top_k <= MAX_TOP_K, f"top_k must be in [0, {MAX_TOP_K}] (0 turns it off)")
         _check(MIN_SCALE <= self.top_p <= 1, f"top_p must be in [{MIN_SCALE}, 1]")
         _check(
             MIN_SCALE <= self.repetition_penalty <= MAX_SCALE,
