@@ -297,13 +297,19 @@ class ResponseRequest(Sampling):
                 "text.format other than text is not supported: Caesura does not constrain the"
                 " text to a format",
             )
-        for param in ("previous_response_id", "conversation", "prompt"):
+        for param in ("previous_response_id", "conversation"):
             if getattr(self, param) is not None:
                 raise refuse(
                     param,
                     f"{param} is not supported: Caesura keeps no conversation state between"
                     " calls; send the whole conversation as input",
                 )
+        if self.prompt is not None:
+            raise refuse(
+                "prompt",
+                "prompt (a stored prompt template) is not supported: send the instructions and"
+                " the input themselves",
+            )
         if self.top_logprobs:
             raise refuse(
                 "top_logprobs",
