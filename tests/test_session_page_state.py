@@ -93,7 +93,9 @@ def test_it_renders_a_generated_session_awaiting_the_decision(client, alice):
     session = with_history(make_session(alice, status=S.GENERATED))
     client.force_login(alice)
     html = rendered(client, session)
-    assert 'id="toggle-run"' not in html  # the model has finished: nothing to pause or resume
+    # The model has finished: nothing to pause or resume, so the controls are hidden; they
+    # stay in the page, since a correction reopens the text and Resume goes on from it.
+    assert is_hidden(element(html, "run-controls"))
     assert not is_hidden(element(html, "decision-panel"))
     assert is_hidden(element(html, "decided-panel"))
 

@@ -50,23 +50,18 @@ ATTENTION = ["attention", "gate_sinks", "gate_window", "gate_top_k", "gate_wide_
 ATTENTION += ["recall_words_en", "recall_words_zh"]
 
 
-def sized(width: str) -> forms.TextInput:
-    return forms.TextInput(attrs={"style": f"width: {width}"})
-
-
 class GlossaryTermRow(forms.ModelForm[GlossaryTerm]):
-    """A row per term, sized to fit a laptop's screen: the default boxes (the note's 40
-    columns by 10 rows) made the table wider than it, its Delete column out of sight."""
+    """A row per term, sized to fit a laptop's screen (reviewer/admin-glossary.css, a class
+    each: the pages allow no inline style): the default boxes (the note's 40 columns by 10
+    rows) made the table wider than it, its Delete column out of sight."""
 
     class Meta:
         model = GlossaryTerm
         fields = "__all__"
         widgets = {
-            "term": sized("11em"),
-            "preferred": sized("14em"),
-            "code": sized("7em"),
-            "note": forms.Textarea(attrs={"rows": 2, "style": "width: 14em"}),
-        }
+            name: forms.TextInput(attrs={"class": f"glossary-{name}"})
+            for name in ("term", "preferred", "code")
+        } | {"note": forms.Textarea(attrs={"rows": 2, "class": "glossary-note"})}
 
 
 class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
@@ -205,6 +200,9 @@ class GlossaryAdmin(admin.ModelAdmin[Glossary]):
     list_filter = ["domain"]
     inlines = [GlossaryTermInline]
     change_form_template = "admin/reviewer/glossary/change_form.html"
+
+    class Media:
+        css = {"all": ["reviewer/admin-glossary.css"]}
 
     @admin.display(description=_("terms"))
     def term_count(self, obj: Glossary) -> int:
