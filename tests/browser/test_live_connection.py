@@ -123,7 +123,11 @@ def open_and_check_final_state(page, url: str, status: str, decided: str) -> Non
     page.wait_for_selector("#tokens .tok >> nth=4")
     assert page.locator("#tokens").inner_text() == TEXT
     assert page.locator("#status").get_attribute("data-status") == status
-    assert page.locator("#run-controls, #toggle-run").count() == 0  # not even a greyed one
+    if status == S.GENERATED:  # hidden and disabled: a correction may reopen it to run on
+        assert page.locator("#run-controls").is_hidden()
+        assert page.locator("#toggle-run").is_disabled()
+    else:  # ended: not even a greyed control
+        assert page.locator("#run-controls, #toggle-run").count() == 0
     assert page.locator("#notice").is_hidden()  # the replay told nothing old as news
     show_live_heatmap(page)
     page.wait_for_selector("#timeline li")
