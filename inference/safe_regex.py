@@ -69,50 +69,50 @@ def find_nested_quantifier(pattern: str) -> str | None:
     """Return the pattern text ending at a repeated group that itself repeats, or None."""
     group_repeats: list[bool] = [False]  # one flag per open group: "contains a repeat"
     closed_repeats = False  # the atom just before the cursor is a group that contained one
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        quantifier = read_quantifier(pattern, i)
+    for i, char, quantifier in atoms(pattern):
         if quantifier is not None:
             if quantifier.repeats and closed_repeats and not quantifier.possessive:
-                return pattern[max(0, i - 20) : i + quantifier.length]
+                return near(pattern, i, quantifier)
             group_repeats[-1] |= quantifier.repeats or closed_repeats
             closed_repeats = False
-            i += quantifier.length
-            continue
-        closed_repeats = False
-        if char == "\\":
-            i += 2
-        elif char == "[":
-            i = skip_class(pattern, i)
-        elif char == "(":
-            group_repeats.append(False)
-            i += 1
         elif char == ")" and len(group_repeats) > 1:
             closed_repeats = group_repeats.pop()
             group_repeats[-1] |= closed_repeats
-            i += 1
         else:
-            i += 1
+            closed_repeats = False
+            if char == "(":
+                group_repeats.append(False)
     return None
 
 
 def find_large_repeat(pattern: str) -> str | None:
     """The pattern text ending at a counted repeat over MAX_REPEAT, or None."""
+    for i, _char, quantifier in atoms(pattern):
+        if quantifier is not None and quantifier.count > MAX_REPEAT:
+            return near(pattern, i, quantifier)
+    return None
+
+
+def atoms(pattern: str) -> Iterator[tuple[int, str, Quantifier | None]]:
+    """Each piece of the pattern with where it starts: a quantifier (with the char it starts
+    with), or one character, an escape or a whole character class (their first char)."""
     i = 0
     while i < len(pattern):
-        quantifier = read_quantifier(pattern, i)
+        char, quantifier = pattern[i], read_quantifier(pattern, i)
+        yield i, char, quantifier
         if quantifier is not None:
-            if quantifier.count > MAX_REPEAT:
-                return pattern[max(0, i - 20) : i + quantifier.length]
             i += quantifier.length
-        elif pattern[i] == "\\":
+        elif char == "\\":
             i += 2
-        elif pattern[i] == "[":
+        elif char == "[":
             i = skip_class(pattern, i)
         else:
             i += 1
-    return None
+
+
+def near(pattern: str, i: int, quantifier: Quantifier) -> str:
+    """The pattern text ending at the quantifier at ``i``, as a refusal quotes it."""
+    return pattern[max(0, i - 20) : i + quantifier.length]
 
 
 def read_quantifier(pattern: str, i: int) -> Quantifier | None:

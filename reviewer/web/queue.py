@@ -52,8 +52,8 @@ class Row:
 
     @property
     def needs_you(self) -> bool:
-        """As waiting_count counts: the viewer's own waiting sessions, and the floor's they
-        hold (a floor item nobody holds says "claim", not this)."""
+        """The viewer's own waiting sessions, and the floor's they hold; a floor item nobody
+        holds offers its claim instead (staff see others' sessions too: not theirs)."""
         return self.waiting and (self.own or self.mine)
 
 

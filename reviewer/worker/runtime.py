@@ -215,7 +215,7 @@ def finish_segment(
     reported = time.time()
     cut = request.cut_stop_string(session, state, engine()) if stop.reason == "stop" else None
     save_record(session, state, stored)
-    report = dataclasses.replace(stop_report(state, stop, control, halted_at, notice), cut=cut)
+    report = stop_report(state, stop, control, halted_at, notice, cut)
     if report.requested_at is not None:
         stamps = {**control.stamps, **(halt_timing or {}), "reported": reported}
         report = dataclasses.replace(report, stamps=stamps)
@@ -233,8 +233,10 @@ def stop_report(
     control: RedisControl,
     halted_at: float | None,
     notice: PauseNotice | None = None,
+    cut: dict[str, Any] | None = None,
 ) -> lifecycle.StopReport:
     return lifecycle.StopReport(
+        cut=cut,
         halted_at=halted_at,
         reason=stop.reason,
         position=stop.position,
