@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import statistics
 import threading
@@ -50,7 +51,7 @@ def percentiles(values: list[float]) -> dict:
     if not values:
         return {"p50": None, "p95": None, "n": 0}
     ms = sorted(values)
-    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+    p95 = ms[max(0, math.ceil(0.95 * len(ms)) - 1)]  # nearest rank
     return {"p50": round(statistics.median(ms), 1), "p95": round(p95, 1), "n": len(ms)}
 
 

@@ -23,6 +23,7 @@ Shape: {"transformers": {"aggregate_tok_s": {"1": x, "4": x, "8": x}, "pause_lat
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 import sys
@@ -160,7 +161,8 @@ def timed(fn) -> float:
 
 def percentiles(seconds: list[float]) -> dict:
     ms = sorted(1000 * x for x in seconds)
-    return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))]}
+    # p95 by nearest rank: the value at rank ceil(0.95 n)
+    return {"p50": statistics.median(ms), "p95": ms[max(0, math.ceil(0.95 * len(ms)) - 1)]}
 
 
 # ---- resume at a long context -------------------------------------------------------

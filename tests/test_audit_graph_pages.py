@@ -35,7 +35,7 @@ def get(client, user, name: str, session, language: str = "en"):
 def test_it_says_why_it_paused_here_in_english(client, alice, paused):
     page = get(client, alice, "audit-graphs", paused).content.decode()
     assert (
-        "It paused here because Unsure fired: Top-1 probability 0.08 is below 0.35, after entropy"
+        "It paused here because Unsure fired: Top-1 probability 8% is below 35%, after entropy"
         " of 4.02 nats (above the session&#x27;s usual range, up to 1.03)." in page
     )  # the top-1 reading the reason states already is not said twice
     assert page.count('class="node node-') == 4  # two readings, the policy, the pause
@@ -99,7 +99,7 @@ def test_it_says_a_budget_held_the_pause_back(client, alice, paused, compiled_ca
     reports.record_flag(paused, flag)
     page = get(client, alice, "audit-graphs", paused).content.decode()
     assert (
-        "It did not pause here: Unsure fired (Top-1 probability 0.08 is below 0.35), but the"
+        "It did not pause here: Unsure fired (Top-1 probability 8% is below 35%), but the"
         " pause budget held it back (4 tokens after the last pause, where the budget asks for 20)"
     ) in page
     zh = get(client, alice, "audit-graphs", paused, "zh-hans").content.decode()

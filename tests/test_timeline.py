@@ -61,7 +61,7 @@ def test_it_tells_the_timeline_in_english(client, alice, history):
     kinds = ["start", "paused", "pause_requested", "paused", "generated", "approve"]
     assert [e["kind"] for e in told] == kinds
     assert told[0]["detail"] == "Clinical notes"
-    assert told[1]["detail"] == "Unsure: top-1 0.24 < 0.35"
+    assert told[1]["detail"] == "Unsure: Top-1 probability 24% is below 35%"
     assert told[4]["detail"] == "120 tokens: Stopped: reached the 120-token limit."
     assert told[1]["actor"] == "system" and told[5]["actor"] == "alice"
     assert told[3]["actor"] == "alice"  # the pause she asked for, though the engine made it
@@ -74,7 +74,7 @@ def test_it_tells_the_timeline_in_chinese(client, alice, history):
     actions = ["会话已开始", "已暂停", "已请求暂停", "已暂停", "生成已结束", "已批准"]
     assert [e["action"] for e in told] == actions
     assert told[0]["detail"] == "临床记录"
-    assert told[1]["detail"] == "不确定：最高概率 0.24 低于 0.35"
+    assert told[1]["detail"] == "不确定：最高概率 24% 低于 35%"
     assert told[4]["detail"] == "120 个词元：已停止：达到 120 个词元的上限。"
     assert told[1]["actor"] == "系统"
     assert told[5]["detail"] == "Fine as written."  # a person's words stay as written

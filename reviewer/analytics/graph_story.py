@@ -13,9 +13,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from inference.policies.signal_based import distinct
 from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name
-from reviewer.web.ui_text import filled_reason
+from reviewer.web.ui_text import filled_reason, shown_apart
 
 SUBJECTS = {
     "pause": gettext_lazy("Paused at token %(position)s"),
@@ -162,9 +161,14 @@ def outside_phrase(node: dict[str, Any]) -> str:
     return str(template) % values if template is not None else node["event"]
 
 
+# Readings that are shares, shown as percentages as the session page shows probabilities.
+SHARES = ("top1", "case_attention")
+
+
 def shown(node: dict[str, Any]) -> dict[str, str]:
-    """Two decimals, or as many more as it takes to tell the value from its line."""
-    value, line = distinct(float(node["value"]), float(node["line"]))
+    """The value and its line, as precise as it takes to tell them apart."""
+    share = node["signal"] in SHARES
+    value, line = shown_apart(float(node["value"]), float(node["line"]), share)
     return {"value": value, "line": line}
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -75,7 +74,6 @@ class Teller:
         self.reader = reader  # the username of who reads the trail
         self.pauses = {p.position: p for p in PauseEvent.objects.filter(session=session)}
         self.names = policy_names(session.domain)
-        self.chinese = not (translation.get_language() or "en").startswith("en")
         self.asked = ""  # who asked for the pause that has not come yet
 
     def entry(self, record: AuditRecord) -> dict[str, Any]:
@@ -150,8 +148,7 @@ class Teller:
 
     def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
         reason = str(decision.get("reason", ""))
-        if self.chinese:
-            reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
+        reason = filled_reason(decision.get("kind", ""), decision.get("evidence"), reason)
         if not policy:
             return reason
         return _("%(policy)s: %(reason)s") % {

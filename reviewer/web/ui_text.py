@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, TypeGuard
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeGuard
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -49,6 +50,7 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "nats": _("%(value)s nats"),
         "alternatives": _("Top alternatives"),
         "manual": _("You paused the generation."),
+        "reopened": _("Reopened to correct the generated text"),
         "policy": _("Policy"),
         "matched": _("Matched text"),
         "labelled": _("%(label)s: "),
@@ -257,49 +259,102 @@ def reason_templates() -> dict[str, str | None]:
 
 
 def filled_reason(kind: str, evidence: dict[str, Any] | None, fallback: str) -> str:
-    """Why a policy fired, in the active language, filled from its decision's evidence; the
-    engine's own wording when there is no template or a value is missing."""
+    """Why a policy fired, in the active language, filled from its decision's evidence as the
+    session page fills it (probabilities as percentages); the engine's own wording when there
+    is no template or a value is missing."""
     template = reason_template(kind)
     if not template or not isinstance(evidence, dict):
         return fallback
     values = reason_values(evidence)
-    digits = digits_apart(values, PLACEHOLDER.findall(template))
+    shown = reason_numbers(kind, values, PLACEHOLDER.findall(template))
     try:
-        return template % {key: shown_number(value, digits) for key, value in values.items()}
+        return template % {key: shown.get(key, value) for key, value in values.items()}
     except (KeyError, TypeError, ValueError):
         return fallback
 
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-# At most this many decimals, to tell a value from its threshold.
-MAX_DIGITS = 10
+# At most this many decimals more than a number's usual ones, to tell it from a threshold.
+MORE_DIGITS = 8
 
 
-def digits_apart(values: dict[str, Any], keys: list[str]) -> int:
-    """The fewest decimals, two or more, at which every number a reason shows (of ``keys``)
-    reads apart from the threshold it was compared with: "0.097 is below 0.10", never
-    "0.10 is below 0.10"; equal numbers read alike."""
-    threshold = values.get("threshold")
-    if not is_number(threshold):
-        return 2
-    compared = [
-        values[key]
-        for key in keys
-        if key != "threshold" and is_number(values.get(key)) and values[key] != threshold
-    ]
-    for digits in range(2, MAX_DIGITS):
-        if all(read(value, digits) != read(threshold, digits) for value in compared):
+def shown_percent(share: float, digits: int = 0) -> str:
+    """A probability as the page shows it: whole percentages, or up to ``digits`` decimals,
+    none that would be zeros (9.7%, 10%); one too small to show reads "<1%", never "0%"."""
+    least = 10.0 ** -(digits + 2)
+    if 0 < share < least / 2:
+        return f"<{shown_percent(least, digits)}"
+    text = f"{share * 100:.{digits}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + "%"
+
+
+def shown_measure(value: float, digits: int = 2) -> str:
+    """Any other number: two decimals, more only where asked; a whole number as it is."""
+    return str(int(value)) if float(value).is_integer() else str(shown_number(value, digits))
+
+
+class NumberFormat(NamedTuple):
+    """How a reason shows one sort of number (frontend/static/reviewer/words.js, alike)."""
+
+    show: Callable[[float, int], str]
+    least: int  # the fewest decimals it shows
+    scale: int  # what a shown unit is of the value
+
+
+SHARE = NumberFormat(shown_percent, 0, 100)
+MEASURE = NumberFormat(shown_measure, 2, 1)
+
+
+def is_probability(kind: str, key: str) -> bool:
+    return "prob" in key or (key == "threshold" and kind in ("low_confidence", "overconfidence"))
+
+
+def reason_numbers(kind: str, values: dict[str, Any], keys: list[str]) -> dict[str, str]:
+    """The numbers among a reason's placeholders ``keys``, shown: probabilities as
+    percentages, other measures with two decimals, each as precise as it takes to read
+    apart from the threshold it was compared with."""
+    numbers = [key for key in keys if is_number(values.get(key))]
+    shown: dict[str, str] = {}
+    for form in (SHARE, MEASURE):
+        alike = [key for key in numbers if is_probability(kind, key) == (form is SHARE)]
+        limit = values["threshold"] if "threshold" in alike else None
+        others = [values[key] for key in alike if key != "threshold"]
+        digits = digits_apart(others, limit, form)
+        shown |= {key: form.show(values[key], digits) for key in alike}
+    return shown
+
+
+def shown_apart(value: float, limit: float, share: bool) -> tuple[str, str]:
+    """A reading and the line it crossed, as a reason shows them (a share as a percentage)."""
+    form = SHARE if share else MEASURE
+    digits = digits_apart([value], limit, form)
+    return form.show(value, digits), form.show(limit, digits)
+
+
+def digits_apart(values: list[float], limit: float | None, form: NumberFormat) -> int:
+    """The fewest decimals at which every number of ``values`` reads apart from ``limit``
+    (the threshold a policy compared them with): "9.7% is below 10%", never "10% is below
+    10%"; equal numbers read alike."""
+    if limit is None:
+        return form.least
+    differing = [value for value in values if value != limit]
+    for digits in range(form.least, form.least + MORE_DIGITS):
+        if not any(read_alike(value, limit, digits, form) for value in differing):
             return digits
-    return MAX_DIGITS
+    return form.least + MORE_DIGITS
+
+
+def read_alike(a: float, b: float, digits: int, form: NumberFormat) -> bool:
+    """Whether two numbers read the same: the same text, or the same number rounded."""
+
+    def rounded(value: float) -> int:
+        return math.floor(value * form.scale * 10**digits + 0.5)  # as the script's Math.round
+
+    return form.show(a, digits) == form.show(b, digits) or rounded(a) == rounded(b)
 
 
 def is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def read(value: float, digits: int) -> float:
-    """The number a reader takes from ``shown_number(value, digits)``."""
-    return float(str(shown_number(value, digits)))
 
 
 def shown_number(value: object, digits: int = 2) -> object:

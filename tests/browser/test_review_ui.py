@@ -301,9 +301,14 @@ def test_it_corrects_a_generated_text_before_approving_it(
     resume = page.locator("#toggle-run")
     assert resume.is_visible() and resume.is_enabled() and resume.inner_text() == "Resume"
     assert page.locator("#stop-reason").is_hidden()
+    # Why it is paused: the correction reopened it; nobody pressed Pause.
+    reopened = "Reopened to correct the generated text"
+    assert page.locator("#pause-reason .reason-main").inner_text() == reopened
     screenshot(page, "session-generated-corrected-en")
     page.reload()  # as rendered by the server
     wait_for_status(page, "paused")
+    page.wait_for_selector("#pause-panel:not([hidden]) #alternatives button.alt")
+    assert page.locator("#pause-reason .reason-main").inner_text() == reopened
     assert page.locator("#toggle-run").is_visible() and page.locator("#stop-reason").is_hidden()
     page.locator("#toggle-run").click()
     # It runs on from the correction, until its limit or the next policy pause.

@@ -48,7 +48,9 @@ function nextSignals(pause) {
 function renderReason(pause) {
   const box = $("pause-reason");
   box.textContent = "";
-  if (pause.kind === "manual" || pause.trigger === "manual") {
+  if (pause.kind === "reopen") {
+    box.appendChild(line(L.reopened, "reason-main"));
+  } else if (pause.kind === "manual" || pause.trigger === "manual") {
     box.appendChild(line(L.manual, "reason-main"));
   } else {
     const head = line("", "reason-main");
