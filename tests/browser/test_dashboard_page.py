@@ -59,3 +59,23 @@ def test_a_reviewer_gets_the_sites_own_403_and_404(page, server_url, alice):
     icon = page.goto(f"{server_url}/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"] == "image/x-icon"
     assert re.match(r"image/", icon.headers["content-type"])
+
+
+def test_on_a_phone_a_wide_table_shows_that_it_scrolls(
+    page, server_url, admin_user, alice, bob, plain_domain
+):
+    """The figures are wider than a phone: the table scrolls sideways inside its card, and a
+    shade at its right edge (then at both, then at the left) says which way there is more."""
+    build_history(alice, bob, plain_domain)
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, server_url, "root", "root-password-1")
+    page.goto(f"{server_url}/dashboard/?start=2025-03-01&end=2025-03-31&domain=plain")
+    page.wait_for_selector("#chart-roi .main-svg")
+    region = page.locator(".table-scroll:has(#roi-figures)")
+    wide = region.evaluate("(r) => [r.scrollWidth, r.clientWidth]")
+    assert wide[0] > wide[1], wide  # it does scroll
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390  # the page does not
+    shade = region.evaluate("(r) => getComputedStyle(r).backgroundAttachment")
+    assert shade.split(", ") == ["local", "local", "scroll", "scroll"], shade
+    region.scroll_into_view_if_needed()
+    screenshot(page, "dashboard-phone-en")
