@@ -21,7 +21,7 @@ QMAX = 127  # symmetric: -127..127, so that the scale maps the largest weight ex
 
 
 class Int8Linear(nn.Module):
-    """y = x @ (int8_weight * int8_scales[:, None])^T + bias.
+    """y = (x @ int8_weight^T) * int8_scales + bias.
 
     The compiled step reads the int8 rows directly (step_graph.linear); here, for prefills,
     edits and the look-ahead's batches, the weight is widened once per call and multiplied
@@ -42,8 +42,12 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight = _scratch(self.out_features * self.in_features, self.int8_scales)
         weight = weight.view(self.out_features, self.in_features)
-        torch.mul(self.int8_weight, self.int8_scales[:, None], out=weight)  # widened, one pass
-        return nn.functional.linear(x, weight, self.bias)
+        # Widened by a plain copy and scaled per output channel after the product, as the
+        # compiled step does: a copy streams the weight several times faster than a product
+        # with the scales (the LM head's: 10 ms against 40 on a 2-core machine).
+        weight.copy_(self.int8_weight)
+        out = nn.functional.linear(x, weight).mul_(self.int8_scales)
+        return out if self.bias is None else out.add_(self.bias)
 
 
 _scratches = threading.local()
