@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -555,6 +556,6 @@ def test_the_admins_two_box_chooser_speaks_chinese(client, admin_user):
         ("Remove selected %s", "删除选中的%s"),
         ("Available %s", "可用 %s"),  # Django's own, still there
     ]:
-        assert f'"{english}": "{chinese}"' in catalog, english
+        assert f"{json.dumps(english)}: {json.dumps(chinese)}" in catalog, english
     english = client.get("/admin/jsi18n/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "选择" not in english
