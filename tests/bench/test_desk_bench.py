@@ -62,3 +62,16 @@ def test_a_p95_of_zero_is_within_its_target_and_a_missing_one_is_not():
     met = desk.targets(report)
     assert met["halt_minus_step_p95_1_within_20ms"] and met["panel_p95_1_within_300ms"]
     assert not met["status_p95_1_within_250ms"] and not met["all"]
+
+
+def test_a_p95_is_taken_by_nearest_rank():
+    """The value at rank ceil(0.95 n): over 20 pauses the 19th, not (as before) the slowest."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import desk_clients
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    twenty = [float(v) for v in range(20, 0, -1)]
+    assert desk_clients.percentiles(twenty) == {"p50": 10.5, "p95": 19.0, "n": 20}
+    assert desk_clients.percentiles([3.0, 1.0, 4.0, 2.0])["p95"] == 4.0  # few: the largest
+    assert desk_clients.percentiles([7.0])["p95"] == 7.0
