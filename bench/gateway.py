@@ -99,7 +99,7 @@ ROUNDS = flag("rounds", 1 if QUICK else 4)  # rounds of every concurrency, gatew
 # turns; the figures are medians over rounds
 # One client's round is a single call of about a second: more of them, so that its p95 is a
 # p95 (over 4 calls it was the slowest call) and one slow call does not decide it.
-ROUNDS_ONE = flag("rounds-one", 1 if QUICK else 20)
+ROUNDS_ONE = flag("rounds-one", ROUNDS if QUICK else 5 * ROUNDS)  # 20 by default
 PAUSES = flag("pauses", 2 if QUICK else 12)  # manual pauses timed to the queue socket
 SUBJECTS = ["a lighthouse", "a glacier", "a market town", "a violin", "a night train",
             "an orchard", "a harbour", "an observatory"]  # fmt: skip
