@@ -13,6 +13,8 @@ from django.test import Client
 from reviewer import lifecycle
 from reviewer.lifecycle import transitions
 from reviewer.models import ReviewSession
+from reviewer.web import queue_consumer
+from reviewer.web.consumers import UNAUTHENTICATED
 from tests.floor_factory import gateway_session, make_floor
 from tests.session_factory import make_session
 from webapp.asgi import application
@@ -104,3 +106,39 @@ async def test_it_closes_for_an_anonymous_visitor_and_refuses_messages(alice):
     reply = await communicator.receive_json_from(timeout=3)
     assert reply["type"] == "error" and reply["status"] == 400
     await communicator.disconnect()
+
+
+@database_sync_to_async
+def deactivate(user) -> None:
+    type(user).objects.filter(pk=user.pk).update(is_active=False)
+
+
+@database_sync_to_async
+def leave_domains(user) -> None:
+    user.review_domains.clear()
+
+
+async def test_it_closes_a_socket_whose_login_is_over_before_telling_it_more(
+    alice, bob, carol, monkeypatch
+):
+    monkeypatch.setattr(queue_consumer, "USER_CHECK_S", 0.0)  # every message reads the user
+    await database_sync_to_async(make_floor)(alice, bob, carol)
+    session = await database_sync_to_async(gateway_session)(S.RUNNING)
+    communicator = await queue_socket(alice)
+    await deactivate(alice)
+    await pause(session)
+    output = await communicator.receive_output(timeout=3)
+    assert output["type"] == "websocket.close" and output["code"] == UNAUTHENTICATED
+
+
+async def test_a_reviewer_who_left_a_domain_hears_no_more_of_it(alice, bob, carol, monkeypatch):
+    monkeypatch.setattr(queue_consumer, "USER_CHECK_S", 0.0)
+    await database_sync_to_async(make_floor)(alice, bob, carol)
+    session = await database_sync_to_async(gateway_session)(S.RUNNING)
+    sockets = {user.username: await queue_socket(user) for user in (alice, bob)}
+    await leave_domains(alice)
+    await pause(session)
+    assert (await sockets["bob"].receive_json_from(timeout=3))["status"] == "paused"
+    assert await sockets["alice"].receive_nothing(timeout=0.5)  # open, and told nothing
+    for communicator in sockets.values():
+        await communicator.disconnect()

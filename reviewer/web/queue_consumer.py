@@ -1,17 +1,23 @@
 """The queue page's websocket: one group per domain the reviewer reviews (every domain for
-staff), and one of the reviewer's own sessions; it forwards the floor's ``queue`` messages (reviewer/events/queue.py) and takes no
-commands — claims go through the command table, over HTTP or the session's socket."""
+staff), and one of the reviewer's own sessions; it forwards the floor's ``queue`` messages
+(reviewer/events/queue.py) and takes no commands — claims go through the command table, over
+HTTP or the session's socket. Before it forwards a message it reads its user again (at most
+every ``USER_CHECK_S``): a reviewer who logged out or was deactivated is closed out, and one
+who left a domain hears no more of it."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db import DatabaseError
 
 from reviewer.events import queue
 from reviewer.models import Domain
-from reviewer.web.consumers import UNAUTHENTICATED
+from reviewer.web.consumers import UNAUTHENTICATED, USER_CHECK_S
+from reviewer.web.socket_user import current_user_async
 
 if TYPE_CHECKING:
     from channels.auth import UserLazyObject
@@ -28,15 +34,20 @@ def reviewed_domains(user: UserLazyObject) -> list[int]:
 
 class QueueConsumer(AsyncJsonWebsocketConsumer):
     groups_joined: list[str]
+    domains: set[int]  # the domains the user reviewed when last read
+    user_checked: float = 0.0
+    shut: bool = False
 
     async def connect(self) -> None:
-        self.groups_joined = []
+        self.groups_joined, self.domains = [], set()
         user = self.scope["user"]
         if user is None or not user.is_authenticated:
             await self.accept()  # before closing, so the browser sees the close code
             await self.close(code=UNAUTHENTICATED)
             return
-        names = [queue.group_name(domain_id) for domain_id in await reviewed_domains(user)]
+        self.domains = set(await reviewed_domains(user))
+        self.user_checked = time.monotonic()
+        names = [queue.group_name(domain_id) for domain_id in self.domains]
         for name in [*names, queue.owner_group_name(user.pk)]:
             await self.channel_layer.group_add(name, self.channel_name)
             self.groups_joined.append(name)
@@ -47,7 +58,32 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(name, self.channel_name)
 
     async def queue_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(message["event"])
+        event = message["event"]
+        if time.monotonic() - self.user_checked > USER_CHECK_S and not await self.still_allowed():
+            return  # closed: the login is over
+        if self.shut or not self.concerns(event):
+            return
+        await self.send_json(event)
+
+    def concerns(self, event: dict[str, Any]) -> bool:
+        """A message of a domain the user reviews (as last read), or of their own session."""
+        return event.get("domain") in self.domains or event.get("owner") == self.scope["user"].pk
+
+    async def still_allowed(self) -> bool:
+        """Whether the login still holds; the domains it reviews are read again with it. The
+        database out of reach: as it was."""
+        self.user_checked = time.monotonic()
+        try:
+            user = await current_user_async(dict(self.scope))
+            if user is not None:
+                self.domains = set(await reviewed_domains(user))
+        except DatabaseError:
+            return True
+        if user is None:
+            self.shut = True
+            await self.close(code=UNAUTHENTICATED)
+            return False
+        return True
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
