@@ -129,6 +129,9 @@ def test_it_answers_one_model_by_its_id(drafter):
     unknown = openai_error(drafter[1].get("/v1/models/caesura:nowhere"), 404)
     assert other["code"] == unknown["code"] == "model_not_found"
     assert other["message"].replace("contracts", "nowhere") == unknown["message"]
+    # A name the database cannot hold is as unknown, never a server error.
+    for odd in ("caesura:%00", "%00", "caesura:%ED%A0%80"):
+        assert openai_error(drafter[1].get(f"/v1/models/{odd}"), 404)["code"] == "model_not_found"
 
 
 @pytest.mark.model  # the prompt is counted with the model's tokenizer

@@ -98,7 +98,9 @@ def domain_for(application: Application, model: str) -> Domain:
     """The domain a model names among the application's; another tenant's domain is as
     unknown as one that does not exist (one answer for both, so no key can probe for names),
     as OpenAI answers for a model an organisation has no access to."""
-    domain = application.domains.filter(slug=model.removeprefix(schemas.MODEL_PREFIX)).first()
+    slug = model.removeprefix(schemas.MODEL_PREFIX)
+    # A name the database cannot hold (a NUL, a lone surrogate) names no domain either.
+    domain = application.domains.filter(slug=slug).first() if schemas.storable(slug) else None
     if domain is not None:
         return domain
     raise GatewayError(
