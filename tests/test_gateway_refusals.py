@@ -161,6 +161,18 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
         ),
         ({"response_format": {"type": "json_object"}}, "response_format", "not supported"),
         ({"tool_choice": "required"}, "tool_choice", "none or auto"),
+        # No case for a reviewer to read: refused, not queued empty.
+        (
+            {"messages": [{"role": "user", "content": None}]},
+            "messages.0.content",
+            "only an assistant's message may have none",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": " "}]},
+            "messages",
+            "holds no text",
+        ),
+        ({"max_tokens": 10**23}, "max_tokens", "max_tokens"),
     ],
 )
 def test_it_names_the_parameter_it_refuses_and_says_why(drafter, extra, param, words):
@@ -203,6 +215,12 @@ RESPONSE = {"model": "caesura:clinical-notes", "input": "Summarise: fever."}
             RESPONSE | {"input": [{"type": "function_call_output", "call_id": "c", "output": "1"}]},
             "input",
             'items of type "function_call_output" are not supported',
+        ),
+        (
+            "/v1/responses",
+            RESPONSE | {"input": [{"role": "user", "content": [{"type": "input_text", "text": ""}]}]},
+            "input",
+            "holds no text",
         ),
         (
             "/v1/responses",

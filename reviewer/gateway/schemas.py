@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
-from reviewer.web.arguments import encodable
+from reviewer.web.arguments import MAX_INT, encodable
 
 MODEL_PREFIX = "caesura:"
 MAX_STOPS = 4  # OpenAI's own limit
@@ -70,10 +77,13 @@ class Message(Lenient):
 
     @field_validator("content", mode="before")
     @classmethod
-    def text_only(cls, value: Any) -> Any:
-        """Null (an assistant's) is no text; a list holds text parts only. Checked before the
-        forms content may take, so that a refusal says what is wrong with the parts."""
+    def text_only(cls, value: Any, info: ValidationInfo) -> Any:
+        """Null is no text, which only an assistant's message may be (as OpenAI has it); a
+        list holds text parts only. Checked before the forms content may take, so that a
+        refusal says what is wrong with the parts."""
         if value is None:
+            if info.data.get("role") != "assistant":
+                raise ValueError("content must be text: only an assistant's message may have none")
             return ""
         for part in value if isinstance(value, list) else ():
             kind = part.get("type") if isinstance(part, dict) else None
@@ -193,10 +203,20 @@ def stop_list(stop: Stop) -> list[str]:
     return stops
 
 
+def case_text(messages: list[Message]) -> str:
+    """What reviewers read as the case: the last user message, else the last message (as
+    ``Call.input_text``)."""
+    users = [m for m in messages if m.role == "user"]
+    return (users[-1] if users else messages[-1]).text() if messages else ""
+
+
+NO_CASE = "The last user message holds no text: reviewers read it as the case"
+
+
 class ChatRequest(Sampling):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_INT)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_INT)
     stop: Stop = Field(default=None, description="Up to 4 strings; the text ends before one")
     logprobs: bool | None = Field(
         default=None, description="Each token's log probability, from the engine's own"
@@ -208,6 +228,8 @@ class ChatRequest(Sampling):
     @model_validator(mode="after")
     def checked(self) -> ChatRequest:
         checked_stops(self.stop)
+        if not case_text(self.messages).strip():
+            raise refuse("messages", NO_CASE)
         if self.top_logprobs and not self.logprobs:
             raise refuse("top_logprobs", "top_logprobs needs logprobs: true")
         return self
@@ -230,7 +252,7 @@ class CompletionRequest(Sampling):
             raise ValueError("prompt must not be empty")
         return value
 
-    max_tokens: int | None = Field(default=16, ge=1)
+    max_tokens: int | None = Field(default=16, ge=1, le=MAX_INT)
     stop: Stop = None
     logprobs: int | None = Field(default=None, ge=0, le=20)
     echo: bool = False
@@ -259,7 +281,7 @@ class ResponseRequest(Sampling):
     background: bool = Field(
         default=False, description="Return at once; follow with GET /v1/responses/{id}"
     )
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=MAX_INT)
     text: dict[str, Any] | None = Field(
         default=None, description='{"format": {"type": "text"}} only, as response_format'
     )
@@ -316,6 +338,8 @@ class ResponseRequest(Sampling):
                 "top_logprobs is not supported on /v1/responses: /v1/chat/completions reports"
                 " log probabilities",
             )
+        if not case_text(self.messages()).strip():
+            raise refuse("input", NO_CASE)
         return self
 
     def messages(self) -> list[Message]:
