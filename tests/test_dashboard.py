@@ -78,6 +78,25 @@ def test_it_reports_bad_filters_instead_of_failing(client, admin_user):
     assert "not a date" in errors and "Unknown grouping" in errors
 
 
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ({"end": "0001-01-01"}, "is not a date from 1900"),  # its default start: before year 1
+        ({"end": "9999-12-31"}, "is not a date from 1900"),  # the day after: after year 9999
+        ({"start": "0001-01-01", "end": "9999-12-31"}, "is not a date from 1900"),
+        ({"domain": "plain\x00"}, "Unknown domain"),  # the database holds no NUL
+        ({"reviewer": "\x00"}, "Unknown reviewer"),
+    ],
+)
+def test_it_reports_a_filter_out_of_range_as_any_bad_one(client, admin_user, query, words):
+    client.force_login(admin_user)
+    for name in ("dashboard", "dashboard-csv"):
+        response = client.get(reverse(name), query)
+        assert response.status_code == 200, name
+    response = client.get(reverse("dashboard"), query)
+    assert words in " ".join(response.context["filters"].errors)
+
+
 def test_it_exports_one_csv_row_per_session(client, admin_user, alice, bob, plain_domain):
     sessions = build_history(alice, bob, plain_domain)
     client.force_login(admin_user)
@@ -178,7 +197,7 @@ def test_it_reports_bad_filters_in_chinese(client, admin_user, plain_domain, com
         {"start": "yesterday", "bucket": "fortnight", "domain": "nowhere", "reviewer": "nobody"},
     )
     errors = list(response.context["filters"].errors)
-    assert any(e.startswith("开始日期“yesterday”不是日期") for e in errors), errors
+    assert any(e.startswith("开始日期“yesterday”不是 1900 至 9998 年间的日期") for e in errors), errors
     assert "未知的分组方式“fortnight”；按天分组。" in errors
     assert "未知的领域“nowhere”；显示全部领域。" in errors
     assert "未知的审阅人“nobody”；显示全部审阅人。" in errors

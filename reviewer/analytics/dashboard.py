@@ -25,6 +25,7 @@ from reviewer.analytics import roi
 from reviewer.analytics.floor import FloorFigures, floor_figures
 from reviewer.analytics.task_card import task_card
 from reviewer.models import Domain, PausePolicy, ReviewSession
+from reviewer.web.arguments import storable
 
 DEFAULT_DAYS = 30
 _M = TypeVar("_M", bound=Model)
@@ -78,32 +79,48 @@ def filters_from(request: HttpRequest) -> Filters:
         errors.append(_("Unknown grouping “%(value)s”; grouping by day.") % {"value": bucket})
         bucket = "day"
     domain = _found(
-        Domain.objects.filter(slug=request.GET.get("domain") or None), "domain", request, errors
+        Domain.objects.filter(slug=_wanted(request, "domain")), "domain", request, errors
     )
-    users = get_user_model().objects.filter(username=request.GET.get("reviewer") or None)
+    users = get_user_model().objects.filter(username=_wanted(request, "reviewer"))
     reviewer = _found(users, "reviewer", request, errors)
     return Filters(domain, reviewer, start, end, bucket, tuple(errors))
 
 
 # What a bad filter value reads as; %(value)s is what was given, %(default)s what is used.
 BAD_START = gettext_lazy(
-    "The start date “%(value)s” is not a date (YYYY-MM-DD); using %(default)s."
+    "The start date “%(value)s” is not a date from 1900 to 9998 (YYYY-MM-DD); using %(default)s."
 )
-BAD_END = gettext_lazy("The end date “%(value)s” is not a date (YYYY-MM-DD); using %(default)s.")
+BAD_END = gettext_lazy(
+    "The end date “%(value)s” is not a date from 1900 to 9998 (YYYY-MM-DD); using %(default)s."
+)
 UNKNOWN = {
     "domain": gettext_lazy("Unknown domain “%(value)s”; showing all domains."),
     "reviewer": gettext_lazy("Unknown reviewer “%(value)s”; showing all reviewers."),
 }
 
 
+# The dates a period may span: a default period (30 days back) and the day after the end must
+# stay dates, and no session is older than computers.
+EARLIEST, LATEST = dt.date(1900, 1, 1), dt.date(9998, 12, 31)
+
+
 def _date(raw: str | None, default: dt.date, message: StrOrPromise, errors: list[str]) -> dt.date:
     if not raw:
         return default
     try:
-        return dt.date.fromisoformat(raw)
+        date = dt.date.fromisoformat(raw)
     except ValueError:
+        date = None
+    if date is None or not EARLIEST <= date <= LATEST:
         errors.append(str(message) % {"value": raw, "default": default.isoformat()})
         return default
+    return date
+
+
+def _wanted(request: HttpRequest, name: str) -> str | None:
+    """The name a filter asks for; one the database cannot hold (a NUL) names nothing."""
+    wanted = request.GET.get(name)
+    return wanted if wanted and storable(wanted) else None
 
 
 def _found(queryset: QuerySet[_M], name: str, request: HttpRequest, errors: list[str]) -> _M | None:

@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from reviewer.web.arguments import MAX_INT, encodable
+from reviewer.web.arguments import MAX_INT, storable
 
 MODEL_PREFIX = "caesura:"
 MAX_STOPS = 4  # OpenAI's own limit
@@ -36,11 +36,6 @@ def refuse(param: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(
         "refused", message.replace("{", "{{").replace("}", "}}"), {"param": param}
     )
-
-
-def storable(text: str) -> bool:
-    """Postgres stores neither the NUL character nor a lone UTF-16 surrogate."""
-    return "\x00" not in text and encodable(text)
 
 
 def unstorable(value: Any) -> str | None:

@@ -199,6 +199,11 @@ def encodable(value: str) -> bool:
     return True
 
 
+def storable(text: str) -> bool:
+    """Postgres stores neither the NUL character nor a lone UTF-16 surrogate."""
+    return "\x00" not in text and encodable(text)
+
+
 # --- the arguments --------------------------------------------------------------------------
 
 SEED = Integer("seed", 0, MAX_BIGINT, "Same seed, same text; a random one when absent")
