@@ -125,6 +125,9 @@ def test_it_answers_one_model_by_its_id(drafter):
     # The domain by its slug, as every answer's caesura object names it; and its name.
     assert entry["caesura"]["domain"] == "clinical-notes"
     assert entry["caesura"]["domain_name"] == clinical_notes().name
+    # Nothing leaves before review there: no sentence delay to speak of.
+    assert entry["caesura"]["delivery_mode"] == "after_review"
+    assert entry["caesura"]["delay_sentences"] is None
     other = openai_error(drafter[1].get("/v1/models/caesura:contracts"), 404)
     unknown = openai_error(drafter[1].get("/v1/models/caesura:nowhere"), 404)
     assert other["code"] == unknown["code"] == "model_not_found"

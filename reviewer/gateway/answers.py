@@ -18,6 +18,7 @@ from reviewer.gateway.schemas import MODEL_PREFIX
 from reviewer.lifecycle import claims
 from reviewer.lifecycle.record import Token
 from reviewer.models import Domain, PauseEvent, ReviewSession, statuses
+from reviewer.models.domain import DELAYED
 
 FINISH_REASONS = {"eos": "stop", "stop": "stop", "max_tokens": "length"}
 NO_LOGPROB = -9999.0  # OpenAI's own floor for a probability too small to show
@@ -55,7 +56,8 @@ def model_entry(domain: Domain) -> dict[str, Any]:
             "domain_name": domain.name,
             "underlying_model": settings.MODEL_DIR.name,
             "delivery_mode": domain.delivery_mode,
-            "delay_sentences": domain.delay_sentences,
+            # Sentences held back in delayed delivery; nothing leaves before review otherwise.
+            "delay_sentences": domain.delay_sentences if domain.delivery_mode == DELAYED else None,
             "max_wait_s": domain.max_wait_s,
         },
     }
