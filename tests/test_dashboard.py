@@ -197,7 +197,9 @@ def test_it_reports_bad_filters_in_chinese(client, admin_user, plain_domain, com
         {"start": "yesterday", "bucket": "fortnight", "domain": "nowhere", "reviewer": "nobody"},
     )
     errors = list(response.context["filters"].errors)
-    assert any(e.startswith("开始日期“yesterday”不是 1900 至 9998 年间的日期") for e in errors), errors
+    assert any(e.startswith("开始日期“yesterday”不是 1900 至 9998 年间的日期") for e in errors), (
+        errors
+    )
     assert "未知的分组方式“fortnight”；按天分组。" in errors
     assert "未知的领域“nowhere”；显示全部领域。" in errors
     assert "未知的审阅人“nobody”；显示全部审阅人。" in errors

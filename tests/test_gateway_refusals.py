@@ -221,7 +221,8 @@ RESPONSE = {"model": "caesura:clinical-notes", "input": "Summarise: fever."}
         ),
         (
             "/v1/responses",
-            RESPONSE | {"input": [{"role": "user", "content": [{"type": "input_text", "text": ""}]}]},
+            RESPONSE
+            | {"input": [{"role": "user", "content": [{"type": "input_text", "text": ""}]}]},
             "input",
             "holds no text",
         ),
