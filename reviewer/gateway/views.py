@@ -29,7 +29,7 @@ from reviewer.lifecycle import gateway
 from reviewer.lifecycle.transitions import NotFound
 from reviewer.models import Application, Domain, ReviewSession, statuses
 from reviewer.web import arguments
-from reviewer.web.arguments import CommandError
+from reviewer.web.arguments import CommandError, storable
 from webapp.errors import body_limit
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def domain_for(application: Application, model: str) -> Domain:
     as OpenAI answers for a model an organisation has no access to."""
     slug = model.removeprefix(schemas.MODEL_PREFIX)
     # A name the database cannot hold (a NUL, a lone surrogate) names no domain either.
-    domain = application.domains.filter(slug=slug).first() if schemas.storable(slug) else None
+    domain = application.domains.filter(slug=slug).first() if storable(slug) else None
     if domain is not None:
         return domain
     raise GatewayError(

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @database_sync_to_async
-def reviewed_domains(user: UserLazyObject) -> list[int]:
+def reviewed_domains(user: UserLazyObject | User) -> list[int]:
     """The domains whose queue the user sees: those they review; staff see every domain."""
     person = cast("User", user)
     domains = Domain.objects.all() if person.is_staff else person.review_domains.all()
@@ -67,7 +67,8 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
 
     def concerns(self, event: dict[str, Any]) -> bool:
         """A message of a domain the user reviews (as last read), or of their own session."""
-        return event.get("domain") in self.domains or event.get("owner") == self.scope["user"].pk
+        user = cast("User", self.scope["user"])  # connected: a user who was logged in
+        return event.get("domain") in self.domains or event.get("owner") == user.pk
 
     async def still_allowed(self) -> bool:
         """Whether the login still holds; the domains it reviews are read again with it. The

@@ -348,7 +348,7 @@ def read_alike(a: float, b: float, digits: int, form: NumberFormat) -> bool:
     """Whether two numbers read the same: the same text, or the same number rounded."""
 
     def rounded(value: float) -> int:
-        return math.floor(value * form.scale * 10**digits + 0.5)  # as the script's Math.round
+        return math.floor(value * form.scale * 10.0**digits + 0.5)  # as the script's Math.round
 
     return form.show(a, digits) == form.show(b, digits) or rounded(a) == rounded(b)
 
