@@ -99,8 +99,8 @@ UNKNOWN = {
 }
 
 
-# The dates a period may span: a default period (30 days back) and the day after the end must
-# stay dates, and no session is older than computers.
+# The dates a period may span: its default start (29 days before its end) and the day after
+# its end must stay dates Python can hold.
 EARLIEST, LATEST = dt.date(1900, 1, 1), dt.date(9998, 12, 31)
 
 
