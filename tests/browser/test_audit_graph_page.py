@@ -86,12 +86,12 @@ def test_it_draws_why_it_paused_from_the_signals_to_the_decision(
 
     en, zh = texts["audit-graph-en"], texts["audit-graph-zh-hans"]
     assert len(en) == 2  # the budget's flag, the pause (the stored first pause has none)
-    assert en[0].startswith("It did not pause here: Unsure fired (Top-1 probability 0.12")
+    assert en[0].startswith("It did not pause here: Unsure fired (Top-1 probability 12%")
     assert "the worker worker-1 was lost" in en[0]
-    assert en[1].startswith("It paused here because Unsure fired: Top-1 probability 0.08")
+    assert en[1].startswith("It paused here because Unsure fired: Top-1 probability 8%")
     assert "entropy of 4.50 nats (above the session's usual range, up to" in en[1]
     assert zh[0].startswith("此处没有暂停：“不确定”已触发")
-    assert zh[1].startswith("在此暂停，因为“不确定”触发：最高概率 0.08 低于 0.35")
+    assert zh[1].startswith("在此暂停，因为“不确定”触发：最高概率 8% 低于 35%")
     assert texts["audit-graph-en-phone"] == en and texts["audit-graph-zh-hans-phone"] == zh
 
 
