@@ -213,6 +213,9 @@ SERVE_STATIC = env_bool("CAESURA_SERVE_STATIC", True)
 
 # Request bodies above this answer 413 (JSON under /api/). File uploads are not counted.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("CAESURA_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+# daphne closes a websocket on a message larger than this (its default, which scripts/run.sh and
+# the Dockerfile keep): the session page refuses a larger command before sending it.
+SOCKET_MESSAGE_MAX_BYTES = 1024 * 1024
 
 # --- HTTP security ---------------------------------------------------------------------------
 # CAESURA_HTTPS=1: clients reach Caesura over HTTPS through a reverse proxy that terminates

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Outbox } from "../static/reviewer/outbox.js";
+import { messageBytes, Outbox } from "../static/reviewer/outbox.js";
 
 function memoryStorage() {
   const items = new Map();
@@ -71,4 +71,11 @@ test("storage that refuses writes loses nothing while the page is open", () => {
   outbox.add(message("pause", "a"), () => {}, () => {});
   outbox.save();
   assert.equal(outbox.size, 1);
+});
+
+test("a command's size is the UTF-8 of its JSON, as the socket sends it", () => {
+  const ascii = messageBytes(message("edit", "a"));
+  assert.equal(ascii, JSON.stringify(message("edit", "a")).length);
+  // Three bytes a character: the limit counts bytes, not characters.
+  assert.equal(messageBytes({ ...message("edit", "a"), text: "病历" }) - messageBytes({ ...message("edit", "a"), text: "" }), 6);
 });

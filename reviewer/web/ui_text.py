@@ -42,6 +42,10 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "connecting": _("Connecting…"),
         "reconnecting": _("Connection lost, reconnecting…"),
         "closed": _("Disconnected"),
+        "too_large": _(
+            "Too large to send: %(size)s kB, and a command may be at most %(limit)s kB."
+            " Shorten the text."
+        ),
         "pause": _("Pause"),
         "resume": _("Resume"),
         "probability": _("Probability"),

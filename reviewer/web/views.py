@@ -258,6 +258,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
             "commandLabels": command_labels(),
             "glossary": glossary_of(session.domain),
             "labels": js_labels(),
+            "maxMessageBytes": settings.SOCKET_MESSAGE_MAX_BYTES,
             "statusLabels": status_labels(),
             "reasonTemplates": reason_templates(),
             "mutedPolicies": session.muted_policies,

@@ -251,3 +251,37 @@ def test_a_phone_folds_a_long_case_text_and_keeps_a_short_one_open(browser, serv
         open_live(page, server_url, short)
         assert page.evaluate(opened) is True
         context.close()
+
+
+def test_an_edit_too_large_for_the_socket_is_refused_and_the_page_stays_live(
+    page, server_url, alice
+):
+    """The socket closes on a message over daphne's limit, and an unanswered command is sent
+    again after every reconnect: the page refuses it before sending, and keeps the text."""
+    from django.conf import settings
+
+    session = paused_session(alice)
+    sent = []
+    page.on("websocket", lambda s: s.on("framesent", lambda p: sent.append(p)))
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, session)
+    page.locator("#tokens .word", has_text="chest").click(button="right")
+    page.click("#replace-here")
+    huge = "x" * (settings.SOCKET_MESSAGE_MAX_BYTES + 1)
+    page.fill("#edit-text", huge)
+    page.click("#edit-apply")
+    notice = page.locator("#notice")
+    notice.wait_for(state="visible")
+    assert "Too large to send: 1,025 kB" in notice.inner_text()
+    assert "at most 1,024 kB" in notice.inner_text()
+    assert page.locator("#edit-panel").is_visible()
+    assert page.input_value("#edit-text") == huge  # nothing the reviewer wrote is lost
+    assert max(map(len, sent), default=0) < 10_000  # never sent
+    page.wait_for_timeout(500)
+    assert page.locator("#connection").get_attribute("data-state") == "connected"
+    assert page.evaluate("() => caesura.state.outbox.size") == 0
+    # An edit of a usual size still goes.
+    page.fill("#edit-text", " cough")
+    page.click("#edit-apply")
+    page.wait_for_function("() => caesura.state.outbox.size === 0")
+    assert any('"text": " cough"' in p or '"text":" cough"' in p for p in sent)

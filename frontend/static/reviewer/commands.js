@@ -1,8 +1,9 @@
 // Sending reviewer commands: each waits in the outbox (outbox.js) until its ack or error,
 // and the page lists those still waiting (#pending).
-import { $, data, L } from "./page.js";
+import { $, data, fill, L } from "./page.js";
 import { notify } from "./notice.js";
 import { send } from "./socket.js";
+import { messageBytes } from "./outbox.js";
 import { store } from "./store.js";
 
 const RETRY_UNAVAILABLE_MS = 2000;
@@ -18,7 +19,15 @@ export function command(name, args) {
       reject(new Error(L.closed));
       return;
     }
-    const entry = outbox().add({ command: name, command_id: commandId, ...(args || {}) }, resolve, reject);
+    const message = { command: name, command_id: commandId, ...(args || {}) };
+    const size = messageBytes(message);
+    if (size > data.maxMessageBytes) {
+      // Refused here: the socket would close on it, and the outbox resend it on every reconnect.
+      const kB = (bytes) => Math.ceil(bytes / 1024).toLocaleString();
+      reject(new Error(fill(L.too_large, { size: kB(size), limit: kB(data.maxMessageBytes) })));
+      return;
+    }
+    const entry = outbox().add(message, resolve, reject);
     entry.sent = send(entry.message); // or later, when the socket is back
     renderPending();
   });
