@@ -10,25 +10,22 @@ compile; later ones load it. On a GPU the same graph is captured as a CUDA graph
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from inference.progress import progress
 from inference.transformers_backend import kv_cache
 from inference.transformers_backend.int8 import Int8Linear
 from inference.transformers_backend.step_graph import Dims, Linear, StepOut, Weights, decode_step
 
 log = logging.getLogger(__name__)
 
-PROGRESS_EVERY_S = 15.0  # how often a long compile says it is still at work
 # On a CPU the step runs as one C++ function that lets go of the GIL (inductor's Python
 # wrapper calls each kernel holding it): during a step the worker's other threads (the flag
 # watcher, the relays writing tokens and pauses) run on, so a pause is read while the step
@@ -111,25 +108,6 @@ class CompiledStep:
                 (len(self.weights.layers), 2, 1, dims.kv_heads, capacity, dims.head_dim)
             )
             self._run(block, 0, capacity // 2)
-
-
-@contextlib.contextmanager
-def progress(what: str) -> Iterator[None]:
-    """Logs ``what`` at the start, every PROGRESS_EVERY_S while it runs, and its time."""
-    started, done = time.monotonic(), threading.Event()
-
-    def remind() -> None:
-        while not done.wait(PROGRESS_EVERY_S):
-            log.info("%s: still at it, %.0f s", what, time.monotonic() - started)
-
-    log.info("%s ...", what)
-    reminder = threading.Thread(target=remind, name="caesura-compile-progress", daemon=True)
-    reminder.start()
-    try:
-        yield
-    finally:
-        done.set()
-        log.info("%s: done in %.1f s", what, time.monotonic() - started)
 
 
 # ---- the graph's inputs -----------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from inference.progress import progress
 from inference.text import Tokenizer, eos_ids
 from inference.vllm_backend.settings import VllmSettings, prepare_environment
 
@@ -41,7 +42,9 @@ def load_vllm_engine(
     settings = settings or VllmSettings.from_env()
     tokenizer = cast(Tokenizer, AutoTokenizer.from_pretrained(path))  # see inference/loader.py
     fingerprint, ends = _model_facts(path, tokenizer)
-    llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
+    starting = "starting vLLM" + ("" if settings.enforce_eager else ", compiling on a first start")
+    with progress(starting):
+        llm = LLMEngine.from_engine_args(EngineArgs(**settings.engine_args(str(path), dtype)))
     identity = SnapshotIdentity(fingerprint, path.name, dtype)
     return VllmEngine(llm, tokenizer, identity, settings.max_model_len, ends, reference)
 

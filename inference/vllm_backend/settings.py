@@ -13,12 +13,18 @@ from typing import Any
 
 import torch
 
+from inference.env import data_dir
+
 # Set before vllm is imported; an operator's own values win except multiprocessing.
 ENVIRONMENT_DEFAULTS = {
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache on the CPU build
     "HF_HUB_OFFLINE": "1",  # models are local directories; no hub at run time
     "VLLM_LOGGING_LEVEL": "WARNING",
     "VLLM_LOGGING_STREAM": "ext://sys.stderr",  # stdout may carry a program's output
+    # vLLM 0.32's AOT artifact does not load back on torch 2.13 ("'function' object has no
+    # attribute 'finalize_loading'"), so every start compiled anew (80 s on 2 cores);
+    # inductor's own cache loads the graph (a start in about 30 s).
+    "VLLM_USE_AOT_COMPILE": "0",
 }
 
 
@@ -26,6 +32,8 @@ def prepare_environment() -> None:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the processor needs our objects
     for name, value in ENVIRONMENT_DEFAULTS.items():
         os.environ.setdefault(name, value)
+    # Compiled graphs beside the transformers step's, so that only a first start compiles.
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(data_dir() / "compiled" / "vllm"))
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,10 @@ class VllmSettings:
     block_size: int | None = 32  # prefix-cache granularity; None: the platform's default
     gpu_memory_utilization: float = 0.9  # GPU only: share of the card vLLM may take
     tensor_parallel_size: int = 1  # GPU only: cards one model is split across
-    enforce_eager: bool = True  # no graph capture: starts in seconds on the CPU
+    # Graph mode (torch.compile; CUDA graphs on a GPU). On a 2-core CPU it doubles the batch:
+    # 8 sessions at 104 against 52 tokens/s eager (docs/benchmarks.md). A first start
+    # compiles (about 80 s), later ones load the graph from the cache; eager starts in 13 s.
+    enforce_eager: bool = False
 
     def __post_init__(self) -> None:
         if self.max_model_len < 16:

@@ -12,6 +12,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from inference.decode import RunRequest
+from inference import progress
 from inference.env import SettingError
 from inference.sink import CollectingSink, TokenEvent
 from inference.transformers_backend import compiled, kv_cache
@@ -108,7 +109,7 @@ def test_live_attention_rows_agree_with_the_eager_rows(tokenizer):
 
 
 def test_the_warm_up_compiles_one_graph_for_every_capacity_and_says_so(runners, caplog):
-    with caplog.at_level(logging.INFO, logger=compiled.__name__):
+    with caplog.at_level(logging.INFO, logger=progress.__name__):
         runners["compiled"].step.warm_up()
     said = [r.getMessage() for r in caplog.records]
     assert said[0].startswith("compiling the decode step") and "done in" in said[-1]
