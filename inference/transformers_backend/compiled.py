@@ -11,9 +11,7 @@ compile; later ones load it. On a GPU the same graph is captured as a CUDA graph
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 import torch
@@ -43,13 +41,6 @@ def unsupported(model: PreTrainedModel) -> str | None:
     if (getattr(config, "rope_parameters", None) or {}).get("rope_type") == "dynamic":
         return "dynamic RoPE depends on the length: the compiled step has fixed tables"
     return None
-
-
-def use_cache_dir(path: Path) -> None:
-    """Keep inductor's compiled code under ``path`` unless the operator chose a place."""
-    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-        path.mkdir(parents=True, exist_ok=True)
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(path)
 
 
 class CompiledStep:

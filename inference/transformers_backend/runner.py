@@ -21,9 +21,10 @@ import torch
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
+from inference.compile_cache import use_cache_dir
 from inference.transformers_backend import gate as gate_mod
 from inference.transformers_backend import int8, kv_cache, sdpa
-from inference.transformers_backend.compiled import CompiledStep, unsupported, use_cache_dir
+from inference.transformers_backend.compiled import CompiledStep, unsupported
 from inference.transformers_backend.gated_attention import GatePlan
 from inference.transformers_backend.int8 import Int8Linear
 from inference.transformers_backend.layout import lay_out_wide_weights, use_small_batch_linear
@@ -67,7 +68,7 @@ class ModelRunner:
         if reason is not None:
             log.warning("%s: decoding eagerly (%s)", self.name, reason)
             return None
-        use_cache_dir(self.settings.cache_dir())
+        use_cache_dir()
         return CompiledStep(self.model)
 
     @property

@@ -4,9 +4,8 @@ the environment (CAESURA_COMPILE, CAESURA_WEIGHTS)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from inference.env import data_dir, env_bool, env_choice
+from inference.env import env_bool, env_choice
 
 WEIGHTS = ("float", "int8")
 
@@ -26,8 +25,3 @@ class StepSettings:
             compile=env_bool("CAESURA_COMPILE", cls.compile),
             weights=env_choice("CAESURA_WEIGHTS", cls.weights, WEIGHTS),
         )
-
-    @staticmethod
-    def cache_dir() -> Path:
-        """Where compiled code is kept between starts, so that only the first one pays."""
-        return data_dir() / "compiled"

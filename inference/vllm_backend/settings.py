@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from inference.env import data_dir
+from inference import compile_cache
 
 # Set before vllm is imported; an operator's own values win except multiprocessing.
 ENVIRONMENT_DEFAULTS = {
@@ -32,8 +32,9 @@ def prepare_environment() -> None:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the processor needs our objects
     for name, value in ENVIRONMENT_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    # Compiled graphs beside the transformers step's, so that only a first start compiles.
-    os.environ.setdefault("VLLM_CACHE_ROOT", str(data_dir() / "compiled" / "vllm"))
+    # vLLM's graph is kept by inductor's caches, with the transformers step's.
+    compile_cache.use_cache_dir()
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(compile_cache.cache_dir() / "vllm"))
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
+from inference import compile_cache, progress
 from inference.decode import RunRequest
-from inference import progress
 from inference.env import SettingError
 from inference.sink import CollectingSink, TokenEvent
 from inference.transformers_backend import compiled, kv_cache
@@ -125,12 +125,18 @@ def test_a_model_it_does_not_know_decodes_eagerly(caplog):
 
 
 def test_compiled_code_is_kept_under_the_data_dir(monkeypatch, tmp_path):
+    import torch._inductor.config  # noqa: F401 - it writes its /tmp default into the variable
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
     monkeypatch.setenv("CAESURA_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-    compiled.use_cache_dir(StepSettings.cache_dir())
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())  # as inductor leaves it
+    compile_cache.use_cache_dir()
+    assert Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]) == tmp_path / "compiled"
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    compile_cache.use_cache_dir()
     assert Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]) == tmp_path / "compiled"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")  # an operator's choice wins
-    compiled.use_cache_dir(tmp_path / "other")
+    compile_cache.use_cache_dir(tmp_path / "other")
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/elsewhere"
 
 
