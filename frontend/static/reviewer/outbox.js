@@ -3,10 +3,6 @@
 // command_id, and the server runs a repeated command_id only once. The queue is kept in
 // `storage` (the tab's sessionStorage) too: a reload, or a visit elsewhere and back, while a
 // command is unanswered sends it again from the new page instead of losing the click.
-// A command's size as the socket sends it (UTF-8 of its JSON). The server's socket closes on a
-// message over its limit, and the outbox would send it again after every reconnect.
-export const messageBytes = (message) => new TextEncoder().encode(JSON.stringify(message)).length;
-
 export class Outbox {
   constructor(storage, key) {
     this.storage = storage;
@@ -103,3 +99,7 @@ export class Outbox {
     return { items, later };
   }
 }
+
+// A command's size as the socket sends it (UTF-8 of its JSON). The server's socket closes on a
+// message over its limit, and the outbox would send it again after every reconnect.
+export const messageBytes = (message) => new TextEncoder().encode(JSON.stringify(message)).length;
