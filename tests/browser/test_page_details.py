@@ -270,18 +270,42 @@ def test_an_edit_too_large_for_the_socket_is_refused_and_the_page_stays_live(
     huge = "x" * (settings.SOCKET_MESSAGE_MAX_BYTES + 1)
     page.fill("#edit-text", huge)
     page.click("#edit-apply")
-    notice = page.locator("#notice")
-    notice.wait_for(state="visible")
-    assert "Too large to send: 1,025 kB" in notice.inner_text()
-    assert "at most 1,024 kB" in notice.inner_text()
+    error = page.locator("#edit-error")  # in the panel, beside the button pressed
+    error.wait_for(state="visible")
+    assert "Too large to send: 1,025 kB" in error.inner_text()
+    assert "at most 1,024 kB" in error.inner_text()
+    assert error.is_visible() and page.locator("#edit-apply").is_visible()
+    screenshot(page, "details-too-large-en")
     assert page.locator("#edit-panel").is_visible()
     assert page.input_value("#edit-text") == huge  # nothing the reviewer wrote is lost
     assert max(map(len, sent), default=0) < 10_000  # never sent
     page.wait_for_timeout(500)
     assert page.locator("#connection").get_attribute("data-state") == "connected"
     assert page.evaluate("() => caesura.state.outbox.size") == 0
-    # An edit of a usual size still goes.
+    # An edit of a usual size still goes, and the error goes with a new selection.
+    page.locator("#tokens .word", has_text="pain").click(button="right")
+    page.click("#replace-here")
+    assert error.is_hidden()
     page.fill("#edit-text", " cough")
     page.click("#edit-apply")
     page.wait_for_function("() => caesura.state.outbox.size === 0")
     assert any('"text": " cough"' in p or '"text":" cough"' in p for p in sent)
+
+
+def test_a_phone_in_chinese_says_so_too(browser, server_url, alice):
+    from django.conf import settings
+
+    session = paused_session(alice)
+    context = browser.new_context(viewport=PHONE, locale="zh-CN", has_touch=True, is_mobile=True)
+    page = context.new_page()
+    log_in(page, server_url, "alice", PASSWORD)
+    open_live(page, server_url, session)
+    page.locator("#tokens .word", has_text="chest").click(button="right")
+    page.click("#replace-here")
+    page.fill("#edit-text", "病" * (settings.SOCKET_MESSAGE_MAX_BYTES // 3 + 1))  # 3 bytes each
+    page.click("#edit-apply")
+    error = page.locator("#edit-error")
+    error.wait_for(state="visible")
+    assert error.inner_text().startswith("内容过大，无法发送：")
+    screenshot(page, "details-too-large-phone-zh")
+    context.close()

@@ -56,6 +56,7 @@ export function openEditor(start, end) {
   $("edit-selection").textContent = selected;
   $("glossary-filter").value = selected.trim();
   $("edit-text").value = selected;
+  $("edit-error").hidden = true;
   $("edit-panel").hidden = false;
   renderGlossary();
   $("edit-panel").scrollIntoView({ block: "nearest" });
@@ -131,7 +132,20 @@ function replaceSelection(text, termId) {
   const shown = textOf(state.tokens);
   const args = { start: toCodePoints(shown, start), end: toCodePoints(shown, end), text };
   if (termId) args.glossary_term = termId;
-  command(COMMAND.EDIT, args).then(closeEditor).catch(notifyError);
+  command(COMMAND.EDIT, args).then(closeEditor).catch(showEditError);
+}
+
+// In the panel, where the reviewer is looking (the page's notice may be scrolled away); the
+// panel stays open with the text, to be shortened or corrected.
+function showEditError(error) {
+  if ($("edit-panel").hidden) {
+    notifyError(error); // closed meanwhile: the page's notice says it
+    return;
+  }
+  const line = $("edit-error");
+  line.textContent = error.message;
+  line.hidden = false;
+  line.scrollIntoView({ block: "nearest" });
 }
 
 // `hideMenu`: a selection closes the word's menu (menu.js, which opens the editor).
