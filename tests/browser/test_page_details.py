@@ -209,16 +209,27 @@ def test_a_long_answers_live_heatmap_gives_neighbouring_words_a_column_on_a_phon
     page.close()
 
 
-def test_a_phone_widens_a_replaced_word_to_a_phrase_word_by_word(browser, server_url, alice):
-    """A long press opens a word's menu (no selection can be dragged there): Replace this word,
-    then a word after and a word before reach the phrase, spaces and all."""
-    session = paused_session(alice)
+def chinese_phone(browser, server_url, session):
+    """Alice's session page, live, on a touch phone in Chinese: its context and page."""
     context = browser.new_context(viewport=PHONE, locale="zh-CN", has_touch=True, is_mobile=True)
     page = context.new_page()
     log_in(page, server_url, "alice", PASSWORD)
     open_live(page, server_url, session)
-    page.locator("#tokens .word", has_text="chest").click(button="right")
+    return context, page
+
+
+def replace_word(page, word: str) -> None:
+    """The word's menu (a right click, or a long press on a phone), then "Replace this word"."""
+    page.locator("#tokens .word", has_text=word).click(button="right")
     page.click("#replace-here")
+
+
+def test_a_phone_widens_a_replaced_word_to_a_phrase_word_by_word(browser, server_url, alice):
+    """A long press opens a word's menu (no selection can be dragged there): Replace this word,
+    then a word after and a word before reach the phrase, spaces and all."""
+    session = paused_session(alice)
+    context, page = chinese_phone(browser, server_url, session)
+    replace_word(page, "chest")
     selected = page.locator("#edit-selection")
     assert selected.inner_text() == " chest"
     page.click("#edit-wider-after")
@@ -265,8 +276,7 @@ def test_an_edit_too_large_for_the_socket_is_refused_and_the_page_stays_live(
     page.on("websocket", lambda s: s.on("framesent", lambda p: sent.append(p)))
     log_in(page, server_url, "alice", PASSWORD)
     open_live(page, server_url, session)
-    page.locator("#tokens .word", has_text="chest").click(button="right")
-    page.click("#replace-here")
+    replace_word(page, "chest")
     huge = "x" * (settings.SOCKET_MESSAGE_MAX_BYTES + 1)
     page.fill("#edit-text", huge)
     page.click("#edit-apply")
@@ -283,8 +293,7 @@ def test_an_edit_too_large_for_the_socket_is_refused_and_the_page_stays_live(
     assert page.locator("#connection").get_attribute("data-state") == "connected"
     assert page.evaluate("() => caesura.state.outbox.size") == 0
     # An edit of a usual size still goes, and the error goes with a new selection.
-    page.locator("#tokens .word", has_text="pain").click(button="right")
-    page.click("#replace-here")
+    replace_word(page, "pain")
     assert error.is_hidden()
     page.fill("#edit-text", " cough")
     page.click("#edit-apply")
@@ -296,12 +305,8 @@ def test_a_phone_in_chinese_says_so_too(browser, server_url, alice):
     from django.conf import settings
 
     session = paused_session(alice)
-    context = browser.new_context(viewport=PHONE, locale="zh-CN", has_touch=True, is_mobile=True)
-    page = context.new_page()
-    log_in(page, server_url, "alice", PASSWORD)
-    open_live(page, server_url, session)
-    page.locator("#tokens .word", has_text="chest").click(button="right")
-    page.click("#replace-here")
+    context, page = chinese_phone(browser, server_url, session)
+    replace_word(page, "chest")
     page.fill("#edit-text", "病" * (settings.SOCKET_MESSAGE_MAX_BYTES // 3 + 1))  # 3 bytes each
     page.click("#edit-apply")
     error = page.locator("#edit-error")
