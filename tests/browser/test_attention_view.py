@@ -88,6 +88,26 @@ def open_expert_view(page) -> None:
     page.wait_for_selector("#pause-heatmap .main-svg")
 
 
+def assert_kind_names_beside_the_cells(page) -> None:
+    """The names of the kinds of words (case text, generated text) sit in the margin right of
+    the heatmaps, never over a cell, and inside the figure."""
+    boxes = page.evaluate(
+        """() => {
+          const plot = document.getElementById('pause-heatmap');
+          const box = (el) => el.getBoundingClientRect().toJSON();
+          return {
+            figure: box(plot),
+            cells: [...plot.querySelectorAll('.heatmaplayer image')].map(box),
+            names: [...plot.querySelectorAll('.annotation-text-g')].map(box),
+          };
+        }"""
+    )
+    assert boxes["cells"] and len(boxes["names"]) >= 2  # case text, generated text
+    right = max(cell["right"] for cell in boxes["cells"])
+    for name in boxes["names"]:
+        assert right <= name["left"] and name["right"] <= boxes["figure"]["right"], (name, right)
+
+
 def heatmap_rows(page, plot: str) -> list[str]:
     return page.evaluate(f"() => document.getElementById('{plot}').layout.yaxis.ticktext")
 
@@ -123,6 +143,7 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
     )
     assert heatmap_rows(page, "pause-heatmap")[0] == "a control token"  # <|im_start|>
     page.uncheck("#attention-template")
+    assert_kind_names_beside_the_cells(page)
     page.mouse.move(0, 0)
     screenshot(page, "attention-paused-en", full_page=True)
 
@@ -194,6 +215,7 @@ def test_it_shows_where_the_model_looked_in_the_words_before_and_after_an_edit(
             )
         width = other.evaluate("() => document.scrollingElement.scrollWidth")
         assert width <= viewport["width"], f"the page is {width} px wide"
+        assert_kind_names_beside_the_cells(other)
         other.mouse.move(0, 0)
         screenshot(other, name, full_page=True)
         context.close()

@@ -20,6 +20,7 @@ const ROW_PX = 17;
 // so that it stays inside the figure.
 const NARROW = "(max-width: 600px)";
 const NARROW_MIN_PX = 300;
+const narrow = () => window.matchMedia(NARROW).matches;
 const NARROW_TITLE_UNITS = 34;
 const TITLE_LINE_PX = 16;
 const ROW_LABELS_PX = 150; // the live figure's row labels and their title, at most
@@ -59,19 +60,35 @@ function drawWaiting() {
 }
 
 // Lines between the kinds of words (template, case text, notes, generated text) and their
-// names at the right, so a reader knows where the case text ends.
+// names in the margin at the right, beside the rows they name (never over a cell), so a
+// reader knows where the case text ends. ``width``: the margin's pixels the names need.
+const KIND_FONT_PX = 11;
+const KIND_GAP_PX = 6;
 function kindMarks(groups) {
   const shapes = [];
   const annotations = [];
+  let width = 0;
   groups.forEach((group, row) => {
     if (row && groups[row - 1].kind === group.kind) return;
     if (row) shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: row - 0.5, y1: row - 0.5, line: { color: "#1d2733", width: 1.5 } });
+    // On a phone a name takes a line a word, so the cells keep their width.
+    const lines = narrow() ? L.kinds[group.kind].split(" ") : [L.kinds[group.kind]];
+    const text = lines.join("<br>");
+    width = Math.max(width, ...lines.map((line) => textPx(line, KIND_FONT_PX)));
     annotations.push({
-      xref: "paper", yref: "y", x: 1, y: row - 0.5, xanchor: "right", yanchor: "top", showarrow: false,
-      text: L.kinds[group.kind], font: { size: 11, color: "#1d2733" }, bgcolor: "rgba(255,255,255,0.85)",
+      xref: "paper", yref: "y", x: 1, xshift: KIND_GAP_PX - 2, y: row - 0.5, xanchor: "left", yanchor: "top",
+      showarrow: false, text, align: "left", font: { size: KIND_FONT_PX, color: "#1d2733" },
     });
   });
-  return { shapes, annotations };
+  return { shapes, annotations, width: Math.ceil(width) + KIND_GAP_PX * 2 };
+}
+
+let measuring = null;
+// How wide ``text`` is drawn at ``size`` px in the page's font (a canvas measures it).
+function textPx(text, size) {
+  measuring ??= document.createElement("canvas").getContext("2d");
+  measuring.font = `${size}px ${getComputedStyle(document.body).fontFamily}`;
+  return measuring.measureText(text).width;
 }
 
 function wordAxis(groups) {
@@ -82,14 +99,16 @@ function wordAxis(groups) {
   };
 }
 
-// One colour scale for a figure, its bar short and at the top right (the figure is tall).
-function colorAxis(top) {
+// One colour scale for a figure, its bar short and at the top right (the figure is tall);
+// ``above``: lying across the figure's top edge instead, where the right margin holds names.
+const BAR_ABOVE_PX = 40; // the top margin a bar lying above the axes' titles takes
+function colorAxis(top, above = false) {
+  const bar = above
+    ? { orientation: "h", thickness: 8, lenmode: "pixels", len: 160, nticks: 4, tickangle: 0, x: 1, xanchor: "right", yref: "container", y: 1, yanchor: "top", ypad: 6, title: { text: L.attentionScale, side: "right" } }
+    : { thickness: 10, lenmode: "pixels", len: 150, y: 1, yanchor: "top", x: 1.01, xpad: 6, title: { text: L.attentionScale, side: "top" } };
   return {
     colorscale: "Blues", reversescale: true, cmin: 0, cmax: top,
-    colorbar: {
-      thickness: 10, lenmode: "pixels", len: 150, y: 1, yanchor: "top", x: 1.01, xpad: 6,
-      title: { text: L.attentionScale, side: "top" }, tickfont: { size: 10 },
-    },
+    colorbar: { ...bar, tickfont: { size: 10 } },
   };
 }
 
@@ -113,11 +132,11 @@ function renderPauseHeatmap() {
   ];
   const marks = kindMarks(groups);
   const figure = {
-    height: 70 + ROW_PX * groups.length, margin: { l: 10, r: 64, t: 58, b: 8 },
+    height: 70 + BAR_ABOVE_PX + ROW_PX * groups.length, margin: { l: 10, r: marks.width, t: 58 + BAR_ABOVE_PX, b: 8 },
     xaxis: { domain: [0, 0.68], side: "top", title: { text: L.layer }, dtick: 5, showgrid: false, zeroline: false },
     xaxis2: { domain: [0.72, 1], side: "top", title: { text: L.head }, nticks: 5, showgrid: false, zeroline: false },
     yaxis: wordAxis(groups),
-    coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE)),
+    coloraxis: colorAxis(robustMax(scaled, HEATMAP_SCALE), true),
     shapes: marks.shapes, annotations: marks.annotations,
   };
   drawPlot("pause-heatmap", traces, figure, bindHeadsClick);
@@ -189,7 +208,6 @@ function watchLiveBox() {
   }, edge).observe(box);
 }
 
-const narrow = () => window.matchMedia(NARROW).matches;
 // The live figure's height and its column axis's title, for the screen it is drawn on.
 function liveFrame(rowCount) {
   const height = 90 + ROW_PX * rowCount;
