@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import regex
 
+from inference.message import Message
+
 log = logging.getLogger(__name__)
 
 SEARCH_TIMEOUT_S = 0.05
@@ -44,24 +46,31 @@ def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
     bits = 0
     for letter in flags:
         if letter not in FLAG_BITS:
-            raise UnsafePatternError(f'unknown flag "{letter}" (use any of "imsx")')
+            raise UnsafePatternError(
+                Message('unknown flag "%(flag)s" (use any of "imsx")', flag=letter)
+            )
         bits |= FLAG_BITS[letter]
     large = find_large_repeat(pattern)  # before compiling: compiling it is what exhausts memory
     if large is not None:
+        template = (
+            "a repeat count near %(near)r is over %(limit)s (the text searched is at most"
+            " %(window)s characters); use + or * instead"
+        )
         raise UnsafePatternError(
-            f"a repeat count near {large!r} is over {MAX_REPEAT} (the text searched is at most"
-            f" {WINDOW_CHARS} characters); use + or * instead"
+            Message(template, near=large, limit=MAX_REPEAT, window=WINDOW_CHARS)
         )
     try:
         compiled = regex.compile(pattern, bits)
     except regex.error as err:
-        raise UnsafePatternError(f"invalid regular expression: {err}") from None
+        invalid = Message("invalid regular expression: %(error)s", error=str(err))
+        raise UnsafePatternError(invalid) from None
     nested = find_nested_quantifier(pattern)
     if nested is not None:
-        raise UnsafePatternError(
-            f"a repeated group contains another repeat near {nested!r}, which can backtrack "
-            "catastrophically; rewrite it without the nested quantifier"
+        template = (
+            "a repeated group contains another repeat near %(near)r, which can backtrack"
+            " catastrophically; rewrite it without the nested quantifier"
         )
+        raise UnsafePatternError(Message(template, near=nested))
     return compiled
 
 

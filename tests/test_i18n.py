@@ -275,6 +275,73 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
     assert not missing, f"run makemessages and translate: {missing}"
 
 
+def engine_message_templates() -> set[str]:
+    """Every Message template inference/ writes: the first argument of ``Message(...)``, or a
+    string assigned to ``template`` for one (the two ways the code makes them)."""
+    import ast
+
+    found = set()
+    for module in (REPO / "inference").rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Message":
+                first = node.args[0]
+                assert isinstance(first, ast.Constant) or getattr(first, "id", "") == "template", (
+                    f"{module}: a Message's template must be a literal (or `template`)"
+                )
+                found |= {first.value} if isinstance(first, ast.Constant) else set()
+            targets = getattr(node, "targets", [])
+            if any(getattr(t, "id", None) == "template" for t in targets):
+                assert isinstance(node.value, ast.Constant), f"{module}: template = a literal"
+                found.add(node.value.value)
+    return found
+
+
+def test_it_has_every_engine_message_in_the_catalog():
+    templates = engine_message_templates()
+    assert len(templates) > 30  # the scan found them
+    missing = sorted(templates - {e.msgid for e in chinese_catalog()})
+    assert not missing, f"translate the engine's messages: {missing}"
+
+
+def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin_user):
+    from django.utils import translation
+
+    from inference.policies import PolicyConfigError, build_policy
+    from reviewer.models import Domain, PausePolicy
+    from reviewer.web.ui_text import translated
+
+    def refusal(spec: dict) -> PolicyConfigError:
+        with pytest.raises(PolicyConfigError) as caught:
+            build_policy(spec)
+        return caught.value
+
+    range_ = refusal({"name": "低置信", "kind": "low_confidence", "params": {"threshold": 2}})
+    nested = refusal({"name": "码", "kind": "regex", "params": {"pattern": "(a+)+$"}})
+    action = refusal({"name": "词", "kind": "keyword", "action": "explode",
+                      "params": {"keywords": ["x"]}})  # fmt: skip
+    with translation.override("zh-hans"):
+        assert translated(range_.message) == (
+            "策略“低置信”（low_confidence）：参数“threshold”必须是 <= 1.0，而不是 2"
+        )
+        assert translated(nested.message).startswith("策略“码”（regex）：参数“pattern”被拒绝：")
+        assert "可能导致灾难性回溯" in translated(nested.message)
+        assert translated(action.message).endswith('动作 \'explode\' 必须是 "pause" 或 "flag"')
+    with translation.override("en"):  # English as the engine wrote it, word for word
+        for refused in (range_, nested, action):
+            assert translated(refused.message) == str(refused)
+
+    # Where an admin meets it: the policy's form in the admin, on a Chinese page.
+    from tests.test_policy_forms import form_data
+
+    domain = Domain.objects.create(name="Ward")
+    client.force_login(admin_user)
+    url = "/admin/reviewer/pausepolicy/add/?kind=regex"
+    page = client.post(url, form_data(domain, "regex", pattern="(a+)+$"),
+                       HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()  # fmt: skip
+    assert "被拒绝" in page and "可能导致灾难性回溯" in page and "backtrack" not in page
+    assert not PausePolicy.objects.exists()
+
+
 # The admin's choice labels, help texts and object names: Chinese on a Chinese page, English as
 # stored on an English one; the API keeps the stored words whatever the page's language.
 

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import regex
 
+from inference.message import Message
 from inference.signals import Signals
 
 SPEC_KEYS = frozenset(
@@ -43,12 +44,28 @@ WORD_CHAR = regex.compile(rf"[^\W{CJK_SCRIPTS}]")  # letters that need word boun
 
 
 class PolicyConfigError(ValueError):
-    """A policy spec is invalid; the message names the policy and the parameter."""
+    """A policy spec is invalid; the message names the policy and the parameter. ``message``
+    is a Message (inference/message.py) where the web layer may show it translated."""
 
     def __init__(self, message: str, policy: str | None = None, field: str | None = None):
         super().__init__(message)
+        self.message = message
         self.policy = policy
         self.field = field
+
+
+def policy_label(name: str, kind: str | None = None) -> Message:
+    """How a message names a policy: by its name, and its kind once known."""
+    if kind is None:
+        return Message('Policy "%(name)s"', name=name)
+    return Message('Policy "%(name)s" (%(kind)s)', name=name, kind=kind)
+
+
+def param_error(label: str, name: str, param: str, problem: str) -> PolicyConfigError:
+    """What is wrong with one parameter of the policy ``label`` names."""
+    message = Message('%(label)s: parameter "%(param)s" %(problem)s', label=label, param=param,
+                      problem=problem)  # fmt: skip
+    return PolicyConfigError(message, name, param)
 
 
 @dataclass(frozen=True)
@@ -165,11 +182,7 @@ class Policy:
         raise NotImplementedError
 
     def config_error(self, field: str, message: str) -> PolicyConfigError:
-        return PolicyConfigError(
-            f'Policy "{self.name}" ({self.kind}): parameter "{field}" {message}',
-            self.name,
-            field,
-        )
+        return param_error(policy_label(self.name, self.kind), self.name, field, message)
 
     def decide(
         self, ctx: StepContext, reason: str, evidence: dict[str, Any], **extra: Any

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import regex
 
+from inference.message import Message
 from inference.policies.base import Decision, PolicyConfigError
 
 WINDOW_TOKENS = 100  # the budget's rate counts pauses per this many generated tokens
@@ -40,10 +41,12 @@ class PauseBudget:
         for name in ("per_100_tokens", "min_distance"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                message = f'Pause budget: "{name}" must be a whole number >= 0, not {value!r}'
+                template = 'Pause budget: "%(field)s" must be a whole number >= 0, not %(value)r'
+                message = Message(template, field=name, value=value)
                 raise PolicyConfigError(message, None, name)
         if not isinstance(self.hold_until_first_word, bool):
-            message = f'Pause budget: "hold_until_first_word" must be true or false, not {self.hold_until_first_word!r}'
+            template = 'Pause budget: "hold_until_first_word" must be true or false, not %(value)r'
+            message = Message(template, value=self.hold_until_first_word)
             raise PolicyConfigError(message, None, "hold_until_first_word")
 
     @classmethod
@@ -51,11 +54,12 @@ class PauseBudget:
         if data is None:
             return cls()
         if not isinstance(data, dict):
-            raise PolicyConfigError("A pause budget must be an object")
+            raise PolicyConfigError(Message("A pause budget must be an object"))
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise PolicyConfigError(f'Pause budget: unknown field "{unknown[0]}"', None, unknown[0])
+            unknown_field = Message('Pause budget: unknown field "%(field)s"', field=unknown[0])
+            raise PolicyConfigError(unknown_field, None, unknown[0])
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from inference.learned.pause_features import Step, clause_start, describe, prior_step
 from inference.learned.pause_model import PauseModel, PauseModelError, load_model
+from inference.message import Message
 from inference.policies.base import Decision, Param, Policy, StepContext
 
 REASON_FEATURES = 3
@@ -40,7 +41,9 @@ class LearnedPolicy(Policy):
             self.model: PauseModel = load_model(self.params["model"], checksum)
         except PauseModelError as err:
             field = "checksum" if checksum and "checksum" in str(err) else "model"
-            raise self.config_error(field, f"cannot be used: {err}") from None
+            raise self.config_error(
+                field, Message("cannot be used: %(error)s", error=str(err))
+            ) from None
         threshold = self.params["threshold"]
         self.threshold = self.model.threshold if threshold is None else float(threshold)
 

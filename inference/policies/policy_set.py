@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from inference.message import Message
 from inference.policies.base import (
     MAX_REMEMBERED_FIRINGS,
     Decision,
@@ -51,7 +52,8 @@ class PolicySet:
         names = [policy.name for policy in policies]
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate is not None:
-            raise PolicyConfigError(f'Policy name "{duplicate}" is used twice', duplicate, "name")
+            twice = Message('Policy name "%(name)s" is used twice', name=duplicate)
+            raise PolicyConfigError(twice, duplicate, "name")
         self.policies = list(policies)
         self.fired: dict[str, list[Firing]] = {name: [] for name in names}
         self.budget = budget or PauseBudget()
@@ -67,7 +69,7 @@ class PolicySet:
     ) -> PolicySet:
         """Build every enabled policy; disabled specs are skipped (and not in to_specs)."""
         if not isinstance(specs, list):
-            raise PolicyConfigError("Policies must be a list of policy specs")
+            raise PolicyConfigError(Message("Policies must be a list of policy specs"))
         enabled = [
             spec
             for spec in specs

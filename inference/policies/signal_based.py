@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from inference.message import Message
 from inference.policies.base import DEFAULT_ABSOLUTE_WORDS, Decision, Param, Policy, StepContext
 from inference.policies.text import literal_pattern, matched_word_index, text_evidence
 
@@ -109,7 +110,7 @@ class OverconfidencePolicy(Policy):
     def prepare(self) -> None:
         words = self.params["words"]
         if any(not word.strip() for word in words):
-            raise self.config_error("words", "must not contain blank entries")
+            raise self.config_error("words", Message("must not contain blank entries"))
         self.params["words"] = [word.strip() for word in words]
         self.compiled = literal_pattern(self.params["words"], False, True)
 

@@ -6,7 +6,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from inference.policies.base import SPEC_KEYS, Param, Policy, PolicyConfigError
+from inference.message import Message, either
+from inference.policies.base import (
+    SPEC_KEYS,
+    Param,
+    Policy,
+    PolicyConfigError,
+    param_error,
+    policy_label,
+)
 from inference.policies.learned import LearnedPolicy
 from inference.policies.sentence_count import SentenceCountPolicy
 from inference.policies.signal_based import (
@@ -37,26 +45,34 @@ POLICY_KINDS: dict[str, type[Policy]] = {
 def build_policy(spec: dict[str, Any]) -> Policy:
     """A validated policy from its JSON-able spec; PolicyConfigError says what is wrong."""
     if not isinstance(spec, dict):
-        raise PolicyConfigError(f"A policy spec must be an object, not {type(spec).__name__}")
+        template = "A policy spec must be an object, not %(type)s"
+        raise PolicyConfigError(Message(template, type=type(spec).__name__))
     name = spec_name(spec)
-    label = f'Policy "{name}"'
+    label = policy_label(name)
     unknown = sorted(set(spec) - SPEC_KEYS)
     if unknown:
-        raise PolicyConfigError(f"{label}: unknown field(s) {', '.join(unknown)}", name, unknown[0])
+        fields = Message(
+            "%(label)s: unknown field(s) %(fields)s", label=label, fields=", ".join(unknown)
+        )
+        raise PolicyConfigError(fields, name, unknown[0])
     cls = spec_kind(spec, label, name)
-    label = f'Policy "{name}" ({cls.kind})'
+    label = policy_label(name, cls.kind)
     action = spec_action(spec, cls, label, name)
     cooldown = spec_cooldown(spec, label, name)
     if not isinstance(spec.get("enabled", True), bool):
-        raise PolicyConfigError(f'{label}: "enabled" must be true or false', name, "enabled")
+        enabled = Message('%(label)s: "enabled" must be true or false', label=label)
+        raise PolicyConfigError(enabled, name, "enabled")
     description = spec.get("description", "")
     if not isinstance(description, str):
-        raise PolicyConfigError(f'{label}: "description" must be text', name, "description")
+        not_text = Message('%(label)s: "description" must be text', label=label)
+        raise PolicyConfigError(not_text, name, "description")
     params = validate_params(spec.get("params", {}), cls, label, name)
     priority = spec_priority(spec, label, name)
     early = spec.get("may_pause_before_first_word", False)
     if not isinstance(early, bool):
-        message = f'{label}: "may_pause_before_first_word" must be true or false'
+        message = Message(
+            '%(label)s: "may_pause_before_first_word" must be true or false', label=label
+        )
         raise PolicyConfigError(message, name, "may_pause_before_first_word")
     return cls(name, action, cooldown, params, description, priority, early)
 
@@ -64,31 +80,36 @@ def build_policy(spec: dict[str, Any]) -> Policy:
 def spec_name(spec: dict[str, Any]) -> str:
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
-        kind = spec.get("kind", "unknown kind")
-        raise PolicyConfigError(f'A policy ({kind}) needs a non-empty "name"', None, "name")
+        kind = spec.get("kind", Message("unknown kind"))
+        nameless = Message('A policy (%(kind)s) needs a non-empty "name"', kind=kind)
+        raise PolicyConfigError(nameless, None, "name")
     return name.strip()
 
 
 def spec_kind(spec: dict[str, Any], label: str, name: str) -> type[Policy]:
     kind = spec.get("kind")
     if kind not in POLICY_KINDS:
-        known = ", ".join(POLICY_KINDS)
-        raise PolicyConfigError(f"{label}: unknown kind {kind!r} (known: {known})", name, "kind")
+        template = "%(label)s: unknown kind %(kind)r (known: %(known)s)"
+        unknown = Message(template, label=label, kind=kind, known=", ".join(POLICY_KINDS))
+        raise PolicyConfigError(unknown, name, "kind")
     return POLICY_KINDS[kind]
 
 
 def spec_action(spec: dict[str, Any], cls: type[Policy], label: str, name: str) -> str:
     action = spec.get("action", cls.default_action)
     if action not in cls.actions:
-        allowed = " or ".join(f'"{a}"' for a in cls.actions)
-        raise PolicyConfigError(f"{label}: action {action!r} must be {allowed}", name, "action")
+        allowed = either(list(cls.actions))
+        wrong = Message("%(label)s: action %(action)r must be %(allowed)s", label=label,
+                        action=action, allowed=allowed)  # fmt: skip
+        raise PolicyConfigError(wrong, name, "action")
     return str(action)
 
 
 def spec_cooldown(spec: dict[str, Any], label: str, name: str) -> int:
     cooldown = spec.get("cooldown", 0)
     if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
-        message = f'{label}: "cooldown" must be a whole number of tokens >= 0, not {cooldown!r}'
+        template = '%(label)s: "cooldown" must be a whole number of tokens >= 0, not %(value)r'
+        message = Message(template, label=label, value=cooldown)
         raise PolicyConfigError(message, name, "cooldown")
     return cooldown
 
@@ -96,9 +117,8 @@ def spec_cooldown(spec: dict[str, Any], label: str, name: str) -> int:
 def spec_priority(spec: dict[str, Any], label: str, name: str) -> int:
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 10**6:
-        message = (
-            f'{label}: "priority" must be a whole number (-1000000..1000000), not {priority!r}'
-        )
+        template = '%(label)s: "priority" must be a whole number (-1000000..1000000), not %(value)r'
+        message = Message(template, label=label, value=priority)
         raise PolicyConfigError(message, name, "priority")
     return priority
 
@@ -106,33 +126,32 @@ def spec_priority(spec: dict[str, Any], label: str, name: str) -> int:
 def validate_params(raw: Any, cls: type[Policy], label: str, name: str) -> dict[str, Any]:
     """Params checked against the kind's schema, with defaults filled in."""
     if not isinstance(raw, dict):
-        raise PolicyConfigError(f'{label}: "params" must be an object', name, "params")
+        not_object = Message('%(label)s: "params" must be an object', label=label)
+        raise PolicyConfigError(not_object, name, "params")
     known = {param.name for param in cls.PARAMS}
     unknown = sorted(set(raw) - known)
     if unknown:
-        expected = ", ".join(sorted(known)) or "none"
-        message = f'{label}: unknown parameter "{unknown[0]}" (expected: {expected})'
+        expected = ", ".join(sorted(known)) or Message("none")
+        template = '%(label)s: unknown parameter "%(param)s" (expected: %(expected)s)'
+        message = Message(template, label=label, param=unknown[0], expected=expected)
         raise PolicyConfigError(message, name, unknown[0])
     return {param.name: check_param(param, raw, label, name) for param in cls.PARAMS}
 
 
 def check_param(param: Param, raw: dict[str, Any], label: str, name: str) -> Any:
     def fail(message: str) -> PolicyConfigError:
-        return PolicyConfigError(f'{label}: parameter "{param.name}" {message}', name, param.name)
+        return param_error(label, name, param.name, message)
 
     if param.name not in raw:
         if param.required:
-            raise fail("is required")
+            raise fail(Message("is required"))
         return list(param.default) if isinstance(param.default, tuple) else param.default
     value = raw[param.name]
     if value is None and param.nullable:
         return None
-    problem = TYPE_CHECKS[param.type](value)
+    problem = TYPE_CHECKS[param.type](value) or range_problem(param, value)
     if problem:
-        raise fail(f"must be {problem}, not {value!r}")
-    out_of_range = range_problem(param, value)
-    if out_of_range:
-        raise fail(f"must be {out_of_range}, not {value!r}")
+        raise fail(Message("must be %(expected)s, not %(value)r", expected=problem, value=value))
     if param.type == "integer":
         return int(value)
     return list(value) if param.type == "string_list" else value
@@ -143,14 +162,16 @@ def is_number(value: Any) -> bool:
 
 
 TYPE_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "number": lambda v: None if is_number(v) else "a number",
-    "integer": lambda v: None if is_number(v) and float(v).is_integer() else "a whole number",
-    "boolean": lambda v: None if isinstance(v, bool) else "true or false",
-    "string": lambda v: None if isinstance(v, str) else "a string",
+    "number": lambda v: None if is_number(v) else Message("a number"),
+    "integer": lambda v: (
+        None if is_number(v) and float(v).is_integer() else Message("a whole number")
+    ),
+    "boolean": lambda v: None if isinstance(v, bool) else Message("true or false"),
+    "string": lambda v: None if isinstance(v, str) else Message("a string"),
     "string_list": lambda v: (
         None
         if isinstance(v, list | tuple) and v and all(isinstance(s, str) for s in v)
-        else "a non-empty list of strings"
+        else Message("a non-empty list of strings")
     ),
 }
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import regex
 
+from inference.message import Message
 from inference.policies.base import (
     CJK_SCRIPTS,
     PHRASE_SLACK_CHARS,
@@ -66,7 +67,7 @@ class KeywordPolicy(Policy):
     def prepare(self) -> None:
         keywords = self.params["keywords"]
         if any(not word.strip() for word in keywords):
-            raise self.config_error("keywords", "must not contain blank entries")
+            raise self.config_error("keywords", Message("must not contain blank entries"))
         self.params["keywords"] = [word.strip() for word in keywords]
         self.compiled = literal_pattern(
             self.params["keywords"], self.params["case_sensitive"], self.params["whole_word"]
@@ -113,12 +114,14 @@ class RegexPolicy(Policy):
 
     def prepare(self) -> None:
         if not self.params["pattern"]:
-            raise self.config_error("pattern", "must not be empty")
+            raise self.config_error("pattern", Message("must not be empty"))
         try:
             self.compiled = compile_safe(self.params["pattern"], self.params["flags"])
         except UnsafePatternError as err:
             field = "flags" if "flag" in str(err) else "pattern"
-            raise self.config_error(field, f"is rejected: {err}") from None
+            raise self.config_error(
+                field, Message("is rejected: %(error)s", error=err.args[0])
+            ) from None
 
     def evaluate(self, ctx: StepContext) -> Decision | None:
         found = [

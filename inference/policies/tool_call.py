@@ -8,6 +8,7 @@ from typing import Any
 
 import regex
 
+from inference.message import Message
 from inference.policies.base import Decision, Param, Policy, StepContext
 
 
@@ -19,7 +20,7 @@ class ToolCallPolicy(Policy):
 
     def prepare(self) -> None:
         if not self.params["key"]:
-            raise self.config_error("key", "must not be empty")
+            raise self.config_error("key", Message("must not be empty"))
 
     def evaluate(self, ctx: StepContext) -> Decision | None:
         if "}" not in ctx.text[ctx.new_text_start :]:

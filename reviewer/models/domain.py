@@ -358,11 +358,12 @@ class PausePolicy(models.Model):
         from django.core.exceptions import ValidationError
 
         from inference.policies import PolicyConfigError, build_policy
+        from reviewer.web.ui_text import translated
 
         try:
             build_policy(self.to_spec())
         except PolicyConfigError as exc:
-            raise ValidationError(str(exc)) from exc
+            raise ValidationError(translated(exc.message)) from exc
 
 
 class RoiSettings(models.Model):

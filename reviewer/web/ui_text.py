@@ -1,5 +1,6 @@
 """Words the reviewer UI shows that are not in a template: status names, the labels the
-session page's JavaScript needs, policy reasons and how generation stopped."""
+session page's JavaScript needs, policy reasons, how generation stopped and the engine's
+messages."""
 
 from __future__ import annotations
 
@@ -12,7 +13,19 @@ from typing import Any, NamedTuple, TypeGuard
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from inference.message import Message
 from inference.policies import POLICY_KINDS
+
+
+def translated(message: str) -> str:
+    """An engine message in the active language: a Message's template through the catalog
+    and its values filled in (a Message among them translated in turn); other text as is
+    (a library's own words, such as a regular expression's syntax error)."""
+    if not isinstance(message, Message):
+        return str(message)
+    values = {key: translated(value) if isinstance(value, Message) else value
+              for key, value in message.values.items()}  # fmt: skip
+    return _(message.template) % values
 
 
 def status_labels() -> dict[str, str]:
