@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeGuard
 
 from inference.gating import GateConfig, GateConfigError
+from inference.message import Message
 
 # Decoding strategy per task type (design note: "don't let the model think too much").
 MAX_TOP_K = 1 << 20  # past any vocabulary: a larger value would only mean "off"
@@ -43,21 +44,25 @@ class SamplingParams:
         for spec in fields(self):
             value = getattr(self, spec.name)
             if spec.type == "int":
-                _check(_is_int(value), f"{spec.name} must be an integer, not {_shown(value)}")
+                template = "%(name)s must be an integer, not %(value)s"
+                _check(_is_int(value), template, name=spec.name, value=_shown(value))
             elif spec.type == "float":
-                _check(
-                    _is_finite(value), f"{spec.name} must be a finite number, not {_shown(value)}"
-                )
+                template = "%(name)s must be a finite number, not %(value)s"
+                _check(_is_finite(value), template, name=spec.name, value=_shown(value))
         # Outside these ranges float32 logits overflow and the draw fails mid-generation.
+        scale = {"low": MIN_SCALE, "high": MAX_SCALE}
         _check(
             self.temperature == 0 or MIN_SCALE <= self.temperature <= MAX_SCALE,
-            f"temperature must be 0 (greedy) or in [{MIN_SCALE}, {MAX_SCALE}]",
+            "temperature must be 0 (greedy) or in [%(low)s, %(high)s]",
+            **scale,
         )
-        _check(0 <= self.top_k <= MAX_TOP_K, f"top_k must be in [0, {MAX_TOP_K}] (0 turns it off)")
-        _check(MIN_SCALE <= self.top_p <= 1, f"top_p must be in [{MIN_SCALE}, 1]")
+        template = "top_k must be in [0, %(high)s] (0 turns it off)"
+        _check(0 <= self.top_k <= MAX_TOP_K, template, high=MAX_TOP_K)
+        _check(MIN_SCALE <= self.top_p <= 1, "top_p must be in [%(low)s, 1]", low=MIN_SCALE)
         _check(
             MIN_SCALE <= self.repetition_penalty <= MAX_SCALE,
-            f"repetition_penalty must be in [{MIN_SCALE}, {MAX_SCALE}]",
+            "repetition_penalty must be in [%(low)s, %(high)s]",
+            **scale,
         )
         _check(0 <= self.seed < 2**63, "seed must be in [0, 2**63)")
         _check(self.max_new_tokens >= 1, "max_new_tokens must be >= 1")
@@ -72,12 +77,13 @@ class SamplingParams:
         d = dict(d or {})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
-        _check(not unknown, f"unknown sampling parameter(s): {', '.join(unknown)}")
+        unknown_names = ", ".join(unknown)
+        _check(not unknown, "unknown sampling parameter(s): %(names)s", names=unknown_names)
         return cls(**d)
 
     @classmethod
     def for_task(cls, task_type: str, **overrides: Any) -> SamplingParams:
-        _check(task_type in TASK_PRESETS, f"unknown task type {task_type!r}")
+        _check(task_type in TASK_PRESETS, "unknown task type %(task)r", task=task_type)
         return cls(**{**TASK_PRESETS[task_type], **overrides})
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,12 +105,13 @@ def _attention(value: object) -> GateConfig:
     try:
         return GateConfig.from_dict(value)  # type: ignore[arg-type]  # checked there
     except GateConfigError as exc:
-        raise AttentionConfigError(str(exc)) from None
+        raise AttentionConfigError(*exc.args) from None  # the Message, kept
 
 
-def _check(ok: bool, message: str) -> None:
+def _check(ok: bool, template: str, **values: Any) -> None:
+    """Refuse with the message ``template`` and ``values`` make, unless ``ok``."""
     if not ok:
-        raise SamplingConfigError(message)
+        raise SamplingConfigError(Message(template, **values))
 
 
 def _is_int(value: object) -> TypeGuard[int]:

@@ -28,6 +28,8 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from inference.message import Message
+
 DEFAULT_TRIGGERS = ("history", "previously", "prior", "病史", "既往", "上次")
 RECALL_MARKER = "<RECALL>"
 MODES = ("full", "gated")
@@ -59,15 +61,14 @@ class GateConfig:
     triggers: tuple[str, ...] = DEFAULT_TRIGGERS
 
     def __post_init__(self) -> None:
-        _require(self.mode in MODES, "mode", f"must be one of {', '.join(MODES)}")
+        _require(self.mode in MODES, "mode", "must be one of %(modes)s", modes=", ".join(MODES))
         for name in ("sinks", "window", "top_k", "wide_top_k"):
             value = getattr(self, name)
             ok = isinstance(value, int) and not isinstance(value, bool)
             low = 1 if name == "window" else 0  # the newest positions are always looked at
+            template = "must be an integer in [%(low)s, %(high)s]"
             _require(
-                ok and low <= value <= MAX_POSITIONS,
-                name,
-                f"must be an integer in [{low}, {MAX_POSITIONS}]",
+                ok and low <= value <= MAX_POSITIONS, name, template, low=low, high=MAX_POSITIONS
             )
         _require(self.wide_top_k >= self.top_k, "wide_top_k", "must be >= top_k")
         words = self.triggers
@@ -83,7 +84,8 @@ class GateConfig:
         if d is None:
             return cls()
         if not isinstance(d, dict):
-            raise GateConfigError(f"attention must be an object, not {type(d).__name__}")
+            template = "attention must be an object, not %(type)s"
+            raise GateConfigError(Message(template, type=type(d).__name__))
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
         _require(not unknown, ", ".join(map(str, unknown)), "is not an attention setting")
         values = dict(d)
@@ -103,9 +105,13 @@ class GateConfig:
         return self.wide_top_k if triggered(recent_text, self.triggers) else self.top_k
 
 
-def _require(ok: bool, field: str, message: str) -> None:
+def _require(ok: bool, field: str, template: str, **values: Any) -> None:
+    """Refuse, naming the field, with the message ``template`` and ``values`` make."""
     if not ok:
-        raise GateConfigError(f"attention.{field} {message}")
+        problem = Message(template, **values)
+        raise GateConfigError(
+            Message("attention.%(field)s %(problem)s", field=field, problem=problem)
+        )
 
 
 def triggered(text: str, triggers: tuple[str, ...]) -> bool:

@@ -276,21 +276,28 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
 
 
 def engine_message_templates() -> set[str]:
-    """Every Message template inference/ writes: the first argument of ``Message(...)``, or a
-    string assigned to ``template`` for one (the two ways the code makes them)."""
+    """Every Message template inference/ writes: the argument a function names ``template``
+    (Message's own first one, and its callers' in each module), a literal there or a literal
+    assigned to ``template`` (the two ways the code makes them)."""
     import ast
 
     found = set()
     for module in (REPO / "inference").rglob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Message":
-                first = node.args[0]
-                assert isinstance(first, ast.Constant) or getattr(first, "id", "") == "template", (
-                    f"{module}: a Message's template must be a literal (or `template`)"
+        tree = ast.parse(module.read_text())
+        takes = {"Message": 0} | {
+            node.name: [a.arg for a in node.args.args].index("template")
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and "template" in [a.arg for a in node.args.args]
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in takes:
+                given = node.args[takes[node.func.id]]
+                literal = isinstance(given, ast.Constant)
+                assert literal or getattr(given, "id", "") == "template", (
+                    f"{module}:{node.lineno}: a message's template must be a literal or `template`"
                 )
-                found |= {first.value} if isinstance(first, ast.Constant) else set()
-            targets = getattr(node, "targets", [])
-            if any(getattr(t, "id", None) == "template" for t in targets):
+                found |= {given.value} if literal else set()
+            if any(getattr(t, "id", None) == "template" for t in getattr(node, "targets", [])):
                 assert isinstance(node.value, ast.Constant), f"{module}: template = a literal"
                 found.add(node.value.value)
     return found
@@ -308,7 +315,7 @@ def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin
 
     from inference.policies import PolicyConfigError, build_policy
     from reviewer.models import Domain, PausePolicy
-    from reviewer.web.ui_text import translated
+    from reviewer.web.ui_text import error_text
 
     def refusal(spec: dict) -> PolicyConfigError:
         with pytest.raises(PolicyConfigError) as caught:
@@ -320,15 +327,15 @@ def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin
     action = refusal({"name": "词", "kind": "keyword", "action": "explode",
                       "params": {"keywords": ["x"]}})  # fmt: skip
     with translation.override("zh-hans"):
-        assert translated(range_.message) == (
+        assert error_text(range_) == (
             "策略“低置信”（low_confidence）：参数“threshold”必须是 <= 1.0，而不是 2"
         )
-        assert translated(nested.message).startswith("策略“码”（regex）：参数“pattern”被拒绝：")
-        assert "可能导致灾难性回溯" in translated(nested.message)
-        assert translated(action.message).endswith('动作 \'explode\' 必须是 "pause" 或 "flag"')
+        assert error_text(nested).startswith("策略“码”（regex）：参数“pattern”被拒绝：")
+        assert "可能导致灾难性回溯" in error_text(nested)
+        assert error_text(action).endswith('动作 \'explode\' 必须是 "pause" 或 "flag"')
     with translation.override("en"):  # English as the engine wrote it, word for word
         for refused in (range_, nested, action):
-            assert translated(refused.message) == str(refused)
+            assert error_text(refused) == str(refused)
 
     # Where an admin meets it: the policy's form in the admin, on a Chinese page.
     from tests.test_policy_forms import form_data
@@ -340,6 +347,32 @@ def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin
                        HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()  # fmt: skip
     assert "被拒绝" in page and "可能导致灾难性回溯" in page and "backtrack" not in page
     assert not PausePolicy.objects.exists()
+
+
+def test_it_says_what_is_wrong_with_a_domains_decoding_in_the_pages_language():
+    from django.core.exceptions import ValidationError
+    from django.utils import translation
+
+    from reviewer.models import Domain
+
+    hot = Domain(name="Hot", slug="hot", decoding={"temperature": 500})
+    narrow = Domain(
+        name="Narrow", slug="narrow", attention="gated", gate_top_k=9, gate_wide_top_k=2
+    )
+    with translation.override("zh-hans"):
+        with pytest.raises(ValidationError) as caught:
+            hot.clean()
+        assert caught.value.message_dict["decoding"] == [
+            "temperature 必须为 0（贪心）或在 [0.001, 100.0] 之间"
+        ]
+        with pytest.raises(ValidationError) as caught:
+            narrow.clean()
+        assert caught.value.message_dict["gate_wide_top_k"] == [
+            "attention.wide_top_k 必须大于或等于 top_k"
+        ]
+    with translation.override("en"), pytest.raises(ValidationError) as caught:
+        hot.clean()
+    assert caught.value.message_dict["decoding"][0].startswith("temperature must be 0 (greedy)")
 
 
 # The admin's choice labels, help texts and object names: Chinese on a Chinese page, English as

@@ -44,12 +44,11 @@ WORD_CHAR = regex.compile(rf"[^\W{CJK_SCRIPTS}]")  # letters that need word boun
 
 
 class PolicyConfigError(ValueError):
-    """A policy spec is invalid; the message names the policy and the parameter. ``message``
-    is a Message (inference/message.py) where the web layer may show it translated."""
+    """A policy spec is invalid; the message (a Message, inference/message.py, which the web
+    layer translates) names the policy and the parameter."""
 
     def __init__(self, message: str, policy: str | None = None, field: str | None = None):
         super().__init__(message)
-        self.message = message
         self.policy = policy
         self.field = field
 

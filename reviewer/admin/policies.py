@@ -28,7 +28,7 @@ from reviewer.web.policy_forms import (
     param_field_names,
     policy_form_for,
 )
-from reviewer.web.ui_text import translated
+from reviewer.web.ui_text import error_text
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
@@ -189,7 +189,7 @@ class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
         try:
             return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
         except PolicyConfigError as exc:
-            return None, translated(exc.message)
+            return None, error_text(exc)
 
     def run_calibration(
         self, policy: PausePolicy, data: dict[str, Any]
@@ -198,7 +198,7 @@ class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
         try:
             return calibrate(specs, policy.domain, data["sessions"]), ""
         except PolicyConfigError as exc:
-            return None, translated(exc.message)
+            return None, error_text(exc)
 
 
 def trial_specs(policy: PausePolicy, whole_domain: bool) -> list[dict[str, Any]]:

@@ -221,6 +221,7 @@ class Domain(models.Model):
 
         from inference.config import SamplingConfigError, SamplingParams
         from inference.gating import GateConfig, GateConfigError
+        from reviewer.web.ui_text import error_text
 
         # Every session started here begins from these: a list, an unknown name or a value
         # out of range would refuse (or break) every one of them, so it is refused here.
@@ -231,14 +232,14 @@ class Domain(models.Model):
         try:
             SamplingParams.from_dict(self.decoding)
         except (SamplingConfigError, TypeError) as exc:
-            raise ValidationError({"decoding": str(exc)}) from exc
+            raise ValidationError({"decoding": error_text(exc)}) from exc
         try:
             GateConfig.from_dict(self.gate())
         except GateConfigError as exc:
             # Shown next to the field the message names (attention.top_k: gate_top_k).
             named = str(exc).split(" ")[0].removeprefix("attention.")
             field = f"gate_{named}" if named in ("sinks", "window", "top_k", "wide_top_k") else ""
-            raise ValidationError({field or NON_FIELD_ERRORS: str(exc)}) from exc
+            raise ValidationError({field or NON_FIELD_ERRORS: error_text(exc)}) from exc
 
     @property
     def display_name(self) -> str:
@@ -358,12 +359,12 @@ class PausePolicy(models.Model):
         from django.core.exceptions import ValidationError
 
         from inference.policies import PolicyConfigError, build_policy
-        from reviewer.web.ui_text import translated
+        from reviewer.web.ui_text import error_text
 
         try:
             build_policy(self.to_spec())
         except PolicyConfigError as exc:
-            raise ValidationError(translated(exc.message)) from exc
+            raise ValidationError(error_text(exc)) from exc
 
 
 class RoiSettings(models.Model):
@@ -452,11 +453,12 @@ class TaskDecoding(models.Model):
         from django.core.exceptions import ValidationError
 
         from inference.config import SamplingConfigError, SamplingParams
+        from reviewer.web.ui_text import error_text
 
         try:
             SamplingParams.for_task(self.task_type, **(self.params or {}))
         except (SamplingConfigError, TypeError) as exc:
-            raise ValidationError(str(exc)) from exc
+            raise ValidationError(error_text(exc)) from exc
 
 
 class PauseModelVersion(models.Model):

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_noop
 
 from inference.policies import POLICY_KINDS, Policy, PolicyConfigError, build_policy
 from reviewer.models import PausePolicy
-from reviewer.web.ui_text import translated
+from reviewer.web.ui_text import error_text
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -261,7 +261,7 @@ class PolicyForm(forms.ModelForm[PausePolicy]):
         try:
             policy = build_policy(spec)
         except PolicyConfigError as exc:
-            self.add_error(self.form_field(exc.field), translated(exc.message))
+            self.add_error(self.form_field(exc.field), error_text(exc))
             return cleaned
         self.instance.params = policy.params  # normalized, defaults filled in
         if policy.needs_hidden_states and settings.CAESURA_BACKEND == "vllm":

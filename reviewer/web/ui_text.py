@@ -28,6 +28,11 @@ def translated(message: str) -> str:
     return _(message.template) % values
 
 
+def error_text(exc: Exception) -> str:
+    """What an engine error says, in the active language (its Message translated)."""
+    return translated(exc.args[0]) if len(exc.args) == 1 else str(exc)
+
+
 def status_labels() -> dict[str, str]:
     return {
         "draft": _("draft"),
