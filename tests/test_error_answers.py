@@ -7,6 +7,7 @@ import http.client
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from urllib.parse import urlsplit
@@ -256,3 +257,61 @@ def test_it_serves_static_files_and_error_pages_under_daphne_with_debug_off(serv
     page = missing.read()
     assert missing.status == 404 and b"Page not found" in page
     assert_no_internals(page)
+
+
+def raw_answer(server_url: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """What daphne answers to ``request`` sent as bytes (status, headers, body)."""
+    parts = urlsplit(server_url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    return int(status_line.split(" ")[1]), headers, body
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_it_answers_a_url_or_headers_over_the_servers_limits_in_the_paths_shape(server_url):
+    """Twisted dropped a request line over 16 KB without a word and answered headers over
+    16 KB with a bare 400; each now gets its status and a body like the path's other errors."""
+    query = "q=" + "x" * 20_000
+    status, headers, body = raw_answer(
+        server_url, f"GET /v1/models?{query} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+    )
+    assert status == 414 and headers["Content-Type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert error["code"] == "uri_too_long" and "16384 bytes" in error["message"]
+    assert error["type"] == "invalid_request_error"
+
+    status, headers, body = raw_answer(
+        server_url, f"GET /api/sessions?{query} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+    )
+    assert status == 414 and "request body" in json.loads(body)["error"]
+
+    status, headers, body = raw_answer(
+        server_url, f"GET /sessions/?{query} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+    )
+    assert status == 414 and headers["Content-Type"].startswith("text/plain")
+    assert b"Request line too long" in body
+
+    many = "".join(f"X-Filler-{i}: {'y' * 4000}\r\n" for i in range(5))  # 20 KB in all
+    status, headers, body = raw_answer(
+        server_url, f"GET /api/domains HTTP/1.1\r\nHost: localhost\r\n{many}\r\n".encode()
+    )
+    assert status == 431 and "Request headers too large" in json.loads(body)["error"]
+    long_line = f"X-Filler: {'y' * 20_000}\r\n"
+    status, headers, body = raw_answer(
+        server_url, f"GET /v1/models HTTP/1.1\r\nHost: localhost\r\n{long_line}\r\n".encode()
+    )
+    assert status == 431 and json.loads(body)["error"]["code"] == "headers_too_large"
+
+    # Within the limits, the same server answers as ever.
+    status, _, body = raw_answer(
+        server_url,
+        b"GET /v1/models?q=short HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    assert status == 401 and json.loads(body)["error"]["code"] == "missing_api_key"

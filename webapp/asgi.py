@@ -20,8 +20,10 @@ from reviewer.web import tokenizer  # noqa: E402
 from reviewer.web.routing import websocket_urlpatterns  # noqa: E402
 from webapp.heap import freeze_startup_objects  # noqa: E402
 from webapp.reason_phrases import fill as fill_reason_phrases  # noqa: E402
+from webapp.request_head import install as answer_oversized_heads  # noqa: E402
 
 fill_reason_phrases()
+answer_oversized_heads()
 
 # Static assets are small and few; serving them from the app spares a separate web server.
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
