@@ -306,8 +306,14 @@ def engine_message_templates() -> set[str]:
 def test_it_has_every_engine_message_in_the_catalog():
     templates = engine_message_templates()
     assert len(templates) > 30  # the scan found them
-    missing = sorted(templates - {e.msgid for e in chinese_catalog()})
+    catalog = {e.msgid: e.msgstr for e in chinese_catalog()}
+    missing = sorted(templates - set(catalog))
     assert not missing, f"translate the engine's messages: {missing}"
+    placeholder = re.compile(r"%\(\w+\)[sr]")
+    for template in templates:  # the translation fills in the same values
+        assert sorted(placeholder.findall(catalog[template])) == sorted(
+            placeholder.findall(template)
+        ), template
 
 
 def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin_user):

@@ -25,7 +25,10 @@ def translated(message: str) -> str:
         return str(message)
     values = {key: translated(value) if isinstance(value, Message) else value
               for key, value in message.values.items()}  # fmt: skip
-    return _(message.template) % values
+    try:
+        return _(message.template) % values
+    except (KeyError, TypeError, ValueError):  # a translation that names other values
+        return str(message)
 
 
 def error_text(exc: Exception) -> str:
