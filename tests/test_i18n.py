@@ -330,8 +330,9 @@ def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin
 
     range_ = refusal({"name": "低置信", "kind": "low_confidence", "params": {"threshold": 2}})
     nested = refusal({"name": "码", "kind": "regex", "params": {"pattern": "(a+)+$"}})
-    action = refusal({"name": "词", "kind": "keyword", "action": "explode",
-                      "params": {"keywords": ["x"]}})  # fmt: skip
+    action = refusal(
+        {"name": "词", "kind": "keyword", "action": "explode", "params": {"keywords": ["x"]}}
+    )
     with translation.override("zh-hans"):
         assert error_text(range_) == (
             "策略“低置信”（low_confidence）：参数“threshold”必须是 <= 1.0，而不是 2"
@@ -349,8 +350,9 @@ def test_it_says_what_is_wrong_with_a_policy_in_the_pages_language(client, admin
     domain = Domain.objects.create(name="Ward")
     client.force_login(admin_user)
     url = "/admin/reviewer/pausepolicy/add/?kind=regex"
-    page = client.post(url, form_data(domain, "regex", pattern="(a+)+$"),
-                       HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()  # fmt: skip
+    page = client.post(
+        url, form_data(domain, "regex", pattern="(a+)+$"), HTTP_ACCEPT_LANGUAGE="zh-CN"
+    ).content.decode()
     assert "被拒绝" in page and "可能导致灾难性回溯" in page and "backtrack" not in page
     assert not PausePolicy.objects.exists()
 

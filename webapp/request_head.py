@@ -8,6 +8,7 @@ under /api/, plain text elsewhere); then the connection closes, as before."""
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 from typing import Any
 
 LINE_LIMIT = 16384  # Twisted's LineReceiver.MAX_LENGTH
@@ -61,21 +62,21 @@ MESSAGES = {
         f"Request headers too large: at most {HEAD_LIMIT} bytes in all, and {LINE_LIMIT} a line",
     ),
 }
-PHRASES = {414: "URI Too Long", 431: "Request Header Fields Too Large"}
 
 
 def refuse(channel: Any, status: int, path: str) -> None:
     """Answer ``status`` on the wire and close: Django never saw the request."""
+    from reviewer.gateway.errors import error_body  # Django is set up by the time one comes
+
     code, message = MESSAGES[status]
     if path.startswith("/v1/"):
-        error: Any = {"message": message, "type": "invalid_request_error", "param": None}
-        body, kind = json.dumps({"error": {**error, "code": code}}).encode(), "application/json"
+        body, kind = json.dumps(error_body(status, message, code=code)).encode(), "application/json"
     elif path.startswith("/api/"):
         body, kind = json.dumps({"error": message}).encode(), "application/json"
     else:
         body, kind = message.encode() + b"\n", "text/plain; charset=utf-8"
     head = (
-        f"HTTP/1.1 {status} {PHRASES[status]}\r\nContent-Type: {kind}\r\n"
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {kind}\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     channel.transport.write(head.encode() + body)

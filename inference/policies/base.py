@@ -62,8 +62,9 @@ def policy_label(name: str, kind: str | None = None) -> Message:
 
 def param_error(label: str, name: str, param: str, problem: str) -> PolicyConfigError:
     """What is wrong with one parameter of the policy ``label`` names."""
-    message = Message('%(label)s: parameter "%(param)s" %(problem)s', label=label, param=param,
-                      problem=problem)  # fmt: skip
+    message = Message(
+        '%(label)s: parameter "%(param)s" %(problem)s', label=label, param=param, problem=problem
+    )
     return PolicyConfigError(message, name, param)
 
 

@@ -99,8 +99,12 @@ def spec_action(spec: dict[str, Any], cls: type[Policy], label: str, name: str) 
     action = spec.get("action", cls.default_action)
     if action not in cls.actions:
         allowed = either(list(cls.actions))
-        wrong = Message("%(label)s: action %(action)r must be %(allowed)s", label=label,
-                        action=action, allowed=allowed)  # fmt: skip
+        wrong = Message(
+            "%(label)s: action %(action)r must be %(allowed)s",
+            label=label,
+            action=action,
+            allowed=allowed,
+        )
         raise PolicyConfigError(wrong, name, "action")
     return str(action)
 

@@ -23,8 +23,10 @@ def translated(message: str) -> str:
     (a library's own words, such as a regular expression's syntax error)."""
     if not isinstance(message, Message):
         return str(message)
-    values = {key: translated(value) if isinstance(value, Message) else value
-              for key, value in message.values.items()}  # fmt: skip
+    values = {
+        key: translated(value) if isinstance(value, Message) else value
+        for key, value in message.values.items()
+    }
     try:
         return _(message.template) % values
     except (KeyError, TypeError, ValueError):  # a translation that names other values
