@@ -10,12 +10,21 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from reviewer import events
 from reviewer.events import queue
 from reviewer.lifecycle import audit
 from reviewer.lifecycle.idempotency import idempotent
-from reviewer.lifecycle.transitions import Conflict, NotFound, S, get_session_for, locked
+from reviewer.lifecycle.transitions import (
+    Conflict,
+    NotFound,
+    S,
+    get_session_for,
+    locked,
+    named,
+    status_named,
+)
 from reviewer.models import ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
@@ -51,12 +60,13 @@ def claim(user: User, session_id: Any) -> dict[str, Any]:
         session = _locked_gateway_session(user, session_id, "claim")
         if session.status not in CLAIMABLE:
             raise Conflict(
-                f"Only a paused or generated session can be claimed, not a {session.status} one"
+                _("Only a paused or generated session can be claimed, not a %(status)s one")
+                % {"status": status_named(session.status)}
             )
         _expire_if_lapsed(session)
         current = holder(session)
         if current is not None and current != user:
-            raise Conflict(f"Session {session.pk} is claimed by {current.username}")
+            raise claimed_by_another(session, current)
         _hold(session, user, "claim" if current is None else "renew")
     return _answer(session)
 
@@ -67,7 +77,7 @@ def release(user: User, session_id: Any) -> dict[str, Any]:
     with transaction.atomic():
         session = _locked_gateway_session(user, session_id, "release")
         if holder(session) != user:
-            raise Conflict(f"You do not hold a claim on session {session.pk}")
+            raise Conflict(_("You do not hold a claim on session %(id)s") % {"id": session.pk})
         _drop(session, user.username, "release")
     return _answer(session)
 
@@ -80,12 +90,18 @@ def reassign(user: User, session_id: Any, reviewer: Any) -> dict[str, Any]:
     with transaction.atomic():
         session = _locked_gateway_session(user, session_id, "reassign")
         if not user.is_staff:
-            raise Conflict("Only staff can reassign a session")
+            raise Conflict(_("Only staff can reassign a session"))
         if session.is_final:
-            raise Conflict(f"Cannot reassign a session that is {session.status}")
+            raise Conflict(
+                _("Cannot %(command)s a session that is %(status)s")
+                % {"command": named("reassign"), "status": status_named(session.status)}
+            )
         target = session.domain.reviewers.filter(username=name, is_active=True).first()
         if target is None:
-            raise InvalidInput(f"{name!r} is not a reviewer of {session.domain.name}")
+            raise InvalidInput(
+                _("%(name)r is not a reviewer of %(domain)s")
+                % {"name": name, "domain": session.domain.name}
+            )
         previous = holder(session)
         _hold(session, target, "reassign", actor=user.username, previous=previous)
     return _answer(session)
@@ -106,8 +122,18 @@ def require_claim(session: ReviewSession, user: User, command: str) -> None:
     if current == user:
         return
     if current is None:
-        raise Conflict(f"Claim session {session.pk} before you {command} it")
-    raise Conflict(f"Session {session.pk} is claimed by {current.username}")
+        raise Conflict(
+            _("Claim session %(id)s before you %(command)s it")
+            % {"id": session.pk, "command": named(command)}
+        )
+    raise claimed_by_another(session, current)
+
+
+def claimed_by_another(session: ReviewSession, current: User) -> Conflict:
+    return Conflict(
+        _("Session %(id)s is claimed by %(reviewer)s")
+        % {"id": session.pk, "reviewer": current.username}
+    )
 
 
 def expire_lapsed() -> int:
@@ -128,7 +154,10 @@ def expire_lapsed() -> int:
 def _locked_gateway_session(user: User, session_id: Any, command: str) -> ReviewSession:
     session = locked(get_session_for(user, session_id).pk)
     if session.owner_id is not None:
-        raise NotFound(f"Session {session.pk} has an owner: there is nothing to {command}")
+        raise NotFound(
+            _("Session %(id)s has an owner: there is nothing to %(command)s")
+            % {"id": session.pk, "command": named(command)}
+        )
     return session
 
 

@@ -7,16 +7,20 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from inference.backend import GATED_ATTENTION
 from inference.gating import RECALL_MARKER, GateConfig, GateConfigError, parse_anchors
 from reviewer.models import Domain
 from reviewer.web.arguments import InvalidInput, Text
 from reviewer.web.features import backend_features
+from reviewer.web.ui_text import error_text
 
-NO_GATE_HERE = (
-    "attention: gated attention needs the transformers backend; this installation runs {backend},"
-    " which does not offer it. Set the domain's attention to full, or ask for"
-    ' "attention": {{"mode": "full"}}.'
+NO_GATE_HERE = gettext_noop(
+    "attention: gated attention needs the transformers backend; this installation runs"
+    " %(backend)s, which does not offer it. Set the domain's attention to full, or ask for"
+    ' "attention": {"mode": "full"}.'
 )
 
 
@@ -31,9 +35,11 @@ def session_gate(domain: Domain, asked: Any) -> dict[str, Any]:
     try:
         gate = GateConfig.from_dict(domain.gate() if asked is None else asked)
     except GateConfigError as exc:
-        raise InvalidInput(f"Bad decoding parameters: {exc}") from None
+        raise InvalidInput(
+            _("Bad decoding parameters: %(error)s") % {"error": error_text(exc)}
+        ) from None
     if gate.gated and GATED_ATTENTION not in backend_features():
-        raise InvalidInput(NO_GATE_HERE.format(backend=backend_name()))
+        raise InvalidInput(_(NO_GATE_HERE) % {"backend": backend_name()})
     return gate.to_dict()
 
 
@@ -42,7 +48,8 @@ def check_triggers(words: list[Any]) -> None:
     that they are words)."""
     if len(words) > MAX_TRIGGERS:
         raise InvalidInput(
-            f"attention.triggers holds {len(words)} words; the limit is {MAX_TRIGGERS}"
+            _("attention.triggers holds %(count)s words; the limit is %(limit)s")
+            % {"count": len(words), "limit": MAX_TRIGGERS}
         )
     for word in words:
         TRIGGER(word)
@@ -59,7 +66,7 @@ def check_markup(text: str) -> str:
     try:
         parse_anchors(text)
     except ValueError as exc:
-        raise InvalidInput(f"input: {exc}") from None
+        raise InvalidInput(_("input: %(error)s") % {"error": error_text(exc)}) from None
     return text
 
 

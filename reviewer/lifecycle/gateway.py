@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from reviewer import events
 from reviewer.analytics import metrics
@@ -275,7 +276,10 @@ def require_undelivered(session: ReviewSession, start: int, command: str) -> Non
     """An edit, choice or rollback may change only text the application has not received."""
     if start < session.released_chars:
         raise Conflict(
-            f"Cannot {command} the session there: its first {session.released_chars} characters"
-            f" were already delivered to the application (delayed delivery) and are locked;"
-            f" change only text after character {session.released_chars}"
+            _(
+                "Cannot %(command)s the session there: its first %(released)s characters were"
+                " already delivered to the application (delayed delivery) and are locked;"
+                " change only text after character %(released)s"
+            )
+            % {"command": transitions.named(command), "released": session.released_chars}
         )

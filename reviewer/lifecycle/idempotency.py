@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext as _
 
 from reviewer.lifecycle.transitions import Conflict
 from reviewer.models import CommandReceipt
@@ -54,8 +55,11 @@ def _check_same_command(seen: CommandReceipt, command: str, args: tuple[Any, ...
         same = bool(args) and str(args[0]) == str(seen.session_id)
     if not same:
         raise Conflict(
-            f"Command id {seen.command_id!r} was used for {seen.command} of session"
-            f" {seen.session_id}; send each command with a new command_id"
+            _(
+                "Command id %(id)r was used for %(command)s of session %(session)s; send each"
+                " command with a new command_id"
+            )
+            % {"id": seen.command_id, "command": seen.command, "session": seen.session_id}
         )
 
 
@@ -70,7 +74,7 @@ def _keep_receipt(user: User, command_id: str, command: str, result: dict[str, A
                 session_id=result.get("id"),
             )
     except IntegrityError:  # not expected while the id is locked: refuse, don't 500
-        raise Conflict(f"Command {command_id} is already being handled") from None
+        raise Conflict(_("Command %(id)s is already being handled") % {"id": command_id}) from None
 
 
 def _lock_command_id(user_id: int, command_id: str) -> None:

@@ -7,28 +7,32 @@ import random
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from inference.config import SamplingConfigError, SamplingParams
 from reviewer.lifecycle import gate, task_types
 from reviewer.models import Domain, GlossaryTerm, ReviewSession
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
+from reviewer.web.ui_text import error_text
 
 
 def domain_named(name: Any) -> Domain:
     if name is None:
-        raise InvalidInput("domain is required")
+        raise InvalidInput(_("domain is required"))
     name = arguments.DOMAIN(name)
     domain = Domain.objects.filter(name=name).first() or Domain.objects.filter(slug=name).first()
     if domain is None:
         known = ", ".join(Domain.objects.values_list("name", flat=True))
-        raise InvalidInput(f"Unknown domain {name!r}; known domains: {known}")
+        raise InvalidInput(
+            _("Unknown domain %(name)r; known domains: %(known)s") % {"name": name, "known": known}
+        )
     return domain
 
 
 def clean_input(text: Any) -> str:
     if text is None:
-        raise InvalidInput("input is required")
+        raise InvalidInput(_("input is required"))
     return gate.check_markup(arguments.INPUT(text))
 
 
@@ -51,7 +55,7 @@ def sampling_params(
     """The domain's defaults, then the task type's preset, then what the request asked for;
     the attention gate is the request's, else the domain's."""
     if decoding is not None and not isinstance(decoding, dict):
-        raise InvalidInput("decoding must be an object")
+        raise InvalidInput(_("decoding must be an object"))
     values = {**domain.decoding, **(preset or {}), **(decoding or {})}
     values["attention"] = gate.session_gate(domain, (decoding or {}).get("attention"))
     values["seed"] = arguments.SEED(seed) if seed is not None else random.randrange(2**31)
@@ -62,7 +66,9 @@ def sampling_params(
     try:
         return SamplingParams.from_dict(values)
     except (SamplingConfigError, TypeError) as exc:
-        raise InvalidInput(f"Bad decoding parameters: {exc}") from None
+        raise InvalidInput(
+            _("Bad decoding parameters: %(error)s") % {"error": error_text(exc)}
+        ) from None
 
 
 def check_context_fits(domain: Domain, text: str, max_new_tokens: int) -> None:
@@ -72,7 +78,11 @@ def check_context_fits(domain: Domain, text: str, max_new_tokens: int) -> None:
     limit = context_length()
     if needed > limit:
         raise InvalidInput(
-            f"Input too long: prompt plus max_new_tokens is {needed} tokens, the model's context is {limit}"
+            _(
+                "Input too long: prompt plus max_new_tokens is %(needed)s tokens, the model's"
+                " context is %(limit)s"
+            )
+            % {"needed": needed, "limit": limit}
         )
 
 
@@ -89,8 +99,18 @@ def check_edit_fits(session: ReviewSession, edited_text: str) -> None:
     needed, limit = prompt + generated + to_come, context_length()
     if needed > limit:
         raise InvalidInput(
-            f"Edit too long: prompt ({prompt} tokens) plus the edited text ({generated}) and the"
-            f" rest of max_new_tokens ({to_come}) is {needed} tokens, the model's context is {limit}"
+            _(
+                "Edit too long: prompt (%(prompt)s tokens) plus the edited text (%(generated)s)"
+                " and the rest of max_new_tokens (%(to_come)s) is %(needed)s tokens, the model's"
+                " context is %(limit)s"
+            )
+            % {
+                "prompt": prompt,
+                "generated": generated,
+                "to_come": to_come,
+                "needed": needed,
+                "limit": limit,
+            }
         )
 
 
@@ -101,5 +121,8 @@ def glossary_term(session: ReviewSession, term_id: Any) -> GlossaryTerm | None:
         pk=arguments.GLOSSARY_TERM(term_id), glossary__domain=session.domain
     ).first()
     if term is None:
-        raise InvalidInput(f"Glossary term {term_id} is not in the {session.domain} glossary")
+        raise InvalidInput(
+            _("Glossary term %(term)s is not in the %(domain)s glossary")
+            % {"term": term_id, "domain": session.domain}
+        )
     return term

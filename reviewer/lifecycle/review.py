@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from reviewer import events
 from reviewer.analytics import metrics
@@ -130,12 +131,18 @@ def check_generating(owner: User, actor: User | None = None) -> None:
     generating = S.objects.filter(owner=owner, status__in=(S.DRAFT, S.RUNNING)).count()
     limit = settings.CAESURA_REVIEWER_MAX_GENERATING
     if generating >= limit:
-        whose = "your" if actor is None or actor.pk == owner.pk else f"{owner.username}'s"
-        raise gateway.Throttled(
-            f"{generating} of {whose} sessions are generating and {limit} may at once:"
-            " pause or cancel one, or wait for one to finish",
-            retry_after=5,
-        )
+        counts = {"generating": generating, "limit": limit, "owner": owner.username}
+        if actor is None or actor.pk == owner.pk:
+            message = _(
+                "%(generating)s of your sessions are generating and %(limit)s may at once:"
+                " pause or cancel one, or wait for one to finish"
+            )
+        else:
+            message = _(
+                "%(generating)s of %(owner)s's sessions are generating and %(limit)s may at"
+                " once: pause or cancel one, or wait for one to finish"
+            )
+        raise gateway.Throttled(message % counts, retry_after=5)
 
 
 def _paused_for(session: ReviewSession) -> float:
@@ -164,7 +171,8 @@ def edit(
     with command_on(user, session_id, EDITABLE, "edit", edits_applied=True) as session:
         if not 0 <= start <= end <= len(session.text):
             raise InvalidInput(
-                f"Edit range {start}..{end} is outside the text (0..{len(session.text)})"
+                _("Edit range %(start)s..%(end)s is outside the text (0..%(length)s)")
+                % {"start": start, "end": end, "length": len(session.text)}
             )
         gateway.require_undelivered(session, start, "edit")
         term = inputs.glossary_term(session, glossary_term)
@@ -191,7 +199,8 @@ def choose(user: User, session_id: Any, token_id: Any) -> dict[str, Any]:
         offered = {alt["token_id"]: alt["text"] for alt in open_pause(session).alternatives}
         if token_id not in offered:
             raise InvalidInput(
-                f"Token {token_id} is not among the alternatives offered at this pause"
+                _("Token %(token)s is not among the alternatives offered at this pause")
+                % {"token": token_id}
             )
         start = len(session.generated_ids)
         gateway.require_undelivered(session, len(session.text), "choose an alternative for")
@@ -210,7 +219,10 @@ def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
     with command_on(user, session_id, allowed, command, edits_applied=True) as session:
         layers = len((open_pause(session).attention or {}).get("layers") or [])
         if layers and not 0 <= layer < layers:
-            raise InvalidInput(f"layer must be in [0, {layers}), not {layer}")
+            raise InvalidInput(
+                _("layer must be in [0, %(layers)s), not %(layer)s")
+                % {"layers": layers, "layer": layer}
+            )
         holder = live_holder(session.worker)
         args = (session.pk, layer)
         transaction.on_commit(
@@ -228,7 +240,8 @@ def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
     with command_on(user, session_id, EDITABLE, "roll back", edits_applied=True) as session:
         if not 0 <= position < len(session.generated_ids):
             raise InvalidInput(
-                f"Position {position} is outside the generated tokens (0..{len(session.generated_ids) - 1})"
+                _("Position %(position)s is outside the generated tokens (0..%(last)s)")
+                % {"position": position, "last": len(session.generated_ids) - 1}
             )
         if session.released_chars:
             gateway.require_undelivered(session, _chars_before(session, position), "roll back")
@@ -265,12 +278,18 @@ def _set_muted(user: User, session_id: Any, policy: Any, muted: bool) -> dict[st
     with command_on(user, session_id, {S.PAUSED}, command) as session:
         known = [spec.get("name") for spec in session.policy_specs]
         if name not in known:
-            listed = ", ".join(f'"{n}"' for n in known) or "none"
-            raise InvalidInput(f'Unknown policy "{name}"; this session\'s policies: {listed}')
+            listed = ", ".join(f'"{n}"' for n in known) or _("none")
+            raise InvalidInput(
+                _('Unknown policy "%(name)s"; this session\'s policies: %(listed)s')
+                % {"name": name, "listed": listed}
+            )
         current = set(session.muted_policies)
         if muted == (name in current):
-            state = "already muted" if muted else "not muted"
-            raise Conflict(f'Policy "{name}" is {state} in this session')
+            if muted:
+                refusal = _('Policy "%(name)s" is already muted in this session')
+            else:
+                refusal = _('Policy "%(name)s" is not muted in this session')
+            raise Conflict(refusal % {"name": name})
         session.muted_policies = sorted(current | {name} if muted else current - {name})
         session.save(update_fields=["muted_policies", "updated_at"])
         action = "mute" if muted else "unmute"

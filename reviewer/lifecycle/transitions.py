@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext, pgettext_lazy
 
 from reviewer import events
 from reviewer.events import queue
@@ -32,6 +34,37 @@ S = ReviewSession
 STORY_ENDS = {S.RUNNING, S.COMPLETED, S.REJECTED, S.CANCELLED}
 
 QUEUE_UNREACHABLE = "The task queue (Redis) stayed out of reach, so no worker got the session; resume it to try again"
+
+
+# What a refused command is called in its message (the command table's commands and the
+# claims'), translated where the message is made: "Cannot %(command)s a session that is ...".
+COMMAND_PHRASES = (
+    pgettext_lazy("command", "pause"),
+    pgettext_lazy("command", "resume"),
+    pgettext_lazy("command", "edit"),
+    pgettext_lazy("command", "choose an alternative for"),
+    pgettext_lazy("command", "show the attention of"),
+    pgettext_lazy("command", "roll back"),
+    pgettext_lazy("command", "mute a policy of"),
+    pgettext_lazy("command", "unmute a policy of"),
+    pgettext_lazy("command", "cancel"),
+    pgettext_lazy("command", "approve"),
+    pgettext_lazy("command", "reject"),
+    pgettext_lazy("command", "correct the task type of"),
+    pgettext_lazy("command", "claim"),
+    pgettext_lazy("command", "release"),
+    pgettext_lazy("command", "reassign"),
+)
+
+
+def named(command: str) -> str:
+    """A command as a message in the active language names it."""
+    return pgettext("command", command)
+
+
+def status_named(status: str) -> str:
+    """A status as a message in the active language names it (its code, in English)."""
+    return _(status)
 
 
 class SegmentSuperseded(Exception):
@@ -61,7 +94,7 @@ def get_session_for(user: User, session_id: Any) -> ReviewSession:
     try:
         return S.objects.visible_to(user).get(pk=int(session_id))
     except (S.DoesNotExist, TypeError, ValueError):
-        raise NotFound(f"Session {session_id} not found") from None
+        raise NotFound(_("Session %(id)s not found") % {"id": session_id}) from None
 
 
 def locked(session_id: int) -> ReviewSession:
@@ -95,14 +128,18 @@ def command_on(
 
 def require(session: ReviewSession, allowed: AbstractSet[str], command: str) -> None:
     if session.status not in allowed:
-        raise Conflict(f"Cannot {command} a session that is {session.status}")
+        raise Conflict(
+            _("Cannot %(command)s a session that is %(status)s")
+            % {"command": named(command), "status": status_named(session.status)}
+        )
 
 
 def require_applied_edits(session: ReviewSession, command: str) -> None:
     """Offsets and alternatives refer to the text as it is now; a queued edit changes it."""
     if session.edits.filter(applied=False, error="").exists():
         raise Conflict(
-            f"Cannot {command} while an earlier edit is still being applied; retry shortly"
+            _("Cannot %(command)s while an earlier edit is still being applied; retry shortly")
+            % {"command": named(command)}
         )
 
 
@@ -116,7 +153,10 @@ def set_status(session: ReviewSession, status: str, also: tuple[str, ...] = ()) 
     the caller set that go in the same statement."""
     current = S.objects.values_list("status", flat=True).get(pk=session.pk)
     if current != status and not statuses.allows(current, status):
-        raise Conflict(f"A session that is {current} cannot become {status}")
+        raise Conflict(
+            _("A session that is %(current)s cannot become %(status)s")
+            % {"current": status_named(current), "status": status_named(status)}
+        )
     session.status = status
     session.waiting_since = waiting_since(session, current, status)
     session.save(update_fields=["status", "waiting_since", "updated_at", *also])
@@ -155,7 +195,7 @@ def latest_open_pause(session: ReviewSession) -> PauseEvent | None:
 def open_pause(session: ReviewSession) -> PauseEvent:
     pause = latest_open_pause(session)
     if pause is None:
-        raise Conflict("The session has no open pause")
+        raise Conflict(_("The session has no open pause"))
     return pause
 
 
@@ -188,7 +228,9 @@ def set_flag(action: Callable[[int], object], session_id: int) -> None:
     try:
         action(session_id)
     except pause_flags.RedisUnavailable as exc:
-        raise Unavailable(f"{exc}: nothing was changed; try again in a moment") from None
+        raise Unavailable(
+            _("%(error)s: nothing was changed; try again in a moment") % {"error": exc}
+        ) from None
 
 
 # --- handing work to a worker ------------------------------------------------------------

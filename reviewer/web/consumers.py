@@ -13,10 +13,12 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.db import DatabaseError
+from django.utils import translation
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
 from reviewer.web import arguments, bodies, command_table, session_feed, socket_pace
+from reviewer.web.socket_language import language_of
 from reviewer.web.socket_user import current_user_async
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     sent_to = 0  # highest seq sent, live or replayed
     lagging = False  # live events skipped since the reader fell behind: the store has them
     catch_up: asyncio.Task[None] | None = None  # sends them once the reader took the rest
+    language = "en"  # the page's: a refused command says why in it
 
     async def connect(self) -> None:
         # Accept before closing so browsers see the close code, not a failed handshake.
@@ -77,6 +80,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=UNAUTHENTICATED if not authenticated else NOT_FOUND)
             return
         self.user_checked = time.monotonic()
+        self.language = language_of(self.scope)
         # Watch before reading the log so that nothing falls between the replay and live events.
         self.held = []
         await session_feed.watch(self.session_id, self)
@@ -180,7 +184,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         except lifecycle.CommandError as exc:
             await self.send_error(None, None, str(exc), exc.status)
             return
-        await self.receive_json(content, **kwargs)
+        with translation.override(self.language):  # the command's thread inherits it
+            await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict):
