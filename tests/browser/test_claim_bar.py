@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from reviewer.models import AuditRecord, ReviewSession
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, screenshot
 from tests.browser.stored_sessions import TEXT, paused_session
 from tests.floor_factory import note_drafter
 
@@ -104,3 +104,23 @@ def test_it_claims_from_the_page_refuses_another_reviewer_and_releases(
     holder_says(alice, "Claimed by bob")
     for page in (alice, bob):
         page.context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_it_tells_a_reviewer_on_a_chinese_page_who_holds_the_claim_in_chinese(
+    browser, server_url, waiting, alice, width
+):
+    from reviewer.lifecycle import claims
+
+    claims.claim(alice, waiting.pk)
+    context = browser.new_context(viewport={"width": width, "height": 800}, locale="zh-CN")
+    context.set_default_timeout(15_000)
+    bob = context.new_page()
+    log_in(bob, server_url, "bob", "bob-password-1")
+    bob.goto(f"{server_url}/sessions/{waiting.pk}/", timeout=60_000)
+    bob.wait_for_selector('#connection[data-state="connected"]')
+    bob.click("#alternatives button.alt >> nth=0")
+    bob.wait_for_selector("#notice.bad:not([hidden])")
+    assert bob.inner_text("#notice") == f"会话 {waiting.pk} 已由 alice 认领"
+    screenshot(bob, "claim-refused-zh" + ("-phone" if width < 600 else ""))
+    assert not ReviewSession.objects.get(pk=waiting.pk).edits.exists()
