@@ -184,6 +184,7 @@ def test_it_sends_a_response_streams_error_as_an_error_event(monkeypatch):
     assert event["code"] == "cancelled" and event["sequence_number"] == 0
 
 
+@pytest.mark.model  # a token's bytes come from the model's tokenizer
 def test_it_counts_a_text_completions_offsets_by_the_tokens_not_the_text_sent(monkeypatch):
     """A piece may end inside a token (a stop string held back): the token comes with the next
     piece, and the offsets stay those of the tokens."""
@@ -220,7 +221,7 @@ def test_it_counts_a_text_completions_offsets_by_the_tokens_not_the_text_sent(mo
 class Waiting:
     """A follower of a session that has stored nothing yet: every wait runs out."""
 
-    session_id, row, text, tokens = 1, None, "", []
+    session_id, row, text, tokens, locked = 1, None, "", [], 0
 
     async def open(self) -> None:
         pass

@@ -45,16 +45,19 @@ def session_of(completion_id: str):
     return ReviewSession.objects.get(pk=int(completion_id.rsplit("-", 1)[-1]))
 
 
-def text_so_far(session_id: int) -> tuple[str, str]:
-    """The session's status, and its text as the stored events have it now."""
+def text_so_far(session_id: int) -> tuple[str, str, int]:
+    """The session's status, its text as the stored events have it now, and how much of it the
+    worker locked as final with the last tokens (0 until then)."""
     from reviewer.gateway.progress import read_events, read_row
     from reviewer.lifecycle.record import Token, apply, text_of
 
     row = read_row(session_id)
     tokens: list[Token] = []
+    final = 0
     for event in read_events(session_id, 0):
         apply(tokens, str(event["type"]), event)
-    return row.status, text_of(tokens)
+        final = max(final, int(event.get("released") or 0))
+    return row.status, text_of(tokens), final
 
 
 def test_it_streams_a_sentence_behind_the_model_then_the_approved_text(client):
@@ -68,8 +71,8 @@ def test_it_streams_a_sentence_behind_the_model_then_the_approved_text(client):
         if not piece:
             continue
         received += piece
-        status, generated = text_so_far(session_id)
-        if status == "running":  # before the end: at least one sentence still held back
+        status, generated, final = text_so_far(session_id)
+        if status == "running" and not final:  # at least one sentence still held back
             assert generated.startswith(received), (received, generated)
             assert generated[len(received) :].strip(), (received, generated)
             lags.append(len(generated) - len(received))
@@ -78,6 +81,11 @@ def test_it_streams_a_sentence_behind_the_model_then_the_approved_text(client):
     assert session.status == "completed" and lags, "nothing arrived while it generated"
     assert received == session.text  # byte for byte
     assert session.released_chars <= len(session.text)
+    # The held last sentence left with the last tokens, locked by the worker as they were
+    # stored (unless those were written before the run's end was known: then at the approval).
+    last = session.events.filter(type="token").latest("seq").payload
+    if "released" in last:
+        assert last["released"] == session.released_chars == len(session.text)
 
 
 def test_it_loses_nothing_when_the_client_disconnects_mid_stream(client, server_url, desk):

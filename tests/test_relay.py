@@ -457,3 +457,62 @@ def test_a_run_that_ends_at_a_checkpoint_writes_its_record_once(alice, monkeypat
     assert written[-1] == captured[0] and len(written) == 2
     session.refresh_from_db()
     assert session.generated_ids == [*ids, 7]
+
+
+@pytest.mark.parametrize("final", [9, None])
+def test_it_locks_the_final_text_with_the_last_tokens_where_it_may_leave_at_once(alice, final):
+    """A delayed generation the system approves on its end: its last tokens carry how much of
+    the final text may leave, locked in their own commit, before the end is reported; else the
+    tokens are written as any other and nothing is locked."""
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    locked_when_reported: list[int] = []
+
+    def report(stop, halted, notice) -> None:
+        row = ReviewSession.objects.get(pk=session.pk)
+        locked_when_reported.append(row.released_chars)
+
+    state = types.SimpleNamespace(text="")
+    runs = Batching(tokens=8, hold_s=5, delay_sentences=1)
+    asked: list[str] = []
+
+    def ending(stop: StopInfo, state) -> int | None:
+        asked.append(stop.reason)
+        return final
+
+    relay = Relay(session, state, lambda s: None, report, batching=runs, ending=ending)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    for position in range(3):
+        relay.on_token(token(position))
+    state.text = " t0 t1 t2"
+    run.set_result(StopInfo("eos", position=3))
+    relay.join()
+    rows = SessionEvent.objects.filter(session=session, type="token").order_by("seq")
+    payloads = [e.payload for e in rows]
+    assert [p["position"] for p in payloads] == [0, 1, 2]
+    assert [p.get("released") for p in payloads] == [None, None, final]
+    assert asked == ["eos"] and locked_when_reported == [final or 0]
+    assert not events.mismatches("token", payloads[-1])  # a declared field
+
+
+def test_it_asks_nothing_of_the_end_when_the_last_tokens_went_before_it(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    asked: list[str] = []
+    relay = Relay(
+        session,
+        types.SimpleNamespace(text=""),
+        lambda s: None,
+        lambda *_: None,
+        ending=lambda stop, state: asked.append(stop.reason) or 3,
+    )
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(token(0))
+    conftest.wait_for(
+        lambda: SessionEvent.objects.filter(session=session, type="token").exists(),
+        what="the token written",
+    )
+    run.set_result(StopInfo("eos", position=1))
+    relay.join()
+    assert asked == []  # no token left to carry it: the end's record releases the text
+    assert ReviewSession.objects.get(pk=session.pk).released_chars == 0

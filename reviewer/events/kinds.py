@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
-class Token(TypedDict):
-    """The engine drew a token."""
-
+class _Token(TypedDict):
     position: int
     token_id: int
     text: str
@@ -16,6 +14,15 @@ class Token(TypedDict):
     alternatives: list[dict[str, Any]]
     attention: list[float | None]  # the new token's row over its context ([] if not live)
     similarity: float | None  # its hidden state's cosine to the prompt's; None if not computed
+
+
+class Token(_Token, total=False):
+    """The engine drew a token. ``released`` (on the last token of a delayed gateway
+    generation that ended by itself and that the system approves): the characters of its final
+    text locked for the application in the same commit, which may leave at once, before the
+    end's record (reviewer/lifecycle/reports.py ``record_final_tokens``)."""
+
+    released: int
 
 
 class PauseReport(TypedDict):

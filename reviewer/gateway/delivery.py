@@ -11,7 +11,9 @@ delivery from the first wait to the end.
 
 Either way the text received equals the approved session's text, byte for byte. A stop
 string is never released: the text is held from where one begins, and by its length but
-one at the end (the engine may be about to complete it)."""
+one at the end (the engine may be about to complete it). A delayed generation that the
+system approves on its end sends its held last sentence with its last tokens: the worker
+locked the final text with them (``Follower.locked``), before the end's record."""
 
 from __future__ import annotations
 
@@ -107,9 +109,8 @@ class Delivery:
             return None
         if not self.lock and row.status != statuses.COMPLETED:
             return None  # an answer sent whole: the approved text, never a part edited since
-        upto = releasable(
-            self.mode, self.delay_sentences, row.status, text, self.stops, row.released_chars
-        )
+        released = max(row.released_chars, self.follower.locked)
+        upto = releasable(self.mode, self.delay_sentences, row.status, text, self.stops, released)
         upto = min(upto, len(text))
         if upto <= self.sent:
             return None
@@ -124,9 +125,9 @@ class Delivery:
         """Whether the text up to ``upto`` may leave: approved text always; a stream's locked
         first, which fails once the session stopped running or its text may have changed since
         the follower read it (gateway.release)."""
-        if not self.lock or status == statuses.COMPLETED:
-            return True
         follower = self.follower
+        if not self.lock or status == statuses.COMPLETED or upto <= follower.locked:
+            return True
         return await off_loop(gateway.release)(follower.session_id, upto, follower.last_seq)
 
     def _tokens_upto(self, upto: int) -> list[Token]:

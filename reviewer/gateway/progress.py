@@ -79,6 +79,9 @@ class Follower:
     layer: BaseChannelLayer | None = None
     channel: str = ""
     finish_reason: str = ""  # the engine's, from the session's finish event
+    # Characters locked for the application by the worker with the last tokens of a generation
+    # the system approves on its end (the token event's ``released``): they may leave at once.
+    locked: int = 0
     _receiving: asyncio.Task[Any] | None = None
 
     @property
@@ -156,5 +159,7 @@ class Follower:
     def _apply(self, message: dict[str, Any]) -> None:
         if message["type"] == events.FINISH:
             self.finish_reason = str(message.get("reason") or "")
+        if message["type"] == events.TOKEN and message.get("released"):
+            self.locked = max(self.locked, int(message["released"]))
         apply(self.tokens, str(message["type"]), message)
         self.last_seq = int(message["seq"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Container, Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -107,6 +107,19 @@ def record_note_refused(session: ReviewSession, why: str) -> None:
 
 def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
+
+
+def record_final_tokens(session: ReviewSession, payloads: Sequence[Mapping[str, Any]]) -> None:
+    """The last tokens of a delayed generation that ended by itself and that the system
+    approves (its domain allows it, nothing paused it, no cancel waits): stored with its final
+    text's length (the last one's ``released``) locked for the application in one commit, so
+    that the held last sentence leaves at once rather than after the end's record and the
+    approval (the text is final: nobody can change it from here on; reviewer/gateway/delivery.py)."""
+    chars = int(payloads[-1]["released"])
+    with transaction.atomic():
+        events.emit_many(session.pk, events.TOKEN, payloads)
+        running = S.objects.filter(pk=session.pk, status=S.RUNNING, released_chars__lt=chars)
+        running.update(released_chars=chars)
 
 
 def store_record(session: ReviewSession, record: StoredRecord) -> None:

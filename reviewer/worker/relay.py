@@ -59,6 +59,10 @@ ENDS = ("stop", "error")  # the last item a relay takes
 WATCH_CHECK_S = 0.25  # how old the relay's answer to "does a page follow it?" may be
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
+# How much of the final text may leave at once when a run ends this way (its stop, its state):
+# a delayed gateway generation that the system approves on its end; None: it waits for the
+# end's record (reviewer/worker/request.py ``final_release``).
+Ending = Callable[[StopInfo, DecodeState], int | None]
 
 
 def gate_hit_rate(event: TokenEvent) -> float | None:
@@ -104,8 +108,10 @@ class Relay(Sink):
         loop_timing: Mapping[str, float] | None = None,
         batching: Batching = EACH_AT_ONCE,
         watched: Callable[[], bool] = lambda: False,
+        ending: Ending = lambda stop, state: None,
     ) -> None:
         self.session, self.state = session, state
+        self.ending = ending  # asked from the relay's thread, once, as the run ends
         self.batching = batching
         self.watched = watched  # asked from the relay's thread only, at most every WATCH_CHECK_S
         self._watched_answer, self._watched_asked = False, float("-inf")
@@ -216,7 +222,7 @@ class Relay(Sink):
         try:
             while (items := self._take())[-1][0] not in ("stop", "error"):
                 self._write_all(items)
-            self._write_all(items[:-1])
+            self._write_all(self._before_end(items))
             if self.failed is None:
                 self._report_end(*items[-1])
         except Exception as exc:  # a bug here: the run ends with the session failed, not stalled
@@ -307,6 +313,18 @@ class Relay(Sink):
         sentences = self._sentences.complete_sentences(self._text)
         return delayed_boundary(self._text, rule.delay_sentences, rule.stops, sentences)
 
+    def _before_end(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """What is written before the end is reported (all but the end): its last token marked
+        with how much of the final text may leave at once, where ``ending`` says so."""
+        body, (kind, stop) = items[:-1], items[-1]
+        if kind != "stop" or not body or body[-1][0] != "token" or self.state is None:
+            return body
+        chars = self.ending(stop, self.state) if self.failed is None else None
+        if chars is None:
+            return body
+        last = events.Encoded({**body[-1][1], "released": chars})
+        return [*body[:-1], ("token", last)]
+
     def _write_all(self, items: list[tuple[str, Any]]) -> None:
         """Each run of tokens in one statement and one broadcast call, everything else as it
         comes: a relay that fell behind catches up without a round trip per token."""
@@ -324,7 +342,9 @@ class Relay(Sink):
 
     def _write(self, kind: str, payload: Any) -> None:
         try:
-            if kind == "tokens":
+            if kind == "tokens" and "released" in payload[-1]:
+                lifecycle.record_final_tokens(self.session, payload)
+            elif kind == "tokens":
                 # lifecycle.record_token, for many: a token is an event and nothing else.
                 events.emit_many(self.session.pk, events.TOKEN, payload)
             elif kind == "flag":

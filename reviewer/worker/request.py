@@ -5,18 +5,25 @@ tokens are written."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
 
-from inference.decode import DeliveryFloor
+from inference.control import CANCEL
+from inference.decode import DeliveryFloor, StopInfo
 from inference.prompt import Prompt
 from inference.state import DecodeState
 from inference.text import stop_string_at
+from reviewer.lifecycle import gateway
 from reviewer.models import ReviewSession
 from reviewer.models.domain import DELAYED
-from reviewer.worker.relay import EACH_AT_ONCE, Batching
+from reviewer.worker.pause_flags import RedisControl
+from reviewer.worker.relay import EACH_AT_ONCE, Batching, Ending
 from reviewer.worker.served_engine import ServedEngine
+
+log = logging.getLogger(__name__)
+GENERATED_ENDS = ("eos", "max_tokens", "stop")  # a run that ended by itself
 
 
 def stop_strings(session: ReviewSession) -> tuple[str, ...]:
@@ -32,6 +39,33 @@ def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
     if not session.from_gateway or session.domain.delivery_mode != DELAYED:
         return None
     return DeliveryFloor(session.released_chars, session.domain.delay_sentences)
+
+
+def final_release(session: ReviewSession, control: RedisControl) -> Ending:
+    """A delayed gateway generation that the system will approve on its end (its domain allows
+    it and nothing paused it; asked once, as the segment starts: a pause would end the run
+    otherwise): once the run ends by itself and no cancel waits, its final text (a stop string
+    cut as ``cut_stop_string`` cuts it) may leave at once, with its last tokens (the relay).
+    Anything else waits for the end's record, as before."""
+    if not session.from_gateway or session.domain.delivery_mode != DELAYED:
+        return lambda stop, state: None
+    if not gateway.approves_unpaused(session):
+        return lambda stop, state: None
+    stops = stop_strings(session)
+
+    def chars(stop: StopInfo, state: DecodeState) -> int | None:
+        if stop.reason not in GENERATED_ENDS:
+            return None
+        try:
+            if control.waiting() == CANCEL:  # the cancel wins the end (record_stop)
+                return None
+        except Exception as exc:  # Redis out of reach: the end's record decides, as before
+            log.warning("session %s: the final text waits for its record: %s", session.pk, exc)
+            return None
+        at = stop_string_at(state.text, stops) if stop.reason == "stop" else None
+        return len(state.text) if at is None else at
+
+    return chars
 
 
 def relay_batching(session: ReviewSession) -> Batching:

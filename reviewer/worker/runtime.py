@@ -125,6 +125,7 @@ def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
         loop_timing=serving().timing,
         batching=request.relay_batching(session),
         watched=functools.partial(watching.is_watched, session.pk),
+        ending=request.final_release(session, control),
     )
     run = serving().submit(
         state if state is not None else prefill(session, relay),
