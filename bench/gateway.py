@@ -203,13 +203,13 @@ def stored_times(run: dict) -> dict:
 
     rows = SessionEvent.objects.filter(session_id=run["session"]).order_by("seq")
     offset = run["wall"]  # perf_counter -> wall clock
-    tokens = [
-        (e.created_at.timestamp() - offset, e.payload.get("text", ""))
-        for e in rows
-        if e.type == "token"
-    ]
+    token_rows = [e for e in rows if e.type == "token"]
+    tokens = [(e.created_at.timestamp() - offset, e.payload.get("text", "")) for e in token_rows]
     done = [e.created_at.timestamp() - offset for e in rows if e.type == "status"][-1]
-    release = release_time(tokens, ()) or done
+    # Where no sentence lets text leave before the end, it leaves with the last tokens if the
+    # worker locked the final text with them (``released``), else at the approval.
+    at_end = tokens[-1][0] if "released" in token_rows[-1].payload else done
+    release = release_time(tokens, ()) or at_end
     # The delay ends with the token that lets text leave; where none does before the end, with
     # the last token (as for the loop): what follows it (approval, the end) is the gateway's.
     delay_end = release_time(tokens, ()) or tokens[-1][0]
