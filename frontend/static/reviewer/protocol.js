@@ -46,7 +46,7 @@ export const EVENT_FIELDS = deepFreeze({
   "rollback": {"required": ["attempt", "conservative", "decision", "removed_from", "removed_ids", "removed_text", "removed_to", "rollbacks"], "optional": []},
   "snapshot": {"required": ["bytes", "edit", "ms", "pause_id", "position"], "optional": []},
   "status": {"required": ["status"], "optional": []},
-  "token": {"required": ["alternatives", "attention", "entropy", "position", "probability", "similarity", "text", "token_id"], "optional": []},
+  "token": {"required": ["alternatives", "attention", "entropy", "position", "probability", "similarity", "text", "token_id"], "optional": ["released"]},
   "truncated": {"required": ["alternatives", "attention", "char_end", "char_start", "edit", "kind", "lookahead", "new_token_end", "text", "text_after", "text_before", "token_end", "token_ids", "token_start", "tokens"], "optional": []},
 });
 
