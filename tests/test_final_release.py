@@ -80,6 +80,15 @@ def test_it_releases_nothing_early_of_a_generation_that_paused_before(alice):
     assert ending(StopInfo("eos", position=3), STATE) is None
 
 
+def test_it_asks_the_database_nothing_as_the_generation_starts(alice, django_assert_num_queries):
+    """Whether the system approves it is asked as the run ends: its start (the way to its
+    first token) costs no statement."""
+    session = gateway_session(alice)
+    with django_assert_num_queries(0):
+        ending = request.final_release(session, control())
+    assert ending(StopInfo("eos", position=3), STATE) == len(TEXT)
+
+
 def test_it_releases_nothing_early_of_a_reviewers_own_session(alice):
     own = make_session(alice, status=S.RUNNING)
     assert request.final_release(own, control())(StopInfo("eos", position=3), STATE) is None

@@ -43,18 +43,16 @@ def delivery_floor(session: ReviewSession) -> DeliveryFloor | None:
 
 def final_release(session: ReviewSession, control: RedisControl) -> Ending:
     """A delayed gateway generation that the system will approve on its end (its domain allows
-    it and nothing paused it; asked once, as the segment starts: a pause would end the run
-    otherwise): once the run ends by itself and no cancel waits, its final text (a stop string
-    cut as ``cut_stop_string`` cuts it) may leave at once, with its last tokens (the relay).
-    Anything else waits for the end's record, as before."""
+    it and nothing paused it, asked as the run ends, not on the way to its first token): once
+    the run ends by itself and no cancel waits, its final text (a stop string cut as
+    ``cut_stop_string`` cuts it) may leave at once, with its last tokens (the relay). Anything
+    else waits for the end's record, as before."""
     if not session.from_gateway or session.domain.delivery_mode != DELAYED:
-        return lambda stop, state: None
-    if not gateway.approves_unpaused(session):
         return lambda stop, state: None
     stops = stop_strings(session)
 
     def chars(stop: StopInfo, state: DecodeState) -> int | None:
-        if stop.reason not in GENERATED_ENDS:
+        if stop.reason not in GENERATED_ENDS or not gateway.approves_unpaused(session):
             return None
         try:
             if control.waiting() == CANCEL:  # the cancel wins the end (record_stop)
