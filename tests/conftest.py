@@ -232,7 +232,12 @@ def compiled_real_engine():
     return load_real_engine(compiled=True)
 
 
-def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = 120) -> None:
+# A worker answers once its engine is loaded; a first start compiles it (vLLM took 125 s once
+# on a 2-core machine busy with another test's compile). The wait ends at the answer.
+WORKER_START_S = 300
+
+
+def wait_for_worker(process: subprocess.Popen, name: str, timeout: float = WORKER_START_S) -> None:
     from webapp.celery import app
 
     deadline = time.monotonic() + timeout
