@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -209,7 +210,10 @@ def test_it_counts_a_text_completions_offsets_by_the_tokens_not_the_text_sent(mo
                 yield step
 
     async def chunks() -> list[dict]:
-        lines = streams.completions(Feed(), 7, chat=False, top=0, include_usage=False)
+        session = SimpleNamespace(
+            pk=7, created_at=datetime.now(UTC), domain=SimpleNamespace(slug="x")
+        )
+        lines = streams.completions(Feed(), session, chat=False, top=0, include_usage=False)
         return [json.loads(line.decode()[6:]) async for line in lines if b"[DONE]" not in line]
 
     monkeypatch.setattr(streams, "built", built)

@@ -178,6 +178,51 @@ def test_it_writes_at_once_the_token_that_lets_delayed_delivery_send_more(alice,
     assert [w for _, w in writes] == [[0], [1, 2, 3, 4, 5], list(range(6, 12))]
 
 
+def test_it_locks_the_text_a_token_releases_in_the_commit_that_stores_it(alice, monkeypatch):
+    """The token that lets delayed delivery send more carries how much may leave, locked for
+    the application with it; the tokens before it carry nothing and lock nothing."""
+    from inference.sentences import delayed_boundary
+
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    locks: list[int] = []
+    emit_many = events.emit_many
+
+    def record(session_id, type, payloads):  # the lock as the tokens' own statement sees it
+        locks.append(ReviewSession.objects.get(pk=session_id).released_chars)
+        return emit_many(session_id, type, payloads)
+
+    monkeypatch.setattr(events, "emit_many", record)
+    relay, run = delayed_relay(session, delay=1)
+    text = tell(relay, ["Fever"])
+    wait_for(locks, 1)  # the segment's first token, at once
+    text = tell(relay, [" since", " Monday", ".", " ", " Cough"], 1, text)
+    wait_for(locks, 2)
+    tell(relay, [" at", " night"], 6, text)
+    run.set_result(StopInfo("max_tokens", position=8))
+    relay.join()
+    boundary = delayed_boundary(text, 1, ())
+    assert boundary == len("Fever since Monday.")
+    rows = SessionEvent.objects.filter(session=session, type="token").order_by("seq")
+    assert [e.payload.get("released") for e in rows] == [None] * 5 + [boundary, None, None]
+    assert not events.mismatches("token", rows[5].payload)  # a declared field
+    assert ReviewSession.objects.get(pk=session.pk).released_chars == boundary
+    assert locks[:2] == [0, boundary]  # locked before the tokens that released it are stored
+
+
+@pytest.mark.parametrize("status", [ReviewSession.PAUSED, ReviewSession.CANCELLED])
+def test_a_session_that_no_longer_runs_stores_released_tokens_unlocked(alice, status):
+    """A stream takes a token's ``released`` for a lock: where none can be taken, the token is
+    stored without it."""
+    from reviewer import lifecycle
+
+    session = make_session(alice, status=status)
+    tokens = [events.Encoded({**events.token(said(0, "Fever.")), "released": 6})]
+    lifecycle.record_released_tokens(session, tokens)
+    row = SessionEvent.objects.get(session=session, type="token")
+    assert "released" not in row.payload
+    assert ReviewSession.objects.get(pk=session.pk).released_chars == 0
+
+
 def test_it_holds_a_generation_that_waits_for_review_whatever_its_sentences(alice, monkeypatch):
     session = make_session(alice, status=ReviewSession.RUNNING)
     writes = recorded_writes(monkeypatch)
@@ -380,7 +425,8 @@ def test_it_batches_gateway_generations_only(alice, settings):
     for mode, delay, batching in (
         (AFTER_REVIEW, 1, Batching(tokens=5, hold_s=0.8)),  # nothing leaves while it runs
         (DELAYED, 2, Batching(tokens=5, hold_s=0.8, delay_sentences=2, stops=("END",))),
-        (DELAYED, 0, EACH_AT_ONCE),  # the domain streams every token as it comes
+        # The domain streams every token as it comes, each locked as it is stored.
+        (DELAYED, 0, Batching(delay_sentences=0, stops=("END",))),
     ):
         domain.delivery_mode, domain.delay_sentences = mode, delay
         domain.save()

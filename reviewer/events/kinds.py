@@ -17,10 +17,10 @@ class _Token(TypedDict):
 
 
 class Token(_Token, total=False):
-    """The engine drew a token. ``released`` (on the last token of a delayed gateway
-    generation that ended by itself and that the system approves): the characters of its final
-    text locked for the application in the same commit, which may leave at once, before the
-    end's record (reviewer/lifecycle/reports.py ``record_final_tokens``)."""
+    """The engine drew a token. ``released`` (a delayed gateway generation's token that lets
+    more of its text leave, and the last token of one that ended by itself and that the system
+    approves): the characters of its text locked for the application in the same commit, which
+    may leave at once (reviewer/lifecycle/reports.py ``record_released_tokens``)."""
 
     released: int
 

@@ -7,13 +7,16 @@ delivery from the first wait to the end.
   one being written counts) held back; nothing more while the session is paused or waits
   for its decision; the rest after approval. What is sent is locked first
   (``released_chars``), and only while the session still runs: a reviewer can no longer
-  change it, and nothing leaves that a reviewer at a pause may be changing.
+  change it, and nothing leaves that a reviewer at a pause may be changing. The worker locks
+  the text each token releases as it stores the token (the token's ``released``,
+  ``Follower.locked``), so a stream usually finds it locked; it locks itself only what it
+  finds releasable beyond that.
 
 Either way the text received equals the approved session's text, byte for byte. A stop
 string is never released: the text is held from where one begins, and by its length but
 one at the end (the engine may be about to complete it). A delayed generation that the
 system approves on its end sends its held last sentence with its last tokens: the worker
-locked the final text with them (``Follower.locked``), before the end's record."""
+locked the final text with them, before the end's record."""
 
 from __future__ import annotations
 

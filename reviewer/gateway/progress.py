@@ -79,8 +79,8 @@ class Follower:
     layer: BaseChannelLayer | None = None
     channel: str = ""
     finish_reason: str = ""  # the engine's, from the session's finish event
-    # Characters locked for the application by the worker with the last tokens of a generation
-    # the system approves on its end (the token event's ``released``): they may leave at once.
+    # Characters locked for the application by the worker as it stored the tokens that
+    # release them (the token event's ``released``): they may leave at once.
     locked: int = 0
     _receiving: asyncio.Task[Any] | None = None
 

@@ -58,11 +58,13 @@ def finish_reason(engine_reason: str) -> str:
 
 
 async def completions(
-    delivery: Delivery, session_id: int, chat: bool, top: int | None, include_usage: bool
+    delivery: Delivery, session: ReviewSession, chat: bool, top: int | None, include_usage: bool
 ) -> AsyncIterator[bytes]:
-    """A chat or text completion's chunks as its text may leave."""
+    """A chat or text completion's chunks as its text may leave. Their head is the session's as
+    the call started or joined it (nothing in it changes): no read while its worker prefills."""
     kind = "chat.completion.chunk" if chat else "text_completion"
-    head = await built(answers.chunk_head, session_id, kind)
+    session_id = session.pk
+    head = answers.chunk_head(session, kind)
     if chat:
         yield sse({**head, "choices": [choice(chat, {"role": "assistant", "content": ""})]})
     # A text completion's offsets count from the start, by the tokens reported so far (a piece

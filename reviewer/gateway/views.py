@@ -237,7 +237,7 @@ async def generate(
     delivery = await follow(session, lock=call.stream)
     top = call.top_logprobs if call.logprobs else None
     if call.stream:
-        body = streams.completions(delivery, session.pk, chat, top, call.include_usage)
+        body = streams.completions(delivery, session, chat, top, call.include_usage)
         return event_stream(body, delivery, application)
     try:
         pieces, end = await collect(delivery)

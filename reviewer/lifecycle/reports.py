@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from reviewer import events
@@ -109,17 +110,28 @@ def record_token(session: ReviewSession, token: events.Token) -> None:
     events.emit(session.pk, events.TOKEN, token)
 
 
-def record_final_tokens(session: ReviewSession, payloads: Sequence[Mapping[str, Any]]) -> None:
-    """The last tokens of a delayed generation that ended by itself and that the system
-    approves (its domain allows it, nothing paused it, no cancel waits): stored with its final
-    text's length (the last one's ``released``) locked for the application in one commit, so
-    that the held last sentence leaves at once rather than after the end's record and the
-    approval (the text is final: nobody can change it from here on; reviewer/gateway/delivery.py)."""
-    chars = int(payloads[-1]["released"])
+def record_released_tokens(session: ReviewSession, payloads: Sequence[Mapping[str, Any]]) -> None:
+    """Tokens of a delayed gateway generation that let more of its text leave, stored with
+    that text (their largest ``released``) locked for the application in one commit: the
+    stream sends it as the tokens arrive, without a statement of its own. A token releases
+    by delayed delivery's rule (the relay applies it as the gateway does), or, the last of a
+    generation that ended by itself and that the system approves (its domain allows it,
+    nothing paused it, no cancel waits), the whole final text: nobody can change it from here
+    on, so the held last sentence leaves at once, not after the end's record and the approval
+    (reviewer/gateway/delivery.py). The engine's delivery floor keeps its own rollbacks above
+    the same boundary (inference/decode.py); a reviewer's edit there is refused. A session
+    that no longer runs locks nothing more: its tokens are stored without ``released``, so no
+    stream takes them for locked."""
+    chars = max(int(token["released"]) for token in payloads if "released" in token)
     with transaction.atomic():
+        running = S.objects.filter(pk=session.pk, status=S.RUNNING)
+        if not running.update(released_chars=Greatest("released_chars", Value(chars))):
+            payloads = [events.Encoded(_unreleased(token)) for token in payloads]
         events.emit_many(session.pk, events.TOKEN, payloads)
-        running = S.objects.filter(pk=session.pk, status=S.RUNNING, released_chars__lt=chars)
-        running.update(released_chars=chars)
+
+
+def _unreleased(token: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in token.items() if key != "released"}
 
 
 def store_record(session: ReviewSession, record: StoredRecord) -> None:

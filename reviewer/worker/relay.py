@@ -18,7 +18,9 @@ rest, except the segment's first: it is written at once, so that what is stored 
 generation began to produce (its start, and a resume, are visible at once; benchmarks time the
 delay from it). A token that lets delayed delivery send more text (its boundary moves: the first word
 of a sentence after a complete one, by the rule the gateway releases by) and anything that is
-not a token (a flag, a rollback, the stop) are written at once.
+not a token (a flag, a rollback, the stop) are written at once; the text such a token
+releases is locked for the application in the same commit (its ``released``), so that the
+stream sends it as it arrives, with no statement of its own on the way.
 
 While a run is held the engine does not wake the relay's thread for each token: it decides
 itself (``on_token``) when a write is due (the run whole, text to release, anything else, a
@@ -154,10 +156,10 @@ class Relay(Sink):
         self.step_timer.tick()
         metrics.gate_hit(self.domain, gate_hit_rate(event))
         self._queued += 1
+        released = self._released_by(event)
+        self._queue.put(("token", (event, released)))
         runs = self.batching.tokens > 1
-        releases = runs and self._releases(event)
-        self._queue.put(("token", (event, releases)))
-        if runs and (releases or self._run_whole() or self._watched_answer):
+        if runs and (released is not None or self._run_whole() or self._watched_answer):
             self._due.set()
         self.since_checkpoint += 1
         if self.since_checkpoint >= CHECKPOINT_EVERY:
@@ -274,9 +276,12 @@ class Relay(Sink):
         kind, payload = item
         if kind != "token":
             return item
-        event, releases = payload
-        self._release_due = self._release_due or releases
-        return kind, events.Encoded(events.token(event))
+        event, released = payload
+        body = events.token(event)
+        if released is not None:
+            self._release_due = True
+            body["released"] = released
+        return kind, events.Encoded(body)
 
     def _holds(self, items: list[tuple[str, Any]], until: float) -> bool:
         """Whether to wait for more before writing: only after tokens, until the run is whole
@@ -297,14 +302,17 @@ class Relay(Sink):
             self._watched_answer, self._watched_asked = self.watched(), now
         return self._watched_answer
 
-    def _releases(self, event: TokenEvent) -> bool:
-        """Whether a token (the engine's thread reports each once, in order) moves delayed
-        delivery's boundary: the gateway may then send more text (reviewer/gateway/delivery.py,
-        by the same rule)."""
+    def _released_by(self, event: TokenEvent) -> int | None:
+        """Where a token (the engine's thread reports each once, in order) moves delayed
+        delivery's boundary, the new boundary: the text up to it may leave once the token is
+        stored (reviewer/gateway/delivery.py, by the same rule), and is locked with it. None:
+        it lets no more text leave."""
+        if self.batching.delay_sentences is None:
+            return None
         self._text = self._text[: event.text_offset] + event.text  # a rollback: starts earlier
         boundary = self._releasable()
         moved, self._boundary = boundary > self._boundary, boundary
-        return moved
+        return boundary if moved else None
 
     def _releasable(self) -> int:
         rule = self.batching
@@ -342,8 +350,8 @@ class Relay(Sink):
 
     def _write(self, kind: str, payload: Any) -> None:
         try:
-            if kind == "tokens" and "released" in payload[-1]:
-                lifecycle.record_final_tokens(self.session, payload)
+            if kind == "tokens" and any("released" in token for token in payload):
+                lifecycle.record_released_tokens(self.session, payload)
             elif kind == "tokens":
                 # lifecycle.record_token, for many: a token is an event and nothing else.
                 events.emit_many(self.session.pk, events.TOKEN, payload)

@@ -70,10 +70,14 @@ def relay_batching(session: ReviewSession) -> Batching:
     """How the segment's relay writes its tokens. A reviewer who started the session reads
     along and pauses at what they read: each token at once. A gateway generation's text leaves
     by sentences or after review, so its tokens go in runs, except where its domain streams
-    every token (no delay) and while a reviewer's page follows it (the relay asks)."""
+    every token (no delay) and while a reviewer's page follows it (the relay asks). Under
+    delayed delivery the relay also locks the text each token releases (the rule and the
+    stop strings it needs)."""
     domain = session.domain
-    if not session.from_gateway or (domain.delivery_mode == DELAYED and not domain.delay_sentences):
+    if not session.from_gateway:
         return EACH_AT_ONCE
+    if domain.delivery_mode == DELAYED and not domain.delay_sentences:
+        return Batching(delay_sentences=0, stops=stop_strings(session))
     tokens, hold_s = settings.CAESURA_GATEWAY_RELAY_TOKENS, settings.CAESURA_GATEWAY_RELAY_HOLD_MS
     if domain.delivery_mode != DELAYED:  # nothing leaves before review
         return Batching(tokens, hold_s / 1000)
