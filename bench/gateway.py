@@ -43,6 +43,12 @@ replaying the delivery rule over the loop's tokens; the last token if no sentenc
 which also counts the throughput difference over every token before the release;
 ``raw_added_ttft_p95_ms`` compares with the loop's first token.
 
+``web_server_cpu_ms_per_call`` (in the breakdown) is the CPU time the web server process
+used per call over the gateway's rounds (its /proc counters, in clock ticks of 10 ms, summed
+across the rounds, over their calls): admission, following the generation, SSE, the end. On a machine whose cores the model's threads
+keep busy, each such millisecond is taken from the worker's prefills and steps; the loop has
+none of it.
+
 ``gateway_breakdown`` splits the gateway's figures by what the worker stored (its events'
 ``created_at``; the tokens of one run, reviewer/worker/relay.py, share their write's time, so
 ``worker_ttft_ms`` includes the first run's hold): the worker's own tokens/s and time to the releasing token (the Celery
@@ -270,6 +276,12 @@ def worker_tok_s(runs: list[dict], times: list[dict]) -> list[float]:
     ]
 
 
+def cpu_s(pid: int) -> float:
+    """The CPU time a process has used so far (user and system, /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def aggregate(runs: list[dict]) -> float:
     return sum(r["tokens"] for r in runs) / (
         max(r["end"] for r in runs) - min(r["start"] for r in runs)
@@ -284,7 +296,14 @@ def throughput(stack: gateway_stack.Stack, loop) -> dict:
     from reviewer.models import ReviewSession
 
     raw: dict = {
-        str(n): {"gateway": [], "loop": [], "g_tok_s": [], "l_tok_s": [], "same": []}
+        str(n): {
+            "gateway": [],
+            "loop": [],
+            "g_tok_s": [],
+            "l_tok_s": [],
+            "same": [],
+            "web_cpu_ms": [],
+        }
         for n in CONCURRENCY
     }
     previous: dict[int, list] = {}
@@ -295,9 +314,12 @@ def throughput(stack: gateway_stack.Stack, loop) -> dict:
             loop_first = round_ % 2 == 1 and n in previous
             if loop_first:
                 lp = loop_round(loop, previous[n])
+            server = stack.processes[0].pid  # the web server (gateway_stack.start_processes)
+            cpu_before = cpu_s(server)
             gw = gateway_stack.in_threads(
                 lambda i, b: gateway_call(stack.url, stack.apps[i][1], i, b), n
             )
+            raw[str(n)]["web_cpu_ms"].append(1000 * (cpu_s(server) - cpu_before))
             sessions = [ReviewSession.objects.get(pk=r["session"]) for r in gw]
             for r in gw:
                 r["round"] = round_
@@ -352,7 +374,10 @@ def summary(figures: dict) -> dict:
         "release_at_token": statistics.mean(r["release_token"] for r in figures["loop"]),
         "sample_text": figures["loop"][0]["text"],
         "same_text": all(figures["same"]),
-        "gateway_breakdown": breakdown(figures["gateway"], stored),
+        "gateway_breakdown": {
+            **breakdown(figures["gateway"], stored),
+            "web_server_cpu_ms_per_call": sum(figures["web_cpu_ms"]) / len(figures["gateway"]),
+        },
     }
 
 
