@@ -141,3 +141,90 @@ def test_it_names_every_refused_command_in_the_catalogs_phrases():
                         named.add(value.value)
     assert {"pause", "roll back", "choose an alternative for", "claim"} <= named  # the scan works
     assert named <= phrases, sorted(named - phrases)
+
+
+async def replies_on_socket(session_id: int, user, language: str, frames: list[str]) -> list[dict]:
+    """The error frame each raw frame gets, on a page in ``language``."""
+    from channels.testing import WebsocketCommunicator
+
+    cookie = await session_cookie(user)
+    headers = [(b"origin", b"http://localhost")]
+    headers.append((b"cookie", b"; ".join([cookie, f"django_language={language}".encode()])))
+    communicator = WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    try:
+        replies = []
+        for frame in frames:
+            await communicator.send_to(text_data=frame)
+            replies.append(await next_reply(communicator))
+        await communicator.send_to(bytes_data=b"\x00")
+        replies.append(await next_reply(communicator))
+        return replies
+    finally:
+        await communicator.disconnect()
+
+
+MALFORMED = ["{not json", "[1]", '{"command": "fly"}', '{"command": "rollback", "position": 2.5}']
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [
+        (
+            "zh-hans",
+            [
+                "消息不是有效的 JSON",
+                "消息必须是 JSON 对象",
+                "未知命令 'fly'；已知命令：",
+                "position 必须是 0 到 2147483647 之间的 JSON 整数，而不是 2.5",
+                "消息必须是 JSON 文本，而不是二进制数据",
+            ],
+        ),
+        (
+            "en",
+            [
+                "Message is not valid JSON",
+                "Messages must be JSON objects",
+                "Unknown command 'fly'; known: ",
+                "position must be a JSON integer from 0 to 2147483647, not 2.5",
+                "Messages must be JSON text, not binary",
+            ],
+        ),
+    ],
+)
+async def test_it_refuses_a_malformed_socket_message_in_the_pages_language(
+    alice, language, expected
+):
+    from channels.db import database_sync_to_async
+
+    session = await database_sync_to_async(make_session)(alice, status=S.PAUSED)
+    replies = await replies_on_socket(session.pk, alice, language, MALFORMED)
+    assert [r["status"] for r in replies] == [400] * 5
+    for reply, start in zip(replies, expected, strict=True):
+        assert reply["message"].startswith(start), (reply["message"], start)
+    status = await database_sync_to_async(lambda: S.objects.get(pk=session.pk).status)()
+    assert status == S.PAUSED  # refused: nothing changed
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_malformed_api_body_in_the_requests_language(alice):
+    client = Client()
+    client.force_login(alice)
+    session = make_session(alice, status=S.PAUSED)
+    url = f"/api/sessions/{session.pk}/rollback"
+
+    def refusal(body: str, **language: str) -> str:
+        answer = client.post(url, body, content_type="application/json", **language)
+        assert answer.status_code == 400
+        return answer.json()["error"]
+
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-CN"}
+    assert refusal("[", **zh) == "请求体不是有效的 JSON"
+    assert refusal("[]", **zh) == "请求体必须是 JSON 对象"
+    assert refusal("{}", **zh) == "position 为必填项"
+    assert refusal('{"position": "2"}', **zh).startswith("position 必须是 0 到")
+    assert refusal("[") == "Request body is not valid JSON"
+    assert refusal("{}") == "position is required"
+    assert S.objects.get(pk=session.pk).status == S.PAUSED

@@ -297,7 +297,7 @@ def test_it_refuses_a_change_to_delivered_text_with_409_saying_why(
     response = post(client, f"/api/sessions/{delivered.pk}/{command}", body)
     assert response.status_code == 409
     message = response.json()["error"]
-    assert "already delivered to the application" in message and "locked" in message
+    assert "already released to the application" in message and "locked" in message
     assert f"after character {len('The patient')}" in message
     assert snapshot() == before
 

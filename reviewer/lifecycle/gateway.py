@@ -273,12 +273,12 @@ def release(session_id: int, chars: int, read_upto: int) -> bool:
 
 
 def require_undelivered(session: ReviewSession, start: int, command: str) -> None:
-    """An edit, choice or rollback may change only text the application has not received."""
+    """An edit, choice or rollback may change only text not yet released to the application."""
     if start < session.released_chars:
         raise Conflict(
             _(
                 "Cannot %(command)s the session there: its first %(released)s characters were"
-                " already delivered to the application (delayed delivery) and are locked;"
+                " already released to the application (delayed delivery) and are locked;"
                 " change only text after character %(released)s"
             )
             % {"command": transitions.named(command), "released": session.released_chars}

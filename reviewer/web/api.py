@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Protocol, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from reviewer import events, lifecycle
@@ -95,7 +96,7 @@ def body_of(request: HttpRequest) -> dict[str, Any]:
         return {}
     data = arguments.loads(request.body)
     if not isinstance(data, dict):
-        raise lifecycle.InvalidInput("Request body must be a JSON object")
+        raise lifecycle.InvalidInput(_("Request body must be a JSON object"))
     return data
 
 

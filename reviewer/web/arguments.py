@@ -10,7 +10,8 @@ integer outside the field's range. Numbers must be finite: JSON text holding NaN
 or a number too large for a float (1e400) is refused as a whole. Strings are bounded and
 must be storable: Postgres refuses the NUL character and lone UTF-16 surrogates.
 
-Each reader raises InvalidInput (400) with a message naming the argument.
+Each reader raises InvalidInput (400) with a message naming the argument, in the language
+active when it refuses (a reviewer's page's; English for a client that asks for none).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from functools import cached_property
 from typing import Annotated, Any, NoReturn
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
@@ -121,10 +123,14 @@ class Integer(Reader):
         return core_schema.int_schema(strict=True, ge=self.minimum, le=self.maximum)
 
     def refusal(self, value: Any) -> str:
-        return (
-            f"{self.name} must be a JSON integer from {self.minimum} to {self.maximum},"
-            f" not {shown(value)}"
-        )
+        return _(
+            "%(name)s must be a JSON integer from %(minimum)s to %(maximum)s, not %(value)s"
+        ) % {
+            "name": self.name,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "value": shown(value),
+        }
 
     def __call__(self, value: Any) -> int:
         return int(super().__call__(value))
@@ -148,19 +154,24 @@ class Text(Reader):
         return core_schema.str_schema(strict=True)
 
     def refusal(self, value: Any) -> str:
-        return f"{self.name} must be a string, not {shown(value)}"
+        return _("%(name)s must be a string, not %(value)s") % {
+            "name": self.name,
+            "value": shown(value),
+        }
 
     def read(self, value: str) -> str:
         if self.strip:
             value = value.strip()
+        name = {"name": self.name}
         if not self.blank and not value.strip():
-            refuse(f"{self.name} must not be empty")
+            refuse(_("%(name)s must not be empty") % name)
         if len(value) > self.limit:
-            refuse(f"{self.name} is {len(value)} characters long; the limit is {self.limit}")
+            too_long = _("%(name)s is %(length)s characters long; the limit is %(limit)s")
+            refuse(too_long % {**name, "length": len(value), "limit": self.limit})
         if "\x00" in value:
-            refuse(f"{self.name} must not contain the NUL character")
+            refuse(_("%(name)s must not contain the NUL character") % name)
         if not encodable(value):
-            refuse(f"{self.name} must be valid Unicode (it holds a lone surrogate)")
+            refuse(_("%(name)s must be valid Unicode (it holds a lone surrogate)") % name)
         return value
 
     def __get_pydantic_json_schema__(
@@ -185,7 +196,11 @@ class Choice(Reader):
         return core_schema.literal_schema(list(self.choices))
 
     def refusal(self, value: Any) -> str:
-        return f"{self.name} must be one of {', '.join(self.choices)}, not {shown(value)}"
+        return _("%(name)s must be one of %(choices)s, not %(value)s") % {
+            "name": self.name,
+            "choices": ", ".join(self.choices),
+            "value": shown(value),
+        }
 
     def __call__(self, value: Any) -> str:
         return str(super().__call__(value))
@@ -258,27 +273,32 @@ LIMIT = Integer("limit", 0, MAX_INT, "Most sessions to list (at most 1000 are se
 # --- JSON and query strings -------------------------------------------------------------------
 
 
-def loads(text: str | bytes, what: str = "Request body") -> Any:
+def loads(text: str | bytes, what: str | None = None) -> Any:
     """Strict JSON: no NaN or Infinity, no number beyond a float, no nesting deeper than
-    Python's parser follows. Anything else is refused with InvalidInput naming `what`."""
+    Python's parser follows. Anything else is refused with InvalidInput naming `what` (by
+    default the request body)."""
+    named = {"what": what or _("Request body")}
 
     def refuse_constant(name: str) -> NoReturn:
-        raise InvalidInput(f"{what} is not valid JSON: {name} is not a JSON number")
+        message = _("%(what)s is not valid JSON: %(name)s is not a JSON number")
+        raise InvalidInput(message % {**named, "name": name})
 
     def finite(text: str) -> float:
         value = float(text)
         if not math.isfinite(value):
-            raise InvalidInput(f"{what} holds a number out of range: {shown(text)}")
+            message = _("%(what)s holds a number out of range: %(value)s")
+            raise InvalidInput(message % {**named, "value": shown(text)})
         return value
 
     try:
         return json.loads(text, parse_constant=refuse_constant, parse_float=finite)
     except RecursionError:
-        raise InvalidInput(f"{what} is not valid JSON: it is nested too deeply") from None
+        message = _("%(what)s is not valid JSON: it is nested too deeply")
+        raise InvalidInput(message % named) from None
     except UnicodeDecodeError:
-        raise InvalidInput(f"{what} is not valid JSON: it is not UTF-8") from None
+        raise InvalidInput(_("%(what)s is not valid JSON: it is not UTF-8") % named) from None
     except ValueError:  # also integers with more digits than Python converts
-        raise InvalidInput(f"{what} is not valid JSON") from None
+        raise InvalidInput(_("%(what)s is not valid JSON") % named) from None
 
 
 def query_integer(raw: str | None, reader: Integer, default: int) -> int:
@@ -286,8 +306,14 @@ def query_integer(raw: str | None, reader: Integer, default: int) -> int:
     if raw in (None, ""):
         return default
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 20:
+        message = _("%(name)s must be an integer from %(minimum)s to %(maximum)s, not %(value)s")
         raise InvalidInput(
-            f"{reader.name} must be an integer from {reader.minimum} to {reader.maximum},"
-            f" not {shown(raw)}"
+            message
+            % {
+                "name": reader.name,
+                "minimum": reader.minimum,
+                "maximum": reader.maximum,
+                "value": shown(raw),
+            }  # fmt: skip
         )
     return reader(int(raw))

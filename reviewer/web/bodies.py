@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from django.utils.translation import gettext as _
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -171,7 +172,7 @@ def refusal(exc: ValidationError) -> str:
     errors = exc.errors()
     missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
     if missing:
-        return f"{', '.join(missing)} is required"
+        return _("%(fields)s is required") % {"fields": ", ".join(missing)}
     first = errors[0]
     if first["type"] == a.REFUSED:
         return str(first["msg"])

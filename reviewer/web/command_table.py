@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext as _
+
 from reviewer import lifecycle
 from reviewer.lifecycle.idempotency import Service
 from reviewer.web import arguments, bodies
@@ -88,7 +90,8 @@ def run(user: User, session_id: int, name: object, body: dict[str, Any]) -> dict
     """Validate a client's command body and hand it to services; raises CommandError."""
     command = COMMANDS.get(name) if isinstance(name, str) else None
     if command is None:
-        raise InvalidInput(f"Unknown command {arguments.shown(name)}; known: {', '.join(COMMANDS)}")
+        unknown = _("Unknown command %(name)s; known: %(known)s")
+        raise InvalidInput(unknown % {"name": arguments.shown(name), "known": ", ".join(COMMANDS)})
     return command.func(
         user, session_id, command_id=bodies.command_id_of(body), **command.arguments(body)
     )

@@ -175,21 +175,24 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:
-        """Every malformed message gets an error frame; none closes the socket."""
-        if text_data is None:
-            await self.send_error(None, None, "Messages must be JSON text, not binary", 400)
-            return
-        try:
-            content = arguments.loads(text_data, what="Message")
-        except lifecycle.CommandError as exc:
-            await self.send_error(None, None, str(exc), exc.status)
-            return
+        """Every malformed message gets an error frame; none closes the socket. Each is read,
+        refused or carried out in the reviewer's language."""
         with translation.override(self.language):  # the command's thread inherits it
+            if text_data is None:
+                message = translation.gettext("Messages must be JSON text, not binary")
+                await self.send_error(None, None, message, 400)
+                return
+            try:
+                content = arguments.loads(text_data, what=translation.gettext("Message"))
+            except lifecycle.CommandError as exc:
+                await self.send_error(None, None, str(exc), exc.status)
+                return
             await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict):
-            await self.send_error(None, None, "Messages must be JSON objects", 400)
+            message = translation.gettext("Messages must be JSON objects")
+            await self.send_error(None, None, message, 400)
         elif content.get("command") == "sync":
             await self.sync(content)
         else:
