@@ -80,8 +80,9 @@ def gate_hit_rate(event: TokenEvent) -> float | None:
 class Batching:
     """How a relay writes its tokens: in runs of up to ``tokens``, the first of a run held at
     most ``hold_s`` for the rest; one token: each as it comes. ``delay_sentences`` and
-    ``stops``: delayed delivery's, so that a token that lets more text leave goes at once;
-    None: no text leaves while the generation runs (it waits for review)."""
+    ``stops``: delayed delivery's, so that a token that lets more text leave goes at once,
+    with that text locked; None: no text leaves while the generation runs (it waits for
+    review)."""
 
     tokens: int = 1
     hold_s: float = 0.0
