@@ -5,6 +5,7 @@ Without either, English, word for word as before."""
 from __future__ import annotations
 
 import ast
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,9 @@ PAUSED_ZH = "会话状态为“已暂停”，无法暂停"
 PAUSED_EN = "Cannot pause a session that is paused"
 
 
-async def refusal_on_socket(session_id: int, user, extra: list[tuple[bytes, bytes]]) -> dict:
+@contextlib.asynccontextmanager
+async def page_socket(session_id: int, user, extra: list[tuple[bytes, bytes]]):
+    """The session page's socket, logged in as ``user``, with these extra headers."""
     from channels.testing import WebsocketCommunicator
 
     cookie = await session_cookie(user)
@@ -36,10 +39,21 @@ async def refusal_on_socket(session_id: int, user, extra: list[tuple[bytes, byte
     connected, _ = await communicator.connect()
     assert connected
     try:
-        await communicator.send_json_to({"command": "pause", "command_id": "p1"})
-        return await next_reply(communicator)
+        yield communicator
     finally:
         await communicator.disconnect()
+
+
+async def refusal_on_socket(session_id: int, user, extra: list[tuple[bytes, bytes]]) -> dict:
+    async with page_socket(session_id, user, extra) as communicator:
+        await communicator.send_json_to({"command": "pause", "command_id": "p1"})
+        return await next_reply(communicator)
+
+
+async def status_now(session_id: int) -> str:
+    from channels.db import database_sync_to_async
+
+    return await database_sync_to_async(lambda: S.objects.get(pk=session_id).status)()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -59,14 +73,19 @@ async def test_it_refuses_a_socket_command_in_the_pages_language(alice, extra, e
     reply = await refusal_on_socket(session.pk, alice, extra)
     assert (reply["type"], reply["status"], reply["command_id"]) == ("error", 409, "p1")
     assert reply["message"] == expected
-    status = await database_sync_to_async(lambda: S.objects.get(pk=session.pk).status)()
-    assert status == S.PAUSED  # refused: nothing changed
+    assert await status_now(session.pk) == S.PAUSED  # refused: nothing changed
+
+
+@pytest.fixture
+def client(alice) -> Client:
+    """Alice's browser, logged in."""
+    browser = Client()
+    browser.force_login(alice)
+    return browser
 
 
 @pytest.mark.django_db
-def test_it_refuses_an_api_command_in_the_requests_language(alice):
-    client = Client()
-    client.force_login(alice)
+def test_it_refuses_an_api_command_in_the_requests_language(alice, client):
     session = make_session(alice, status=S.COMPLETED)
     url = f"/api/sessions/{session.pk}/resume"
     chinese = client.post(url, {}, content_type="application/json", HTTP_ACCEPT_LANGUAGE="zh-CN")
@@ -77,13 +96,11 @@ def test_it_refuses_an_api_command_in_the_requests_language(alice):
 
 
 @pytest.mark.django_db
-def test_it_says_a_reviewers_generating_limit_in_the_requests_language(alice, settings):
+def test_it_says_a_reviewers_generating_limit_in_the_requests_language(alice, client, settings):
     from tests.session_factory import clinical_notes
 
     settings.CAESURA_REVIEWER_MAX_GENERATING = 1
     make_session(alice, status=S.RUNNING)
-    client = Client()
-    client.force_login(alice)
     body = {"domain": clinical_notes().name, "input": "Fever."}
     refused = client.post(
         "/api/sessions", body, content_type="application/json", HTTP_ACCEPT_LANGUAGE="zh-CN"
@@ -94,14 +111,14 @@ def test_it_says_a_reviewers_generating_limit_in_the_requests_language(alice, se
 
 
 @pytest.mark.django_db
-def test_it_says_why_the_new_session_form_was_refused_in_the_pages_language(alice, settings):
+def test_it_says_why_the_new_session_form_was_refused_in_the_pages_language(
+    alice, client, settings
+):
     from tests.session_factory import clinical_notes
 
     settings.CAESURA_REVIEWER_MAX_GENERATING = 1
     make_session(alice, status=S.RUNNING)
     domain = clinical_notes()
-    client = Client()
-    client.force_login(alice)
     client.cookies["django_language"] = "zh-hans"
     form = {"domain": domain.pk, "input_text": "Fever.", "max_new_tokens": 12}
     page = client.post("/sessions/new", form)
@@ -144,16 +161,9 @@ def test_it_names_every_refused_command_in_the_catalogs_phrases():
 
 
 async def replies_on_socket(session_id: int, user, language: str, frames: list[str]) -> list[dict]:
-    """The error frame each raw frame gets, on a page in ``language``."""
-    from channels.testing import WebsocketCommunicator
-
-    cookie = await session_cookie(user)
-    headers = [(b"origin", b"http://localhost")]
-    headers.append((b"cookie", b"; ".join([cookie, f"django_language={language}".encode()])))
-    communicator = WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers)
-    connected, _ = await communicator.connect()
-    assert connected
-    try:
+    """The error frame each raw frame gets, then a binary one's, on a page in ``language``."""
+    cookie = [(b"cookie", f"django_language={language}".encode())]
+    async with page_socket(session_id, user, cookie) as communicator:
         replies = []
         for frame in frames:
             await communicator.send_to(text_data=frame)
@@ -161,8 +171,6 @@ async def replies_on_socket(session_id: int, user, language: str, frames: list[s
         await communicator.send_to(bytes_data=b"\x00")
         replies.append(await next_reply(communicator))
         return replies
-    finally:
-        await communicator.disconnect()
 
 
 MALFORMED = ["{not json", "[1]", '{"command": "fly"}', '{"command": "rollback", "position": 2.5}']
@@ -204,14 +212,11 @@ async def test_it_refuses_a_malformed_socket_message_in_the_pages_language(
     assert [r["status"] for r in replies] == [400] * 5
     for reply, start in zip(replies, expected, strict=True):
         assert reply["message"].startswith(start), (reply["message"], start)
-    status = await database_sync_to_async(lambda: S.objects.get(pk=session.pk).status)()
-    assert status == S.PAUSED  # refused: nothing changed
+    assert await status_now(session.pk) == S.PAUSED  # refused: nothing changed
 
 
 @pytest.mark.django_db
-def test_it_refuses_a_malformed_api_body_in_the_requests_language(alice):
-    client = Client()
-    client.force_login(alice)
+def test_it_refuses_a_malformed_api_body_in_the_requests_language(alice, client):
     session = make_session(alice, status=S.PAUSED)
     url = f"/api/sessions/{session.pk}/rollback"
 
