@@ -1,6 +1,7 @@
 """The gateway over a live generation, with the openai SDK against a live server (daphne) and
 a real worker: delayed delivery stays a sentence behind the model and ends with the approved
-text byte for byte; a client that disconnects mid-stream loses nothing.
+text byte for byte; a pause keeps what was released and hands the rest to the reviewer; a
+client that disconnects mid-stream loses nothing.
 
 Persona: "desk" is an application bound to the Plain domain, set up here as a low-risk
 underwriting-like domain: delayed delivery one sentence behind, approved automatically when
@@ -161,3 +162,59 @@ def test_it_holds_no_database_connection_while_calls_wait_for_review(
         started = time.monotonic()
         listed = httpx.get(server_url + "/v1/models", headers=headers, timeout=30)
         assert listed.status_code == 200 and time.monotonic() - started < 5
+
+
+def test_a_pause_keeps_the_released_text_and_hands_the_rest_to_the_reviewer(
+    client, plain_domain, alice
+):
+    """A policy pauses a delayed generation after two sentences: the first left with the token
+    that released it, locked by the worker as it stored that token; a reviewer cannot change
+    it, may change the second, and the application then receives exactly the approved text."""
+    import threading
+
+    from reviewer import lifecycle
+    from reviewer.models import PausePolicy
+
+    PausePolicy.objects.create(
+        domain=plain_domain, name="Two", kind="sentence_count", params={"every": 2}
+    )
+    plain_domain.reviewers.add(alice)
+    received: list[str] = []
+    session_ids: list[int] = []
+
+    def call() -> None:
+        stream = client.chat.completions.create(
+            model="caesura:plain", messages=ASK, max_tokens=96, temperature=0, stream=True
+        )
+        for chunk in stream:
+            session_ids[:] = session_ids or [int(chunk.id.rsplit("-", 1)[-1])]
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            received.append(piece or "")
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    wait_for(lambda: bool(session_ids), what="the stream's first chunk")
+    sid = session_ids[0]
+    wait_for(lambda: session_of(f"chatcmpl-{sid}").status != "running", what="the pause")
+    paused = session_of(f"chatcmpl-{sid}")
+    assert paused.status == "paused", paused.status
+    released = paused.released_chars
+    wait_for(lambda: len("".join(received)) >= released, what="the released text")
+    assert "".join(received) == paused.text[:released]  # all that was released, no more
+    assert 0 < released < len(paused.text)
+    releasing = [e.payload["released"] for e in paused.events.filter(type="token")
+                 if "released" in e.payload]  # fmt: skip
+    assert releasing and max(releasing) == released  # the worker's lock, with its token
+
+    lifecycle.claim(alice, sid)
+    with pytest.raises(lifecycle.Conflict, match="locked"):
+        lifecycle.edit(alice, sid, 0, 1, "X")
+    end = len(paused.text)
+    lifecycle.edit(alice, sid, released, end, " Keep an emergency fund.")
+    wait_for(lambda: session_of(f"chatcmpl-{sid}").text.endswith("fund."), what="the edit")
+    lifecycle.approve(alice, sid, comment="Checked.")
+    caller.join(timeout=60)
+    approved = session_of(f"chatcmpl-{sid}")
+    assert approved.status == "completed"
+    assert "".join(received) == approved.text  # byte for byte, the edit included
+    assert approved.text.startswith(paused.text[:released])
