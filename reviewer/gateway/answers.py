@@ -8,7 +8,6 @@ import functools
 import hashlib
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -28,18 +27,11 @@ NO_LOGPROB = -9999.0  # OpenAI's own floor for a probability too small to show
 @functools.cache
 def system_fingerprint() -> str:
     """Changes exactly when the model does: its name and its configuration."""
-    return _fingerprint(settings.MODEL_DIR, settings.CAESURA_BACKEND)
-
-
-@functools.lru_cache(maxsize=8)
-def _fingerprint(model_dir: Path, backend: str) -> str:
-    # Read once per model: a stream's first chunk carries it, and the file does not change
-    # under a running server (the worker, too, loads the model once).
-    config = model_dir / "config.json"
-    digest = hashlib.sha256(model_dir.name.encode())
+    config = settings.MODEL_DIR / "config.json"
+    digest = hashlib.sha256(settings.MODEL_DIR.name.encode())
     if config.is_file():
         digest.update(config.read_bytes())
-    digest.update(backend.encode())
+    digest.update(settings.CAESURA_BACKEND.encode())
     return "fp_" + digest.hexdigest()[:12]
 
 

@@ -314,6 +314,6 @@ def query_integer(raw: str | None, reader: Integer, default: int) -> int:
                 "minimum": reader.minimum,
                 "maximum": reader.maximum,
                 "value": shown(raw),
-            }  # fmt: skip
+            }
         )
     return reader(int(raw))
