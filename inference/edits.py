@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from inference.message import Message
 from inference.signals import top1_and_entropy
 from inference.state import Note
 from inference.text import Tokenizer
@@ -25,7 +26,8 @@ Parts = tuple[int, list[int], list[Description]]  # (ids kept, new tail, descrip
 
 
 class EditError(ValueError):
-    """An edit is out of range, overlaps another or is malformed; nothing was changed."""
+    """An edit is out of range, overlaps another or is malformed; nothing was changed. Its
+    argument is a Message, so that a reviewer reads it in their own language."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,13 @@ def from_dict(d: dict[str, Any]) -> Edit:
     d = dict(d)
     cls = EDIT_KINDS.get(d.pop("kind", None))
     if cls is None:
-        raise EditError(f"edit kind must be one of {', '.join(EDIT_KINDS)}")
+        raise EditError(Message("edit kind must be one of %(kinds)s", kinds=", ".join(EDIT_KINDS)))
     try:
         return cls(**d)
     except TypeError as exc:
-        raise EditError(f"bad {cls.kind} edit: {exc}") from None
+        raise EditError(
+            Message("bad %(kind)s edit: %(error)s", kind=cls.kind, error=str(exc))
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -121,10 +125,10 @@ def plan(vocab: Vocabulary, state: DecodeState, edits: Sequence[Edit | dict[str,
 def _plan(vocab: Vocabulary, state: DecodeState, edits: list[Edit]) -> Parts:
     """(tokens to keep, new tail ids, per-edit descriptions) or EditError."""
     if not edits:
-        raise EditError("no edit given")
+        raise EditError(Message("no edit given"))
     kinds = {e.kind for e in edits}
     if len(edits) > 1 and not kinds <= {"replace", "append"}:
-        raise EditError("truncate and choose edits must be applied alone")
+        raise EditError(Message("truncate and choose edits must be applied alone"))
     if isinstance(edits[0], Truncate):
         return _truncate(state, edits[0])
     if isinstance(edits[0], Choose):
@@ -132,10 +136,10 @@ def _plan(vocab: Vocabulary, state: DecodeState, edits: list[Edit]) -> Parts:
     rewrites = [e for e in edits if isinstance(e, Replace | Append)]
     units = {e.unit for e in rewrites if isinstance(e, Replace)}
     if not units <= {"char", "token"}:
-        raise EditError('edit unit must be "char" or "token"')
+        raise EditError(Message('edit unit must be "char" or "token"'))
     if "token" in units:
         if units != {"token"} or "append" in kinds:
-            raise EditError("token-range replacements cannot be mixed with other edits")
+            raise EditError(Message("token-range replacements cannot be mixed with other edits"))
         return _replace_tokens(vocab, state, [e for e in rewrites if isinstance(e, Replace)])
     return _rewrite(vocab, state, rewrites)
 
@@ -144,11 +148,13 @@ def _replace_tokens(vocab: Vocabulary, state: DecodeState, edits: list[Replace])
     """Token ranges swapped for the tokens of new text; the tokens after them are kept."""
     ids, n = state.generated_ids, len(state.generated_ids)
     for e in edits:
-        _check_range(e.start, e.end, n, "token range")
+        template = "token range [%(start)s, %(end)s) is outside [0, %(size)s]"
+        _check_range(e.start, e.end, n, template)
     edits = sorted(edits, key=lambda e: (e.start, e.end))
     for a, b in zip(edits, edits[1:], strict=False):
         if b.start < a.end or a.start == b.start:
-            raise EditError(f"edits overlap: tokens [{a.start}, {a.end}) and [{b.start}, {b.end})")
+            template = "edits overlap: tokens [%(a)s, %(b)s) and [%(c)s, %(d)s)"
+            raise EditError(Message(template, a=a.start, b=a.end, c=b.start, d=b.end))
     new_ids: list[int] = []
     results: list[Description] = []
     cursor = 0
@@ -165,7 +171,7 @@ def _replace_tokens(vocab: Vocabulary, state: DecodeState, edits: list[Replace])
 
 def _truncate(state: DecodeState, edit: Truncate) -> Parts:
     n = len(state.generated_ids)
-    _check_int(edit.position, 0, n, "truncate position")
+    _check_int(edit.position, 0, n, "truncate position %(value)s is outside [%(lo)s, %(hi)s]")
     start, _ = state.detok.token_span_chars(edit.position, n)
     removed = state.text[start:]
     return edit.position, [], [_result("truncate", start, len(state.text), removed, "")]
@@ -174,8 +180,9 @@ def _truncate(state: DecodeState, edit: Truncate) -> Parts:
 def _choose(vocab: Vocabulary, state: DecodeState, edit: Choose) -> Parts:
     n = len(state.generated_ids)
     position = n if edit.position is None else edit.position
-    _check_int(position, 0, n, "choose position")
-    _check_int(edit.token_id, 0, vocab.vocab_size - 1, "token id")
+    _check_int(position, 0, n, "choose position %(value)s is outside [%(lo)s, %(hi)s]")
+    template = "token id %(value)s is outside [%(lo)s, %(hi)s]"
+    _check_int(edit.token_id, 0, vocab.vocab_size - 1, template)
     start, end = state.detok.token_span_chars(position, n)
     text = vocab.token_text(edit.token_id)
     return position, [edit.token_id], [_result("choose", start, end, state.text[start:end], text)]
@@ -187,11 +194,12 @@ def _rewrite(vocab: Vocabulary, state: DecodeState, edits: list[Replace | Append
     spans = sorted((_char_span(state, e), i) for i, e in enumerate(edits) if isinstance(e, Replace))
     for ((a0, a1), _), ((b0, b1), _) in zip(spans, spans[1:], strict=False):
         if b0 < a1 or (a0 == b0):
-            raise EditError(f"edits overlap: chars [{a0}, {a1}) and [{b0}, {b1})")
+            template = "edits overlap: chars [%(a)s, %(b)s) and [%(c)s, %(d)s)"
+            raise EditError(Message(template, a=a0, b=a1, c=b0, d=b1))
     appends = [e.text for e in edits if isinstance(e, Append)]
     appended = "".join(appends)
     if appends and not appended:
-        raise EditError("append needs some text")
+        raise EditError(Message("append needs some text"))
     pieces: list[str] = []
     results: list[Description] = []
     cursor = 0
@@ -219,19 +227,26 @@ def _cut(state: DecodeState, char: int, eos_ids: frozenset[int]) -> tuple[int, i
 
 def _char_span(state: DecodeState, edit: Replace) -> tuple[int, int]:
     if edit.unit != "char":
-        raise EditError(f'edit unit must be "char" or "token", not {edit.unit!r}')
-    _check_range(edit.start, edit.end, len(state.text), "char range")
+        template = 'edit unit must be "char" or "token", not "%(unit)s"'
+        raise EditError(Message(template, unit=str(edit.unit)))
+    template = "char range [%(start)s, %(end)s) is outside [0, %(size)s]"
+    _check_range(edit.start, edit.end, len(state.text), template)
     return edit.start, edit.end
 
 
-def _check_range(start: object, end: object, size: int, what: str) -> None:
+def _check_range(start: object, end: object, size: int, template: str) -> None:
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= size):
-        raise EditError(f"{what} [{start}, {end}) is outside [0, {size}]")
+        raise EditError(Message(template, start=shown(start), end=shown(end), size=size))
 
 
-def _check_int(value: object, lo: int, hi: int, what: str) -> None:
+def _check_int(value: object, lo: int, hi: int, template: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise EditError(f"{what} {value!r} is outside [{lo}, {hi}]")
+        raise EditError(Message(template, value=shown(value), lo=lo, hi=hi))
+
+
+def shown(value: object) -> int | str:
+    """A value as a refusal names it: a number as is, anything else as Python writes it."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
 def _result(kind: str, char_start: int, char_end: int, before: str, after: str) -> Description:

@@ -296,13 +296,14 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
 
 
 def engine_message_templates() -> set[str]:
-    """Every Message template inference/ writes: the argument a function names ``template``
-    (Message's own first one, and its callers' in each module), a literal there or a literal
-    assigned to ``template`` (the two ways the code makes them)."""
+    """Every Message template inference/ and the worker write: the argument a function names
+    ``template`` (Message's own first one, and its callers' in each module), a literal there or
+    a literal assigned to ``template`` (the two ways the code makes them)."""
     import ast
 
     found = set()
-    for module in (REPO / "inference").rglob("*.py"):
+    modules = [*(REPO / "inference").rglob("*.py"), *(REPO / "reviewer" / "worker").rglob("*.py")]
+    for module in modules:
         tree = ast.parse(module.read_text())
         takes = {"Message": 0} | {
             node.name: [a.arg for a in node.args.args].index("template")

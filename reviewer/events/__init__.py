@@ -26,6 +26,7 @@ from django.db.models import Func, IntegerField, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from inference.message import Message
 from reviewer.events import layer_loop
 from reviewer.events.commit_batch import CommitBatch
 from reviewer.events.kinds import (
@@ -266,7 +267,27 @@ def status(value: str) -> Status:
 
 
 def error(message: str, edit: int | None = None) -> Error:
-    return {"message": message} if edit is None else {"message": message, "edit": edit}
+    """An error to show; an engine Message keeps its template and values, so that each page
+    shows it in its own language (reviewer/web/consumers.py)."""
+    out: Error = {"message": str(message)}
+    if isinstance(message, Message):
+        out |= {"template": message.template, "values": message_values(message)}
+    if edit is not None:
+        out["edit"] = edit
+    return out
+
+
+def message_values(message: Message) -> dict[str, Any]:
+    """A Message's values as JSON keeps them (see stored_value)."""
+    return {key: stored_value(value) for key, value in message.values.items()}
+
+
+def stored_value(value: Any) -> Any:
+    """A Message as its own template and values (``{"template", "values"}``); a number or
+    text as is; anything else as text."""
+    if isinstance(value, Message):
+        return {"template": value.template, "values": message_values(value)}
+    return value if isinstance(value, int | float | str) else str(value)
 
 
 # --- storing and sending -------------------------------------------------------------------

@@ -192,6 +192,9 @@ class _Message(TypedDict):
 
 class Error(_Message, total=False):
     edit: int  # the refused edit, if an edit was refused
+    # An engine message's English template and values: each page shows it in its language.
+    template: str
+    values: dict[str, Any]
 
 
 TOKEN, PAUSE, RESUMED, EDITED, TRUNCATED = "token", "pause", "resumed", "edited", "truncated"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -17,7 +18,7 @@ from django.utils import translation
 
 from reviewer import events, lifecycle
 from reviewer.models import ReviewSession
-from reviewer.web import arguments, bodies, command_table, session_feed, socket_pace
+from reviewer.web import arguments, bodies, command_table, session_feed, socket_pace, ui_text
 from reviewer.web.socket_language import language_of
 from reviewer.web.socket_user import current_user_async
 
@@ -115,7 +116,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 for event in page:
                     if self.pace is not None:
                         await self.pace.drained()  # a slow reader's replay waits for it
-                    await self.send_json(event)
+                    await self.send_json(self.in_language(event))
                     self.replayed_to = after = max(self.replayed_to, event["seq"])
                     self.sent_to = max(self.sent_to, after)
                 left -= len(page)
@@ -141,8 +142,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         if time.monotonic() - self.user_checked > USER_CHECK_S and not await self.still_allowed():
             return  # closed: the login is over, or the session out of the user's sight
-        await self.send(text_data=text)
+        shown = self.in_language(event)
+        await self.send(text_data=text if shown is event else json.dumps(shown))
         self.sent_to = max(self.sent_to, event.get("seq", 0))
+
+    def in_language(self, event: dict[str, Any]) -> dict[str, Any]:
+        """An engine error's message in the page's language (events are stored and sent in
+        English, with the template and values to translate them); other events as they are."""
+        if event.get("type") != events.ERROR or "template" not in event:
+            return event
+        with translation.override(self.language):
+            return {**event, "message": ui_text.event_message(event)}
 
     def fall_behind(self) -> None:
         """The reader takes less than the session writes: live events stop here, and once

@@ -33,6 +33,25 @@ def translated(message: str) -> str:
         return str(message)
 
 
+def event_message(event: dict[str, Any]) -> str:
+    """An error event's message in the active language, from the template and values it
+    keeps (reviewer.events.error); its English text where it keeps none or they do not fit."""
+    try:
+        return translated(stored_message(event["template"], event["values"]))
+    except (KeyError, TypeError, ValueError):
+        return str(event.get("message", ""))
+
+
+def stored_message(template: str, values: dict[str, Any]) -> Message:
+    """A Message made again from what an event stored (reviewer.events.message_values)."""
+
+    def value(given: Any) -> Any:
+        nested = isinstance(given, dict) and set(given) == {"template", "values"}
+        return stored_message(given["template"], given["values"]) if nested else given
+
+    return Message(template, **{key: value(given) for key, given in values.items()})
+
+
 def error_text(exc: Exception) -> str:
     """What an engine error says, in the active language (its Message translated)."""
     return translated(exc.args[0]) if len(exc.args) == 1 else str(exc)

@@ -30,6 +30,7 @@ from inference.control import CANCEL
 from inference.decode import RunRequest, StopInfo
 from inference.edits import EditError, EditResult
 from inference.loader import load_backend
+from inference.message import Message
 from inference.serving import Served, ServingLoop
 from inference.signals import Signals
 from inference.sink import PauseNotice
@@ -357,7 +358,7 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | Non
         try:
             result = apply_edit(state, pending)
         except (EditError, ValueError) as exc:
-            lifecycle.record_edit_refused(session, pending, str(exc))
+            lifecycle.record_edit_refused(session, pending, refusal(exc))
             continue
         report = events.edit_report(
             result,
@@ -374,26 +375,34 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | Non
     return applied
 
 
+def refusal(exc: Exception) -> str:
+    """Why an edit was refused: the engine's Message (the reviewer's page translates it),
+    else the error's own text."""
+    given = exc.args[0] if len(exc.args) == 1 else None
+    return given if isinstance(given, Message) else str(exc)
+
+
 def apply_edit(state: DecodeState, edit: Edit) -> EditResult:
-    eng = engine()
     if edit.kind == "replace":
         start, end = _given(edit, edit.start, "start"), _given(edit, edit.end, "end")
         if state.text[start:end] != edit.text_before:
-            raise EditError("The text changed since this edit was made; select the span again")
-        return eng.replace_text(state, start, end, edit.text_after)
+            template = "The text changed since this edit was made; select the span again"
+            raise EditError(Message(template))
+        return engine().replace_text(state, start, end, edit.text_after)
     if edit.kind == "choose":
-        return eng.choose_alternative(state, _given(edit, edit.token_id, "token_id"))
+        return engine().choose_alternative(state, _given(edit, edit.token_id, "token_id"))
     if edit.kind == "truncate":
-        return eng.truncate(state, _given(edit, edit.start, "start"))
+        return engine().truncate(state, _given(edit, edit.start, "start"))
     if edit.kind == "append":
-        return eng.append_text(state, edit.text_after)
-    raise EditError(f"Unknown edit kind {edit.kind!r}")
+        return engine().append_text(state, edit.text_after)
+    raise EditError(Message('Unknown edit kind "%(kind)s"', kind=edit.kind))
 
 
 def _given(edit: Edit, value: int | None, name: str) -> int:
     """A column the edit's kind needs (the lifecycle always stores it)."""
     if value is None:
-        raise EditError(f"The {edit.kind} edit {edit.pk} has no {name}")
+        template = "The %(kind)s edit %(edit)s has no %(field)s"
+        raise EditError(Message(template, kind=edit.kind, edit=edit.pk, field=name))
     return value
 
 

@@ -35,7 +35,7 @@ export const EVENT_FIELDS = deepFreeze({
   "attention": {"required": ["heads", "layer", "position"], "optional": []},
   "claim": {"required": ["action", "claimed_by", "expires_at"], "optional": []},
   "edited": {"required": ["alternatives", "attention", "char_end", "char_start", "edit", "kind", "lookahead", "new_token_end", "text", "text_after", "text_before", "token_end", "token_ids", "token_start", "tokens"], "optional": []},
-  "error": {"required": ["message"], "optional": ["edit"]},
+  "error": {"required": ["message"], "optional": ["edit", "template", "values"]},
   "finish": {"required": ["reason", "text"], "optional": ["cut"]},
   "flag": {"required": ["action", "evidence", "kind", "policy", "position", "reason", "rollback_to", "span"], "optional": []},
   "lookahead": {"required": ["branches", "edit", "ms", "pause_id", "position"], "optional": []},
