@@ -266,6 +266,18 @@ def bob(django_user_model):
 
 
 @pytest.fixture
+def paused_with_pending_edit(alice, monkeypatch):
+    """Alice's paused session with an edit waiting for the worker (no worker runs)."""
+    from reviewer import lifecycle
+    from tests.session_factory import make_session, stub_worker
+
+    stub_worker(monkeypatch)
+    session = make_session(alice)
+    lifecycle.edit(alice, session.pk, 4, 11, "The woman")
+    return session
+
+
+@pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", password="root-password-1")
 

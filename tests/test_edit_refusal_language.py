@@ -10,11 +10,10 @@ import pytest
 from channels.db import database_sync_to_async
 
 from inference import edits
-from reviewer import events, lifecycle
+from reviewer import events
 from reviewer.models import AuditRecord, Edit, SessionEvent
 from reviewer.web import ui_text
 from reviewer.worker import runtime
-from tests.session_factory import make_session, stub_worker
 from tests.test_command_language import page_socket
 from tests.test_consumer import close_thread_connections  # noqa: F401
 
@@ -30,14 +29,6 @@ def refuse_pending_edit(session) -> Edit:
     moved = SimpleNamespace(text="Something else was written meanwhile.")
     assert runtime.apply_pending_edits(session, moved) is None  # nothing applied
     return Edit.objects.get(session=session)
-
-
-@pytest.fixture
-def paused_with_pending_edit(alice, monkeypatch):
-    stub_worker(monkeypatch)
-    session = make_session(alice)
-    lifecycle.edit(alice, session.pk, 4, 11, "The woman")
-    return session
 
 
 async def next_event(communicator, kind: str) -> dict:

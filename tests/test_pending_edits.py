@@ -5,17 +5,8 @@ import pytest
 
 from reviewer import lifecycle
 from reviewer.models import AuditRecord, Edit
-from tests.session_factory import make_session, stub_worker
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def paused_with_pending_edit(alice, monkeypatch):
-    stub_worker(monkeypatch)
-    session = make_session(alice)
-    lifecycle.edit(alice, session.pk, 4, 11, "The woman")
-    return session
 
 
 @pytest.mark.parametrize(
