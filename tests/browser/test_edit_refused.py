@@ -1,0 +1,62 @@
+"""An edit the worker refuses, on a Chinese session page in a real browser: the page's notice
+says why in Chinese (the socket translates the engine's English message), on a desktop
+and on a phone."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+from django.db import connections
+
+from reviewer import lifecycle
+from reviewer.models import Edit, ReviewSession
+from reviewer.worker import runtime
+from tests.browser.conftest import log_in, screenshot
+from tests.browser.stored_sessions import paused_session
+from tests.session_factory import stub_worker
+
+# The stored prompt is encoded with the prepared model's tokenizer.
+pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+CHANGED_ZH = "提交此编辑后文本已有改动；请重新选择该片段"
+
+
+def refuse_pending_edit(session_id: int) -> None:
+    moved = SimpleNamespace(text="Something else was written meanwhile.")
+    try:
+        applied = runtime.apply_pending_edits(ReviewSession.objects.get(pk=session_id), moved)
+        assert applied is None
+    finally:
+        connections.close_all()  # this thread's
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_it_tells_a_chinese_page_why_the_worker_refused_an_edit(
+    browser, server_url, alice, monkeypatch, width
+):
+    session = paused_session(alice)
+    context = browser.new_context(viewport={"width": width, "height": 800}, locale="zh-CN")
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    log_in(page, server_url, "alice", "alice-password-1")
+    page.goto(f"{server_url}/sessions/{session.pk}/", timeout=60_000)  # a busy machine
+    page.wait_for_selector('#connection[data-state="connected"]')
+
+    # The edit waits for a worker (none is asked here); when one comes to it, the text it
+    # was made on has changed: the worker refuses it, as apply_pending_edits does.
+    stub_worker(monkeypatch)
+    lifecycle.edit(alice, session.pk, 0, 2, "X")
+    # Refused off Playwright's thread: its event loop would keep the event from being sent.
+    worker = threading.Thread(target=refuse_pending_edit, args=(session.pk,))
+    worker.start()
+    worker.join()
+
+    page.wait_for_selector("#notice.bad:not([hidden])")
+    assert CHANGED_ZH in page.inner_text("#notice")
+    assert "The text changed" not in page.inner_text("#notice")
+    screenshot(page, "edit-refused-zh" + ("-phone" if width < 600 else ""))
+    refused = Edit.objects.get(session=session)
+    assert refused.error.startswith("The text changed") and not refused.applied
+    context.close()
