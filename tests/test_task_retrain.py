@@ -62,6 +62,23 @@ def test_it_enables_a_version_that_reaches_88_percent_and_audits_it(alice):
     assert len(task_models.training_examples()) == len(task_types.load_examples()) + 200
 
 
+def test_a_session_start_reads_the_training_data_once_per_process(alice, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    corrections(alice, 200)
+    retrain("--enable")
+    monkeypatch.setattr(task_models, "_fitted", {})  # a process that has not met v1 yet
+
+    def reads_data() -> list[bool]:
+        with CaptureQueriesContext(connection) as queries:
+            assert task_types.classify(ASKS["reasoning"].format(n=7)) == "reasoning"
+        return ['"data"' in q["sql"] for q in queries.captured_queries]
+
+    assert reads_data() == [False, True]  # the checksum, then the data to fit it
+    assert reads_data() == [False]  # fitted: the checksum alone
+
+
 def test_it_keeps_a_version_below_88_percent_disabled(alice):
     corrections(alice, 240, scrambled=True)
     with pytest.raises(CommandError, match="below the 88% target; it stays disabled"):

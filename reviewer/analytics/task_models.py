@@ -140,13 +140,17 @@ def active_version() -> TaskClassifierVersion | None:
 
 
 def active_classifier() -> TaskClassifier | None:
-    """The enabled version's classifier, fitted once per process; None: use the shipped one."""
+    """The enabled version's classifier, fitted once per process; None: use the shipped one.
+    Every session's start asks: it reads the version's checksum alone, and its training data
+    only the first time this process meets that version."""
     found = TaskClassifierVersion.objects.filter(enabled=True).order_by("-version")
-    row = found.values_list("checksum", "data").first()
-    if row is None:
+    checksum = found.values_list("checksum", flat=True).first()
+    if checksum is None:
         return None
-    checksum, data = row
     if checksum not in _fitted:
+        data = found.filter(checksum=checksum).values_list("data", flat=True).first()
+        if data is None:  # disabled since the line above: the shipped classifier, this time
+            return None
         _fitted[checksum] = TaskClassifier().fit(from_bytes(bytes(data)))
     return _fitted[checksum]
 
