@@ -1,6 +1,6 @@
-"""An edit the worker refuses, on a Chinese session page in a real browser: the page's notice
-says why in Chinese (the socket translates the engine's English message), on a desktop
-and on a phone."""
+"""An edit the worker refuses, on a session page in a real browser: the page's notice says why
+in the page's language (the socket translates the engine's English message), on a Chinese
+page at desktop and phone width and on an English one."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from tests.session_factory import stub_worker
 # The stored prompt is encoded with the prepared model's tokenizer.
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
-CHANGED_ZH = "提交此编辑后文本已有改动；请重新选择该片段"
+CHANGED_ZH = "错误：提交此编辑后文本已有改动；请重新选择该片段"
+CHANGED_EN = "Error: The text changed since this edit was made; select the span again"
 
 
 def refuse_pending_edit(session_id: int) -> None:
@@ -32,12 +33,19 @@ def refuse_pending_edit(session_id: int) -> None:
         connections.close_all()  # this thread's
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_it_tells_a_chinese_page_why_the_worker_refused_an_edit(
-    browser, server_url, alice, monkeypatch, width
+@pytest.mark.parametrize(
+    ("locale", "width", "told", "shot"),
+    [
+        ("zh-CN", 1280, CHANGED_ZH, "edit-refused-zh"),
+        ("zh-CN", 390, CHANGED_ZH, "edit-refused-zh-phone"),
+        ("en-US", 1280, CHANGED_EN, "edit-refused-en"),
+    ],
+)
+def test_it_tells_the_page_why_the_worker_refused_an_edit_in_its_language(
+    browser, server_url, alice, monkeypatch, locale, width, told, shot
 ):
     session = paused_session(alice)
-    context = browser.new_context(viewport={"width": width, "height": 800}, locale="zh-CN")
+    context = browser.new_context(viewport={"width": width, "height": 800}, locale=locale)
     context.set_default_timeout(15_000)
     page = context.new_page()
     log_in(page, server_url, "alice", "alice-password-1")
@@ -54,9 +62,8 @@ def test_it_tells_a_chinese_page_why_the_worker_refused_an_edit(
     worker.join()
 
     page.wait_for_selector("#notice.bad:not([hidden])")
-    assert CHANGED_ZH in page.inner_text("#notice")
-    assert "The text changed" not in page.inner_text("#notice")
-    screenshot(page, "edit-refused-zh" + ("-phone" if width < 600 else ""))
+    assert page.inner_text("#notice") == told
+    screenshot(page, shot)
     refused = Edit.objects.get(session=session)
     assert refused.error.startswith("The text changed") and not refused.applied
     context.close()

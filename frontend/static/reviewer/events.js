@@ -5,7 +5,7 @@ import { EVENT, STATUS } from "./protocol.js";
 import { showStopReason } from "./controls.js";
 import { foldEdit, foldFinish, foldPause, foldPauseDetail, foldRollback, foldToken } from "./fold.js";
 import { notify } from "./notice.js";
-import { L } from "./page.js";
+import { fill, L } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
 import { setStatus, store } from "./store.js";
 import { refreshTimelineSoon } from "./timeline.js";
@@ -28,7 +28,7 @@ const handlers = {
   [EVENT.ROLLBACK]: (event) => {
     state.drawn = true;
     foldRollback(state, event);
-    if (state.live) notify(`${L.rolledBack}: ${reasonText(event.decision)}`);
+    if (state.live) notify(fill(L.labelled, { label: L.rolledBack, text: reasonText(event.decision) }));
     store.changed("tokens", "full");
   },
   [EVENT.ATTENTION]: (event) => {
@@ -50,11 +50,12 @@ const handlers = {
     showStopReason(event.reason);
     if (state.live) notify(L.finished);
   },
-  [EVENT.FLAG]: (event) => state.live && notify(`${L.flagged}: ${policyName(event.policy || "")} · ${reasonText(event)}`),
+  [EVENT.FLAG]: (event) =>
+    state.live && notify(fill(L.labelled, { label: L.flagged, text: `${policyName(event.policy || "")} · ${reasonText(event)}` })),
   // The rendered claim is current: a replayed one is old news.
   [EVENT.CLAIM]: (event) => state.live && store.set({ claim: { claimed_by: event.claimed_by, expires_at: event.expires_at } }, "claim"),
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
-  [EVENT.ERROR]: (event) => state.live && notify(`${L.error}: ${event.message}`, true),
+  [EVENT.ERROR]: (event) => state.live && notify(fill(L.labelled, { label: L.error, text: event.message }), true),
 };
 
 // The pause was shown at once; what was read of it after fills the panel as it arrives.
