@@ -124,8 +124,6 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "edited": _("Edited"),
         "rolledBack": _("Rolled back"),
         "flagged": _("Flagged"),
-        # A notice's kind and what it says (a Chinese page joins them with a full-width colon).
-        "labelled": _("%(label)s: %(text)s"),
         "pausedAfter": _("Paused after “%(words)s”"),
         "pausedInsideWord": _("Paused inside a word, after “%(words)s”"),
         "pausedAtStart": _("Paused before the first word"),

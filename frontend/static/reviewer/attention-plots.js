@@ -165,7 +165,7 @@ export function showHeadsOf(layer) {
   note.textContent = L.loadingHeads.replace("%(layer)s", layer);
   command(COMMAND.ATTENTION, { layer }).catch((error) => {
     note.hidden = true;
-    notify(fill(L.labelled, { label: L.error, text: error.message }), true);
+    notify(fill(L.labelled, { label: L.error }) + error.message, true);
   });
 }
 

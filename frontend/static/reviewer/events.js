@@ -28,7 +28,7 @@ const handlers = {
   [EVENT.ROLLBACK]: (event) => {
     state.drawn = true;
     foldRollback(state, event);
-    if (state.live) notify(fill(L.labelled, { label: L.rolledBack, text: reasonText(event.decision) }));
+    if (state.live) notify(fill(L.labelled, { label: L.rolledBack }) + reasonText(event.decision));
     store.changed("tokens", "full");
   },
   [EVENT.ATTENTION]: (event) => {
@@ -50,12 +50,11 @@ const handlers = {
     showStopReason(event.reason);
     if (state.live) notify(L.finished);
   },
-  [EVENT.FLAG]: (event) =>
-    state.live && notify(fill(L.labelled, { label: L.flagged, text: `${policyName(event.policy || "")} · ${reasonText(event)}` })),
+  [EVENT.FLAG]: (event) => state.live && notify(fill(L.labelled, { label: L.flagged }) + `${policyName(event.policy || "")} · ${reasonText(event)}`),
   // The rendered claim is current: a replayed one is old news.
   [EVENT.CLAIM]: (event) => state.live && store.set({ claim: { claimed_by: event.claimed_by, expires_at: event.expires_at } }, "claim"),
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
-  [EVENT.ERROR]: (event) => state.live && notify(fill(L.labelled, { label: L.error, text: event.message }), true),
+  [EVENT.ERROR]: (event) => state.live && notify(fill(L.labelled, { label: L.error }) + event.message, true),
 };
 
 // The pause was shown at once; what was read of it after fills the panel as it arrives.
