@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 import redis
 from django.db import OperationalError
+from django.utils import translation
 
 from inference.backend import UnsupportedFeature
+from inference.message import Message
+from reviewer import lifecycle
+from reviewer.documents import redline
 from reviewer.models import AuditRecord, ReviewSession
+from reviewer.web import ui_text
 from reviewer.worker import failures, runtime, tasks
 from reviewer.worker.pause_flags import RedisUnavailable
 from tests.session_factory import make_session
@@ -48,3 +53,58 @@ def test_it_fails_a_segment_with_the_sentence_and_keeps_the_type_out(alice, monk
     assert "KeyError" not in session.error
     record = AuditRecord.objects.get(session=session, action="failed")
     assert record.payload == {"error": failures.UNEXPECTED}
+
+
+def fail_with(session, exc: BaseException) -> None:
+    """The worker's segment raises ``exc``: the task fails the session as it does live."""
+
+    def broken(*args, **kwargs):
+        raise exc
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime, "run_segment", broken)
+        with pytest.raises(type(exc)):
+            tasks.run_segment.apply(args=(session.pk, session.segment), throw=True)
+    session.refresh_from_db()
+
+
+@pytest.mark.model  # the session page reads the tokenizer
+@pytest.mark.django_db
+def test_it_shows_why_a_session_failed_in_the_readers_language(alice, client):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    fail_with(session, OperationalError("server closed the connection unexpectedly"))
+    assert session.error == "The database could not be reached from the worker."
+    assert session.error_message == {"template": session.error, "values": {}}
+    client.force_login(alice)
+    url = f"/sessions/{session.pk}/"
+    chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "工作进程无法连接数据库。" in chinese and session.error not in chinese
+    assert session.error in client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    with translation.override("zh-hans"):
+        assert "工作进程无法连接数据库。" in redline.decision(session)["text"]
+    # The API and the gateway speak English to programs.
+    assert client.get(f"/api/sessions/{session.pk}").json()["error"] == session.error
+
+
+@pytest.mark.django_db
+def test_it_keeps_an_engine_refusals_values_for_the_reader(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    grace = Message(
+        "Redis was out of reach for more than %(seconds)s s (CAESURA_REDIS_GRACE_S)", seconds=30
+    )
+    fail_with(session, RedisUnavailable(grace))
+    assert session.error == "Redis was out of reach for more than 30 s (CAESURA_REDIS_GRACE_S)"
+    with translation.override("zh-hans"):
+        assert (
+            ui_text.session_error(session) == "Redis 已超过 30 秒无法连接（CAESURA_REDIS_GRACE_S）"
+        )
+
+
+@pytest.mark.django_db
+def test_it_forgets_the_failure_when_the_session_resumes(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    fail_with(session, KeyError("tokens"))
+    assert session.error_message["template"] == failures.UNEXPECTED
+    lifecycle.resume(alice, session.pk)
+    session.refresh_from_db()
+    assert (session.status, session.error, session.error_message) == (ReviewSession.RUNNING, "", {})

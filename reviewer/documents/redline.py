@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from reviewer import events
 from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name, last_decision
 from reviewer.models import Edit, PauseEvent, ReviewSession, SessionEvent
-from reviewer.web.ui_text import decided_text, status_labels
+from reviewer.web.ui_text import decided_text, session_error, status_labels
 
 
 @dataclass
@@ -174,7 +174,7 @@ def decision(session: ReviewSession) -> dict[str, Any]:
     if record is None:
         told |= {"time": None, "comment": ""}
         if session.is_final:  # failed, or closed with no decision on record
-            told["text"] = decided_text(status, session.error or session.decision_comment)
+            told["text"] = decided_text(status, session_error(session) or session.decision_comment)
         else:
             told["text"] = _("Not decided yet (%(status)s)") % {"status": status}
         return told

@@ -109,8 +109,8 @@ def resume(user: User, session_id: Any) -> dict[str, Any]:
         close_open_pause(session, outcome="resumed")
         if session.status == S.FAILED:
             audit.append("resume", user.username, session, {"failed_with": session.error})
-            session.error, session.finished_at = "", None
-            session.save(update_fields=["error", "finished_at"])
+            session.error, session.error_message, session.finished_at = "", {}, None
+            session.save(update_fields=["error", "error_message", "finished_at"])
         else:
             audit.append("resume", user.username, session, {"paused_s": round(paused_s, 1)})
         _tell_the_time_if_late(session, paused_s)

@@ -16,11 +16,13 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext, pgettext_lazy
 
+from inference.message import Message
 from reviewer import events
 from reviewer.events import queue
 from reviewer.lifecycle import audit, audit_graph
 from reviewer.models import PauseEvent, ReviewSession, statuses
 from reviewer.web.arguments import CommandError
+from reviewer.web.ui_text import error_text
 from reviewer.worker import dispatch, liveness, pause_flags, vault
 
 if TYPE_CHECKING:
@@ -217,7 +219,8 @@ def fail(session_id: int, error: str, segment: str | None = None) -> None:
         if segment is not None and session.segment != segment:
             return
         session.error = error
-        session.save(update_fields=["error"])
+        session.error_message = events.stored_value(error) if isinstance(error, Message) else {}
+        session.save(update_fields=["error", "error_message"])
         failed = audit.append("failed", "engine", session, {"error": error})
         audit_graph.explain(session, "failure", failed, len(session.generated_ids))
         finish(session, S.FAILED)
@@ -229,7 +232,7 @@ def set_flag(action: Callable[[int], object], session_id: int) -> None:
         action(session_id)
     except pause_flags.RedisUnavailable as exc:
         raise Unavailable(
-            _("%(error)s: nothing was changed; try again in a moment") % {"error": exc}
+            _("%(error)s: nothing was changed; try again in a moment") % {"error": error_text(exc)}
         ) from None
 
 

@@ -169,6 +169,12 @@ class ReviewSession(models.Model):
         _("segment"), max_length=32, blank=True, help_text=_("Token of the live segment task")
     )
     error = models.TextField(_("error"), blank=True)
+    error_message = models.JSONField(
+        _("error message"),
+        default=dict,
+        blank=True,
+        help_text=_("The error's template and values, to show it in the reader's language"),
+    )
     decision_comment = models.TextField(_("decision comment"), blank=True)
     task_type = models.CharField(
         _("task type"),

@@ -8,13 +8,16 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from inference.message import Message
 from inference.policies import POLICY_KINDS
+
+if TYPE_CHECKING:
+    from reviewer.models import ReviewSession
 
 
 def translated(message: str) -> str:
@@ -50,6 +53,17 @@ def stored_message(template: str, values: dict[str, Any]) -> Message:
         return stored_message(given["template"], given["values"]) if nested else given
 
     return Message(template, **{key: value(given) for key, given in values.items()})
+
+
+def session_error(session: ReviewSession) -> str:
+    """Why a session failed, in the active language where its Message was kept."""
+    stored = session.error_message
+    if not stored:
+        return session.error
+    try:
+        return translated(stored_message(stored["template"], stored["values"]))
+    except (KeyError, TypeError, ValueError):
+        return session.error
 
 
 def error_text(exc: Exception) -> str:

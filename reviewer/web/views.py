@@ -36,6 +36,7 @@ from reviewer.web.ui_text import (
     decided_text,
     js_labels,
     reason_templates,
+    session_error,
     status_labels,
 )
 
@@ -254,7 +255,7 @@ def session_page(request: AuthenticatedHttpRequest, session_id: int) -> HttpResp
             "user": request.user.get_username(),
             "maxNewTokens": session.max_new_tokens,
             "policyNames": policy_names(session.domain),
-            "error": session.error if session.status == ReviewSession.FAILED else "",
+            "error": session_error(session) if session.status == ReviewSession.FAILED else "",
             "commandLabels": command_labels(),
             "glossary": glossary_of(session.domain),
             "labels": js_labels(),
@@ -308,7 +309,11 @@ def decision_data(record: AuditRecord | None) -> dict[str, Any] | None:
 def decision_note(session: ReviewSession) -> str:
     """What the decision panel adds to a finished session's status: the reviewer's comment,
     or why a failed session failed."""
-    return session.error if session.status == ReviewSession.FAILED else session.decision_comment
+    return (
+        session_error(session)
+        if session.status == ReviewSession.FAILED
+        else session.decision_comment
+    )
 
 
 def glossary_of(domain: Domain) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import redis
 from django.conf import settings
 
 from inference.control import CANCEL, PAUSE, ControlHandle
+from inference.message import Message
 from reviewer.web.health import redis_client
 from reviewer.worker import flag_watcher
 
@@ -81,7 +82,9 @@ def _write(action: Callable[[redis.Redis], object]) -> None:
             return
         except OUTAGE as exc:
             if time.monotonic() >= deadline:
-                raise RedisUnavailable(f"Redis is out of reach ({exc})") from None
+                raise RedisUnavailable(
+                    Message("Redis is out of reach (%(error)s)", error=str(exc))
+                ) from None
             time.sleep(0.25)
 
 
@@ -171,7 +174,10 @@ class RedisControl(ControlHandle):
         )
         if silent > self.grace_s:
             raise RedisUnavailable(
-                f"Redis was out of reach for more than {self.grace_s} s (CAESURA_REDIS_GRACE_S)"
+                Message(
+                    "Redis was out of reach for more than %(seconds)s s (CAESURA_REDIS_GRACE_S)",
+                    seconds=self.grace_s,
+                )
             )
         if silent > OUTAGE_NOTICE_S and not self._outage_told:
             log.warning(

@@ -62,7 +62,7 @@ export function renderControls() {
     lockForClaim($(name), claimedByOther());
   }
   if (FINAL.has(state.status)) {
-    const note = state.status === STATUS.FAILED ? data.error : state.decisionComment;
+    const note = state.status === STATUS.FAILED ? state.error : state.decisionComment;
     $("decided-panel").hidden = false;
     $("decided-text").replaceChildren(...decidedParts(statusLabel(state.status), note));
     renderDecidedBy();

@@ -54,7 +54,12 @@ const handlers = {
   // The rendered claim is current: a replayed one is old news.
   [EVENT.CLAIM]: (event) => state.live && store.set({ claim: { claimed_by: event.claimed_by, expires_at: event.expires_at } }, "claim"),
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
-  [EVENT.ERROR]: (event) => state.live && notify(fill(L.labelled, { label: L.error }) + event.message, true),
+  [EVENT.ERROR]: (event) => {
+    if (!state.live) return;
+    notify(fill(L.labelled, { label: L.error }) + event.message, true);
+    // A failure follows its status: the decided panel gives the reason the page was not given.
+    if (state.status === STATUS.FAILED && event.edit === undefined) store.set({ error: event.message }, "decision");
+  },
 };
 
 // The pause was shown at once; what was read of it after fills the panel as it arrives.

@@ -15,6 +15,7 @@ function initialState() {
     status: data.status,
     decisionComment: data.decisionComment || "",
     decision: data.decision, // {actor, time} of the approval, rejection or cancel
+    error: data.error || "", // why a failed session failed, in the page's language
     lastSeq: 0,
     live: !(data.lastSeq > 0), // false while replaying what happened before the page was rendered
     drawn: false, // tokens came from events; until then #tokens holds the server-rendered text
