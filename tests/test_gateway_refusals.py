@@ -264,6 +264,12 @@ def test_it_names_an_unknown_response_by_the_id_it_was_asked_for(drafter):
         assert repr(path.rsplit("/", 1)[1]) in error["message"]
     error = openai_error(post(drafter[1], "/v1/responses/resp_999999/cancel", {}), 404)
     assert "'resp_999999'" in error["message"]
+    # Digits Python reads as digits but not as a number ("²", Arabic-Indic), and more of them
+    # than a database key holds, name no response either.
+    for name in ("resp_\u00b2", "chatcmpl-\u0663", "resp_" + "9" * 19):
+        assert repr(name) in openai_error(drafter[1].get(f"/v1/responses/{name}"), 404)["message"]
+        cancel = post(drafter[1], f"/v1/responses/{name}/cancel", {})
+        assert repr(name) in openai_error(cancel, 404)["message"]
     # /v1 itself is a /v1/ route like any other: JSON, not a redirect page.
     assert openai_error(drafter[1].get("/v1"), 404)["code"] == "unknown_url"
 

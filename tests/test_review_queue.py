@@ -54,6 +54,9 @@ def test_next_case_opens_the_newest_other_session_waiting_for_me(client, alice, 
     assert answer.status_code == 302 and answer["Location"] == f"/sessions/{second.pk}/"
     answer = client.get("/sessions/next", {"from": second.pk})
     assert answer["Location"] == f"/sessions/{first.pk}/"
+    for odd in ("\u00b2", "9" * 30, "x"):  # no session of that id: the newest waiting one
+        answer = client.get("/sessions/next", {"from": odd})
+        assert answer.status_code == 302 and answer["Location"] == f"/sessions/{second.pk}/"
 
 
 def test_next_case_says_when_nothing_is_left(client, alice):

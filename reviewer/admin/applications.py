@@ -65,7 +65,12 @@ class ApplicationAdmin(admin.ModelAdmin[Application]):
         actor = request.user.get_username()
         application_keys.record_change(form.instance, form.settings_before, actor)
 
-    @admin.action(description=_("Rotate the keys of the selected applications (shows them once)"))
+    # Actions ask for the change permission: by default Django lets anyone who may view the list
+    # run them, and a new key hands over the application's identity.
+    @admin.action(
+        description=_("Rotate the keys of the selected applications (shows them once)"),
+        permissions=["change"],
+    )
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[Application]) -> None:
         for app in queryset:
             was_revoked = app.revoked_at is not None
@@ -74,7 +79,7 @@ class ApplicationAdmin(admin.ModelAdmin[Application]):
                 message = _("%(name)s was revoked; with its new key it is active again")
                 self.message_user(request, message % {"name": app.name}, messages.WARNING)
 
-    @admin.action(description=_("Revoke the selected applications' keys"))
+    @admin.action(description=_("Revoke the selected applications' keys"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[Application]) -> None:
         revoked = 0
         for app in queryset.filter(revoked_at__isnull=True):

@@ -50,7 +50,7 @@ class AccessAttemptAdmin(AxesAdmin):  # type: ignore[misc]  # axes ships no type
         words = ngettext("%(count)d attempt remaining", "%(count)d attempts remaining", left)
         return words % {"count": left}
 
-    @admin.action(description=_("Clean up expired attempts"))
+    @admin.action(description=_("Clean up expired attempts"), permissions=["delete"])
     def cleanup_expired_attempts(
         self, request: HttpRequest, queryset: QuerySet[AccessAttempt]
     ) -> None:

@@ -211,7 +211,9 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         obj.pk = ApiToken.objects.get(user=obj.user).pk
         self.show_key(request, obj.user, key)
 
-    @admin.action(description=_("Rotate the selected tokens (shows the new keys)"))
+    @admin.action(
+        description=_("Rotate the selected tokens (shows the new keys)"), permissions=["add"]
+    )
     def rotate(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.select_related("user"):
             if not (request.user.is_superuser or token.user == request.user):
@@ -220,13 +222,23 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
                 continue
             self.show_key(request, token.user, self.issue(request, token.user))
 
-    @transaction.atomic  # the new key and its record, or neither
     def issue(self, request: HttpRequest, user: User) -> str:
-        key = auth.issue_token(user)
-        audit.append(
-            "api_token_issued", request.user.get_username(), payload={"user": user.username}
-        )
-        return key
+        return auth.issue_token(user, request.user.get_username())
+
+    @transaction.atomic
+    def delete_model(self, request: HttpRequest, obj: ApiToken) -> None:
+        self.record_deleted(request, [obj])
+        super().delete_model(request, obj)
+
+    @transaction.atomic
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        self.record_deleted(request, list(queryset.select_related("user")))
+        super().delete_queryset(request, queryset)
+
+    def record_deleted(self, request: HttpRequest, tokens: list[ApiToken]) -> None:
+        for token in tokens:  # as issuing is: who took whose key away
+            payload = {"user": token.user.username}
+            audit.append("api_token_deleted", request.user.get_username(), payload=payload)
 
     def show_key(self, request: HttpRequest, user: User, key: str) -> None:
         message = _("API token for %(user)s: %(key)s (copy it now; it is not shown again)")

@@ -38,7 +38,13 @@ class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
     def held_out_accuracy(self, obj: TaskClassifierVersion) -> str:
         return f"{obj.accuracy:.1%}"
 
-    @admin.action(description=_("Enable (only at 88 %% held-out accuracy or more)"))
+    def has_enable_permission(self, request: HttpRequest) -> bool:
+        """The admin shows versions read-only; switching one is the model's change permission."""
+        return request.user.has_perm("reviewer.change_taskclassifierversion")
+
+    @admin.action(
+        description=_("Enable (only at 88 %% held-out accuracy or more)"), permissions=["enable"]
+    )
     def enable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
         if queryset.count() != 1:
             self.message_user(request, _("Enable exactly one version."), messages.ERROR)
@@ -52,7 +58,7 @@ class TaskClassifierVersionAdmin(ReadOnlyAdmin[TaskClassifierVersion]):
         message = _("Task classifier v%(version)s labels new sessions.")
         self.message_user(request, message % {"version": version.version})
 
-    @admin.action(description=_("Disable (back to the shipped classifier)"))
+    @admin.action(description=_("Disable (back to the shipped classifier)"), permissions=["enable"])
     def disable(self, request: HttpRequest, queryset: QuerySet[TaskClassifierVersion]) -> None:
         for version in queryset:
             task_models.disable(version, request.user.get_username())

@@ -70,8 +70,10 @@ def response_id(session_id: int) -> str:
 def session_id_from(text: str) -> int | None:
     """The session behind a response or completion id (``resp_12``, ``chatcmpl-12``, ...)."""
     for prefix in ("resp_", "chatcmpl-", "cmpl-"):
-        if text.startswith(prefix) and text[len(prefix) :].isdigit():
-            return int(text[len(prefix) :])
+        digits = text[len(prefix) :] if text.startswith(prefix) else ""
+        # ASCII only: "²".isdigit() holds, int() refuses it; 18 digits fit a database key.
+        if digits.isascii() and digits.isdigit() and len(digits) <= 18:
+            return int(digits)
     return None
 
 

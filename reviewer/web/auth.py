@@ -10,9 +10,11 @@ import hashlib
 import secrets
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
 from django.middleware.csrf import CsrfViewMiddleware
 
+from reviewer.lifecycle import audit
 from reviewer.models import ApiToken
 
 SCHEME = "token"
@@ -32,10 +34,14 @@ def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def issue_token(user: User) -> str:
-    """Create or rotate the user's token and return the new key; the old key stops working."""
+@transaction.atomic  # the new key and its audit record, or neither
+def issue_token(user: User, actor: str | None = None) -> str:
+    """Create or rotate the user's token and return the new key; the old key stops working.
+    Audited as issued by ``actor`` (the user themselves unless said)."""
     key = secrets.token_urlsafe(32)
     ApiToken.objects.update_or_create(user=user, defaults={"key": digest(key)})
+    payload = {"user": user.username}
+    audit.append("api_token_issued", actor or user.username, payload=payload)
     return key
 
 

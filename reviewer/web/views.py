@@ -112,7 +112,7 @@ def next_case(request: AuthenticatedHttpRequest) -> HttpResponse:
     nothing is left."""
     current = request.GET.get("from", "")
     waiting = review_queue(request.user).filter(waiting=0)
-    if current.isdigit():
+    if current.isascii() and current.isdigit() and len(current) <= 18:  # else: no such session
         waiting = waiting.exclude(pk=int(current))
     found = waiting.first()
     if found is None:

@@ -20,4 +20,4 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user named {username!r}")
-        self.stdout.write(issue_token(user))
+        self.stdout.write(issue_token(user, "create_api_token"))  # the audit's actor
