@@ -97,12 +97,35 @@ def test_it_lets_only_staff_reassign_and_only_to_the_domains_reviewers(
     lifecycle.claim(alice, floor.pk)
     with pytest.raises(lifecycle.Conflict, match="Only staff"):
         lifecycle.reassign(bob, floor.pk, reviewer="bob")
-    with pytest.raises(lifecycle.InvalidInput, match="not a reviewer"):
+    with pytest.raises(lifecycle.InvalidInput, match="“carol” is not a reviewer of Clinical"):
         lifecycle.reassign(admin_user, floor.pk, reviewer="carol")
     answer = lifecycle.reassign(admin_user, floor.pk, reviewer="bob")
     assert answer["claimed_by"] == "bob"
     record = AuditRecord.objects.filter(session=floor, action="reassign").get()
     assert record.actor == "root" and record.payload["previous"] == "alice"
+
+
+def test_it_records_a_lapsed_claim_before_staff_reassign_the_session(floor, alice, admin_user):
+    lifecycle.claim(alice, floor.pk)
+    S.objects.filter(pk=floor.pk).update(claim_expires_at=timezone.now() - timedelta(seconds=1))
+    lifecycle.reassign(admin_user, floor.pk, reviewer="bob")
+    assert actions(floor) == ["claim", "claim_expired", "reassign"]
+    record = AuditRecord.objects.filter(session=floor, action="reassign").get()
+    assert "previous" not in record.payload  # alice's claim had lapsed: nobody held it
+
+
+def test_it_lets_a_domain_reviewer_retry_a_failed_generation(floor, alice, bob, monkeypatch):
+    """A failed session's claim ended with it, and nobody can claim a failed session: the
+    reviewer who resumes it takes the claim, and drives it from then on."""
+    stub_worker(monkeypatch)
+    S.objects.filter(pk=floor.pk).update(status=S.FAILED, error="The task queue was down")
+    assert lifecycle.resume(alice, floor.pk)["status"] == S.RUNNING
+    floor.refresh_from_db()
+    assert claims.holder(floor) == alice and floor.error == ""
+    assert actions(floor) == ["claim", "resume"]
+    S.objects.filter(pk=floor.pk).update(status=S.FAILED)
+    with pytest.raises(lifecycle.Conflict, match="claimed by alice"):
+        lifecycle.resume(bob, floor.pk)  # alice's claim still runs: hers to retry
 
 
 def test_it_refuses_to_claim_an_owned_or_running_session(floor, alice):

@@ -235,3 +235,15 @@ def test_the_list_numbers_each_change_as_its_marks_in_the_text(reviewed, alice):
     page = redline.as_html(reviewed)
     assert '<li value="1">' in page and '<li value="3">' in page
     assert '<li value="2">' not in page
+
+
+def test_the_word_file_holds_characters_xml_cannot(reviewed, alice):
+    # A comment with a vertical tab, text with a control character a model wrote: the file
+    # shows U+FFFD in their place; the other formats keep them.
+    reviewed.text = AFTER + "\x01"
+    reviewed.status, reviewed.decision_comment = ReviewSession.COMPLETED, "ok\x0bfine"
+    reviewed.save(update_fields=["text", "status", "decision_comment"])
+    audit.append("approve", "alice", reviewed, {"comment": "ok\x0bfine"})
+    told = docx_text(reviewed)
+    assert "ok\ufffdfine" in told and "\ufffd" in told.split("\n")[1]
+    assert redline.as_json(reviewed)["decision"]["comment"] == "ok\x0bfine"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 
 from django.utils.translation import gettext as _
 from docx import Document
@@ -16,6 +17,15 @@ from docx.text.paragraph import Paragraph
 
 from reviewer.documents import redline
 from reviewer.models import ReviewSession
+
+# What XML 1.0 cannot hold (control characters other than tab, newline and return; lone
+# surrogates; U+FFFE and U+FFFF). A model's token or a comment may carry one; Word's file
+# shows U+FFFD in its place rather than the document failing for good.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    return NOT_XML.sub("\ufffd", text)
 
 
 def as_docx(session: ReviewSession) -> bytes:
@@ -37,12 +47,12 @@ def as_docx(session: ReviewSession) -> bytes:
         details = [change.edit.author.username, redline.reason(change.edit)]
         if change.edit.pause is not None:
             details.append(redline.pause_label(change.edit.pause, change.pause_number))
-        document.add_paragraph(f"{change.number}. " + " · ".join(details))
+        document.add_paragraph(xml_text(f"{change.number}. " + " · ".join(details)))
     document.add_heading(_("Decision"), level=2)
     decided = redline.decision(session)
-    document.add_paragraph(decided["text"])
+    document.add_paragraph(xml_text(decided["text"]))
     if decided["comment"]:
-        document.add_paragraph(redline.comment_line(decided["comment"]))
+        document.add_paragraph(xml_text(redline.comment_line(decided["comment"])))
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
@@ -51,7 +61,7 @@ def as_docx(session: ReviewSession) -> bytes:
 def _add(
     paragraph: Paragraph, kind: str, text: str, change: redline.Change | None, number: int
 ) -> None:
-    run = paragraph.add_run(text)
+    run = paragraph.add_run(xml_text(text))
     if change is None:
         return
     if kind == "del":  # deleted text lives in w:delText, not w:t

@@ -99,12 +99,23 @@ def reassign(user: User, session_id: Any, reviewer: Any) -> dict[str, Any]:
         target = session.domain.reviewers.filter(username=name, is_active=True).first()
         if target is None:
             raise InvalidInput(
-                _("%(name)r is not a reviewer of %(domain)s")
-                % {"name": name, "domain": session.domain.name}
+                _("“%(name)s” is not a reviewer of %(domain)s")
+                % {"name": name, "domain": session.domain.display_name}
             )
+        _expire_if_lapsed(session)  # on the record before the new holder, as a claim does
         previous = holder(session)
         _hold(session, target, "reassign", actor=user.username, previous=previous)
     return _answer(session)
+
+
+def take_to_retry(session: ReviewSession, user: User) -> None:
+    """A failed gateway session can be claimed by nobody (its claim ended with it): the
+    reviewer who resumes it takes the claim (the caller holds the row lock)."""
+    _expire_if_lapsed(session)
+    current = holder(session)
+    if current is not None and current != user:
+        raise claimed_by_another(session, current)
+    _hold(session, user, "claim" if current is None else "renew")
 
 
 def renew(session: ReviewSession, user: User) -> None:

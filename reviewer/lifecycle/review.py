@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from reviewer import events
 from reviewer.analytics import metrics
-from reviewer.lifecycle import audit, gateway, inputs, reports, task_types, transitions
+from reviewer.lifecycle import audit, claims, gateway, inputs, reports, task_types, transitions
 from reviewer.lifecycle.idempotency import idempotent
 from reviewer.lifecycle.transitions import (
     QUEUE_UNREACHABLE,
@@ -102,7 +102,11 @@ def pause(user: User, session_id: Any) -> dict[str, Any]:
 def resume(user: User, session_id: Any) -> dict[str, Any]:
     """Continue a paused session; or a failed one, from the token ids stored for it (a worker
     rebuilds its state from them), e.g. after an outage longer than the grace."""
-    with command_on(user, session_id, statuses.RESUMABLE, "resume") as session:
+    with command_on(user, session_id, statuses.RESUMABLE, "resume", needs_claim=False) as session:
+        if session.status != S.FAILED:
+            claims.require_claim(session, user, "resume")
+        elif session.owner_id is None:  # an ended claim cannot be taken: the retry takes it
+            claims.take_to_retry(session, user)
         if session.owner is not None:  # a gateway session counts for its application
             check_generating(session.owner, user)
         paused_s = _paused_for(session)

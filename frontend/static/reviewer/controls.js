@@ -26,10 +26,16 @@ let askedPauseAt = -Infinity;
 
 // A generation from an application is worked on by the reviewer holding its claim (anyone may
 // pause it): the others see its resume and decision greyed, with why.
+const claimHolder = () => (state.claim || data.claim || {}).claimed_by ?? null;
+
 function claimedByOther() {
   if (!data.onFloor) return false;
-  return ((state.claim || data.claim || {}).claimed_by ?? null) !== data.user;
+  return claimHolder() !== data.user;
 }
+
+// A failed generation's claim ended with it: whoever resumes it takes the claim, unless
+// someone took it meanwhile.
+const retryTakenByOther = () => data.onFloor && ![null, data.user].includes(claimHolder());
 
 function lockForClaim(button, locked) {
   button.disabled = button.disabled || locked;
@@ -92,7 +98,8 @@ function renderRunButton() {
   $("run-controls").hidden = !live;
   // A pause or resume still waiting for its answer: a second press would only be refused.
   button.disabled = !live || waitingFor("pause", "resume");
-  lockForClaim(button, resumable && claimedByOther());
+  const failed = state.status === STATUS.FAILED;
+  lockForClaim(button, resumable && (failed ? retryTakenByOther() : claimedByOther()));
   button.textContent = running ? L.pause : L.resume;
   button.classList.toggle("paused", resumable);
 }
