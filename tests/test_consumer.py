@@ -84,6 +84,20 @@ async def test_it_replays_the_missed_events_to_the_owner(alice):
     await communicator.disconnect()
 
 
+async def test_it_replays_everything_for_a_query_that_is_not_utf8(alice):
+    # daphne refuses such a query string; another ASGI server may pass it on. The socket
+    # must neither fail after joining the session's feed nor stay on it.
+    session = await database_sync_to_async(make_session)(alice)
+    await emit(session.pk, "token", {"text": "t0"})
+    communicator = await socket(session.pk, alice)
+    communicator.scope["query_string"] = b"after=\xff"
+    connected, _ = await communicator.connect()
+    assert connected
+    assert (await communicator.receive_json_from(timeout=3))["seq"] == 1
+    await communicator.disconnect()
+    assert session_feed.watched() == {}
+
+
 async def test_it_replays_everything_by_default(alice):
     session = await database_sync_to_async(make_session)(alice)
     for n in range(4):

@@ -82,13 +82,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         self.user_checked = time.monotonic()
         self.language = language_of(self.scope)
+        after = self.after_from_query()  # before watching: nothing after that may fail
         # Watch before reading the log so that nothing falls between the replay and live events.
         self.held = []
         await session_feed.watch(self.session_id, self)
         self.watching = True
         await self.accept()
         self.pace = socket_pace.attach(self.base_send)
-        await self.replay(self.after_from_query())
+        await self.replay(after)
 
     async def disconnect(self, code: int) -> None:
         if self.catch_up is not None:
@@ -100,7 +101,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await session_feed.unwatch(self.session_id, self)
 
     def after_from_query(self) -> int:
-        query = parse_qs(self.scope.get("query_string", b"").decode())
+        # latin-1 reads any bytes: a query string that is not UTF-8 asks for no particular seq.
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         return non_negative_int(query.get("after", ["0"])[0])
 
     async def replay(self, after: int) -> None:
