@@ -177,6 +177,7 @@ def test_it_shows_the_dashboard_in_chinese(
     assert "手动：2" in triggers and "剂量：2" in triggers and "manual" not in triggers
     # Group by: the options read in Chinese, their values stay what the URL takes.
     assert '<option value="week">周</option>' in page and ">week<" not in page
+    assert 'data-week-of="%s 当周"' in page  # a template literal's "%" is doubled in its msgid
     # The formula, and the domain by its Chinese name in the settings and what is missing.
     assert "ROI =（节省的审阅工时" in page and "reviewer hours saved" not in page
     settings = page.split('id="roi-settings"')[1].split("</table>")[0]

@@ -286,7 +286,9 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
     known = {(e.msgctxt or "", e.msgid) for e in chinese_catalog()}
     found = set()
     for template in (REPO / "frontend" / "templates").rglob("*.html"):
-        found |= {("", m.group(2)) for m in TRANSLATE_TAG.finditer(template.read_text())}
+        # The tag doubles a literal's percent signs before it looks the msgid up.
+        text = template.read_text()
+        found |= {("", m.group(2).replace("%", "%%")) for m in TRANSLATE_TAG.finditer(text)}
     for module in (REPO / "reviewer").rglob("*.py"):
         found |= gettext_calls(module.read_text())
     django_own = {("", "Home")}  # translated by Django's admin catalog as well
@@ -688,3 +690,15 @@ def test_the_admins_two_box_chooser_speaks_chinese(client, admin_user):
         assert f"{json.dumps(english)}: {json.dumps(chinese)}" in catalog, english
     english = client.get("/admin/jsi18n/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "选择" not in english
+
+
+def test_it_names_where_a_queued_generation_came_from_as_a_source(client, alice):
+    """ "From" over the queue's origin column reads 来源 (a source), not the 从 of a date range."""
+    from tests.session_factory import make_session
+
+    make_session(alice)
+    client.force_login(alice)
+    chinese = client.get("/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "<th>来源</th>" in chinese and 'data-label="来源"' in chinese
+    english = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "<th>From</th>" in english and 'data-label="From"' in english

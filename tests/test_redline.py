@@ -15,7 +15,15 @@ from docx.oxml.ns import qn
 from reviewer import events
 from reviewer.documents import redline, redline_docx
 from reviewer.lifecycle import audit
-from reviewer.models import Edit, Glossary, GlossaryTerm, PauseEvent, ReviewSession, SessionEvent
+from reviewer.models import (
+    Edit,
+    Glossary,
+    GlossaryTerm,
+    PauseEvent,
+    PausePolicy,
+    ReviewSession,
+    SessionEvent,
+)
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db
@@ -247,3 +255,13 @@ def test_the_word_file_holds_characters_xml_cannot(reviewed, alice):
     told = docx_text(reviewed)
     assert "ok\ufffdfine" in told and "\ufffd" in told.split("\n")[1]
     assert redline.as_json(reviewed)["decision"]["comment"] == "ok\x0bfine"
+
+
+def test_a_pause_is_named_by_its_policys_name_in_the_page_language(reviewed):
+    PausePolicy.objects.create(
+        domain=reviewed.domain, name="Unsure", name_zh="不确定", kind="low_confidence"
+    )
+    pause = reviewed.pauses.get(trigger="Unsure")
+    assert redline.pause_label(pause) == "Pause 2 (Unsure) after 7 tokens"
+    with translation.override("zh-hans"):
+        assert "不确定" in redline.pause_label(pause) and "Unsure" not in redline.pause_label(pause)

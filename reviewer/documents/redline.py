@@ -19,7 +19,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from reviewer import events
-from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name, last_decision
+from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name, last_decision, policy_names
 from reviewer.models import Edit, PauseEvent, ReviewSession, SessionEvent
 from reviewer.web.ui_text import decided_text, session_error, status_labels
 
@@ -156,7 +156,10 @@ def pause_label(pause: PauseEvent | None, number: int | None = None) -> str:
         return ""
     if number is None:
         number = pause_numbers(pause.session).get(pause.pk, 0)
-    trigger = _("manual pause") if pause.trigger == "manual" else pause.trigger
+    if pause.trigger == "manual":
+        trigger = _("manual pause")
+    else:  # a policy by the name the session page gives it (its Chinese one on a Chinese page)
+        trigger = policy_names(pause.session.domain).get(pause.trigger, pause.trigger)
     return _("Pause %(number)s (%(trigger)s) after %(count)s tokens") % {
         "number": number,
         "trigger": trigger,

@@ -169,5 +169,9 @@ def page_labels() -> dict[str, Any]:
         "notifyDenied": _("The browser blocks notifications for this site"),
         "live": _("Live"),
         "reconnecting": _("Connection lost, reconnecting…"),
+        "closed": _("Disconnected"),
+        "loggedOut": _("Your login has ended: reload the page to log in again"),
+        "unreachable": _("The server could not be reached; try again"),
+        "refused": _("The server refused the request (HTTP %(status)s)"),
         "nothingToClaim": _("Nothing here waits to be claimed."),
     }

@@ -98,6 +98,7 @@ def js_labels() -> dict[str, str | dict[str, str]]:
         "connecting": _("Connecting…"),
         "reconnecting": _("Connection lost, reconnecting…"),
         "closed": _("Disconnected"),
+        "loggedOut": _("Your login has ended: reload the page to log in again"),
         "too_large": _(
             "Too large to send: %(size)s kB, and a command may be at most %(limit)s kB."
             " Shorten the text."

@@ -51,8 +51,8 @@ function onClick(event) {
   const button = event.target.closest("button[data-claim], button[data-release]");
   if (!button) return;
   button.disabled = true;
-  if (button.dataset.claim) claim(button.dataset.claim);
-  else release(button.dataset.release);
+  const done = button.dataset.claim ? claim(button.dataset.claim) : release(button.dataset.release);
+  done.finally(() => (button.disabled = false)); // a row drawn again has a new button anyway
 }
 
 function onSubmit(event) {

@@ -4,6 +4,7 @@
 // (`reconnected`) instead of asking for what it missed.
 import { CLOSE } from "./protocol.js";
 import { $, L } from "./page.js";
+import { notice } from "./queue.js";
 
 const QUEUE = "queue"; // reviewer/events/queue.py
 
@@ -24,6 +25,7 @@ export function connectQueue({ message, reconnected }) {
     socket.onclose = (event) => {
       if (event.code === CLOSE.UNAUTHENTICATED) {
         setConnection("closed");
+        notice(L.loggedOut); // the rows stop following the floor: say why and what to do
         return;
       }
       retries += 1;

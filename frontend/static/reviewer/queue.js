@@ -96,14 +96,21 @@ export function tick() {
 }
 
 async function post(id, command, args) {
-  const answer = await fetch(urlFor(data.claimUrl.replace(/claim$/, command), id), {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "X-CSRFToken": data.csrf },
-    body: JSON.stringify(args || {}),
-  });
+  let answer;
+  try {
+    answer = await fetch(urlFor(data.claimUrl.replace(/claim$/, command), id), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": data.csrf },
+      body: JSON.stringify(args || {}),
+    });
+  } catch {
+    notice(L.unreachable); // never a click that just stops: the row's button comes back
+    await refreshItem(id).catch(() => {});
+    return false;
+  }
   const result = await answer.json().catch(() => ({}));
-  if (!answer.ok) notice(result.error || answer.statusText);
-  await refreshItem(id);
+  if (!answer.ok) notice(result.error || fill(L.refused, { status: answer.status }));
+  await refreshItem(id).catch(() => {});
   return answer.ok;
 }
 

@@ -4,6 +4,7 @@
 // nothing more ever comes it keeps the state the server rendered and goes live. A dropped
 // socket reconnects with a backoff and asks only for what it missed.
 import { CLOSE } from "./protocol.js";
+import { notify } from "./notice.js";
 import { $, data, L } from "./page.js";
 import { store } from "./store.js";
 
@@ -38,6 +39,7 @@ function closed(socket, event) {
     state.gone = true;
     setConnection("closed");
     hooks.gone();
+    if (event.code === CLOSE.UNAUTHENTICATED) notify(L.loggedOut, true); // not a network fault
     return;
   }
   state.retries += 1;
