@@ -69,6 +69,10 @@ def test_a_whole_review_from_the_keyboard(page, server_url, alice):
     assert page.evaluate(FOCUSED) == str(MORNING - 1)
     page.keyboard.press("ArrowRight")
     assert page.evaluate(FOCUSED) == str(MORNING)
+    # The word the keyboard is on shows its tip, and names it as its description.
+    assert page.locator("#tip").is_visible() and "%" in page.locator("#tip").inner_text()
+    described = "document.activeElement.closest('.word').getAttribute('aria-describedby')"
+    assert page.evaluate(described) == "tip"
 
     page.keyboard.press("r")  # the rollback menu, to confirm, with the focus on its button
     assert page.locator("#token-menu").is_visible()

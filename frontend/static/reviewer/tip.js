@@ -1,7 +1,7 @@
 // A word's tip: what the model knew about it (its probability, entropy, the alternatives it
 // weighed, its share of the attention shown). Hovering is a mouse's: a tap's tip stays until
 // the next tap, even when the page moves under the finger (a tap also shows that word's
-// attention).
+// attention); a word the keyboard is on shows it while it has the focus.
 import { focusWord, tipLine } from "./attention.js";
 import { textOf } from "./fold.js";
 import { $, chip, fill, L, line, nats } from "./page.js";
@@ -77,6 +77,17 @@ export function bindTip() {
   box.addEventListener("pointerover", (e) => hovered(e) && showTip(hovered(e)));
   box.addEventListener("pointerout", (e) => e.pointerType === "mouse" && hideTip());
   box.addEventListener("click", tokenTapped);
+  // A word the keyboard moved to shows its tip too, and a screen reader reads it with it.
+  box.addEventListener("focusin", (e) => {
+    const element = wordOf(e.target);
+    if (!element) return;
+    element.setAttribute("aria-describedby", "tip");
+    showTip(element);
+  });
+  box.addEventListener("focusout", (e) => {
+    wordOf(e.target)?.removeAttribute("aria-describedby");
+    hideTip();
+  });
   document.addEventListener("click", (e) => {
     if (!wordOf(e.target)) hideTip(); // a tapped word's tip stays until the next tap
   });
