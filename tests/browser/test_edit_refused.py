@@ -55,6 +55,7 @@ def test_it_tells_the_page_why_the_worker_refused_an_edit_in_its_language(
     # The edit waits for a worker (none is asked here); when one comes to it, the text it
     # was made on has changed: the worker refuses it, as apply_pending_edits does.
     stub_worker(monkeypatch)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # reading down the page
     lifecycle.edit(alice, session.pk, 0, 2, "X")
     # Refused off Playwright's thread: its event loop would keep the event from being sent.
     worker = threading.Thread(target=refuse_pending_edit, args=(session.pk,))
@@ -63,6 +64,10 @@ def test_it_tells_the_page_why_the_worker_refused_an_edit_in_its_language(
 
     page.wait_for_selector("#notice.bad:not([hidden])")
     assert page.inner_text("#notice") == told
+    notice = page.locator("#notice").bounding_box()
+    if width < 600:  # on a phone: in view, just above the Resume bar, wherever the page is
+        bar = page.locator("#run-controls").bounding_box()
+        assert notice["y"] > 0 and notice["y"] + notice["height"] <= bar["y"]
     screenshot(page, shot)
     refused = Edit.objects.get(session=session)
     assert refused.error.startswith("The text changed") and not refused.applied
