@@ -8,9 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import translation
 
 from inference import edits
 from reviewer import events
+from reviewer.analytics import timeline
 from reviewer.models import AuditRecord, Edit, SessionEvent
 from reviewer.web import ui_text
 from reviewer.worker import runtime
@@ -95,3 +97,15 @@ def test_it_translates_what_the_engine_says_of_a_bad_edit(edit, chinese):
 def test_it_keeps_the_english_message_when_a_stored_template_does_not_fit():
     event = {"type": "error", "message": "old words", "template": "%(gone)s", "values": {}}
     assert ui_text.event_message(event) == "old words"
+
+
+@pytest.mark.django_db
+def test_it_tells_the_refusal_in_the_timeline_in_the_readers_language(paused_with_pending_edit):
+    refuse_pending_edit(paused_with_pending_edit)
+
+    def told(language: str) -> str:
+        with translation.override(language):
+            entries = timeline.timeline(paused_with_pending_edit)
+        return next(e for e in entries if e["kind"] == "edit_refused")["detail"]
+
+    assert told("zh-hans") == CHANGED_ZH and told("en") == CHANGED_EN

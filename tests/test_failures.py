@@ -10,6 +10,7 @@ from django.utils import translation
 from inference.backend import UnsupportedFeature
 from inference.message import Message
 from reviewer import lifecycle
+from reviewer.analytics import timeline
 from reviewer.documents import redline
 from reviewer.models import AuditRecord, ReviewSession
 from reviewer.web import ui_text
@@ -52,7 +53,10 @@ def test_it_fails_a_segment_with_the_sentence_and_keeps_the_type_out(alice, monk
     assert (session.status, session.error) == (ReviewSession.FAILED, failures.UNEXPECTED)
     assert "KeyError" not in session.error
     record = AuditRecord.objects.get(session=session, action="failed")
-    assert record.payload == {"error": failures.UNEXPECTED}
+    assert record.payload == {
+        "error": failures.UNEXPECTED,
+        "message": {"template": failures.UNEXPECTED, "values": {}},
+    }
 
 
 def fail_with(session, exc: BaseException) -> None:
@@ -108,3 +112,12 @@ def test_it_forgets_the_failure_when_the_session_resumes(alice):
     lifecycle.resume(alice, session.pk)
     session.refresh_from_db()
     assert (session.status, session.error, session.error_message) == (ReviewSession.RUNNING, "", {})
+
+
+@pytest.mark.django_db
+def test_it_tells_the_failure_in_the_timeline_in_the_readers_language(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    fail_with(session, OperationalError("server closed the connection unexpectedly"))
+    with translation.override("zh-hans"):
+        [failed] = [e for e in timeline.timeline(session) if e["kind"] == "failed"]
+    assert failed["detail"] == "工作进程无法连接数据库。"

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from reviewer.models import AuditRecord, Domain, PauseEvent, ReviewSession, statuses
-from reviewer.web.ui_text import filled_reason, stop_reason_text, task_type_names
+from reviewer.web.ui_text import filled_reason, kept_message, stop_reason_text, task_type_names
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -130,7 +130,9 @@ class Teller:
             return self.names.get(policy, policy)
         if action == "task_corrected":
             return task_change(payload)
-        return str(payload.get("error") or payload.get("reason") or payload.get("text") or "")
+        if payload.get("error"):  # an engine's words, in the reader's language where kept
+            return kept_message(payload.get("message"), str(payload["error"]))
+        return str(payload.get("reason") or payload.get("text") or "")
 
     def pause_detail(self, payload: dict[str, Any], actor: str = "") -> str:
         trigger = payload.get("trigger", "")

@@ -25,6 +25,7 @@ from reviewer.lifecycle.transitions import (
     S,
     SegmentSuperseded,
     finish,
+    kept,
     locked,
     set_status,
 )
@@ -335,12 +336,13 @@ def _offer_new_alternatives(edit_record: Edit, result: events.EditReport) -> Non
 
 
 def record_edit_refused(session: ReviewSession, edit_record: Edit, error: str) -> None:
-    """The worker could not apply the edit. ``error`` may be an engine Message: the column and
-    the audit keep its English words, the event its template too (each page translates it)."""
+    """The worker could not apply the edit. ``error`` may be an engine Message: the column
+    keeps its English words, the audit and the event its template too (each page translates
+    it)."""
     with transaction.atomic():
         edit_record.error = str(error)
         edit_record.save(update_fields=["error"])
-        details = {"edit": edit_record.pk, "error": str(error)}
+        details = {"edit": edit_record.pk, "error": str(error)} | kept(error)
         audit.append("edit_refused", "engine", session, details)
         events.emit(session.pk, events.ERROR, events.error(error, edit_record.pk))
 

@@ -209,6 +209,12 @@ def close_open_pause(session: ReviewSession, outcome: str) -> None:
         pause.save(update_fields=["resumed_at", "outcome"])
 
 
+def kept(error: str) -> dict[str, Any]:
+    """An engine Message's template and values, under "message", for a record that also keeps
+    its English words: a page shows it in its reader's language (reviewer.web.ui_text)."""
+    return {"message": events.stored_value(error)} if isinstance(error, Message) else {}
+
+
 def fail(session_id: int, error: str, segment: str | None = None) -> None:
     """The session failed; unless ``segment`` names a segment already superseded (a worker
     cut off from Postgres, whose session another worker took over meanwhile)."""
@@ -219,9 +225,9 @@ def fail(session_id: int, error: str, segment: str | None = None) -> None:
         if segment is not None and session.segment != segment:
             return
         session.error = error
-        session.error_message = events.stored_value(error) if isinstance(error, Message) else {}
+        session.error_message = kept(error).get("message", {})
         session.save(update_fields=["error", "error_message"])
-        failed = audit.append("failed", "engine", session, {"error": error})
+        failed = audit.append("failed", "engine", session, {"error": str(error)} | kept(error))
         audit_graph.explain(session, "failure", failed, len(session.generated_ids))
         finish(session, S.FAILED)
         events.emit(session.pk, events.ERROR, events.error(error))

@@ -55,15 +55,20 @@ def stored_message(template: str, values: dict[str, Any]) -> Message:
     return Message(template, **{key: value(given) for key, given in values.items()})
 
 
-def session_error(session: ReviewSession) -> str:
-    """Why a session failed, in the active language where its Message was kept."""
-    stored = session.error_message
+def kept_message(stored: Any, english: str) -> str:
+    """A Message kept as ``{"template", "values"}`` (reviewer.events.stored_value), in the
+    active language; ``english`` where none was kept or it does not fit."""
     if not stored:
-        return session.error
+        return english
     try:
         return translated(stored_message(stored["template"], stored["values"]))
-    except (KeyError, TypeError, ValueError):
-        return session.error
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return english
+
+
+def session_error(session: ReviewSession) -> str:
+    """Why a session failed, in the active language where its Message was kept."""
+    return kept_message(session.error_message, session.error)
 
 
 def error_text(exc: Exception) -> str:
