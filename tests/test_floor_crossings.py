@@ -82,8 +82,8 @@ def state(session: ReviewSession) -> tuple[Any, ...]:
 
 
 def test_it_hides_another_domains_session_on_every_http_path(floor, alice, carol, no_worker):
+    api = token_client(carol)  # issuing her key is audited: before the crossing
     before = state(floor)
-    api = token_client(carol)
     assert floor.pk not in [s["id"] for s in api.get("/api/sessions").json()["sessions"]]
     for path in ("", "/events", "/redline"):
         response = api.get(f"/api/sessions/{floor.pk}{path}")

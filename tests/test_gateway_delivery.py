@@ -185,6 +185,71 @@ def test_it_sends_a_response_streams_error_as_an_error_event(monkeypatch):
     assert event["code"] == "cancelled" and event["sequence_number"] == 0
 
 
+def test_it_resumes_a_response_stream_that_timed_out_without_losing_a_character(monkeypatch):
+    """A wait that timed out ends one connection while the text may still grow: the short tail
+    waits for the next one, and the error event takes no number of its own, so a client that
+    resumes after the last number it saw gets every character once, in order."""
+    from reviewer.gateway import streams
+    from reviewer.gateway.delivery import End, Piece
+
+    text = "".join(chr(ord("a") + i % 26) for i in range(40))
+
+    async def built(make, session_id, *args):
+        output = [{"content": [{"text": text}], "status": "completed"}]
+        return {"id": "resp_7", "object": "response", "status": "completed", "output": output}
+
+    class Steps:
+        sent = 0
+
+        def __init__(self, *steps):
+            self._steps = steps
+
+        async def steps(self, start_at=0):
+            for step in self._steps:
+                yield step
+
+    async def connection(after: int, *steps) -> list[dict]:
+        events = streams.ResponseEvents(7, after)
+        lines = [line async for line in events.stream(Steps(*steps))]
+        return [json.loads(line.decode().split("data: ", 1)[1]) for line in lines]
+
+    def deltas(events: list[dict]) -> str:
+        return "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+
+    monkeypatch.setattr(streams, "built", built)
+    for released in (20, 0):  # delayed delivery sent some; after review, nothing yet
+        first = asyncio.run(connection(-1, Piece(text[:released], []), End("timeout", "waited")))
+        assert first[-1]["type"] == "error"
+        assert first[-1]["sequence_number"] == first[-2]["sequence_number"]
+        second = asyncio.run(
+            connection(first[-1]["sequence_number"], Piece(text, []), End("completed"))
+        )
+        assert deltas(first) + deltas(second) == text
+        assert second[0]["sequence_number"] == first[-1]["sequence_number"] + 1
+
+
+@pytest.mark.model  # a token's bytes come from the model's tokenizer
+def test_it_lists_no_end_of_text_token_in_logprobs():
+    """The engine keeps the end-of-turn token it stopped on (no text); OpenAI lists only the
+    tokens whose bytes make the text. A token that ends inside a character keeps its place."""
+    from reviewer.gateway import answers
+    from reviewer.lifecycle.record import Token
+    from reviewer.web.tokenizer import tokenizer
+
+    words = tokenizer().encode(" fever.")
+    end = tokenizer().convert_tokens_to_ids("<|im_end|>")
+    signals = {"probability": 0.5, "alternatives": []}
+    tokens = [Token(i, tokenizer().decode([i]), signals) for i in words]
+    tokens.append(Token(end, "", signals))
+    chat = answers.chat_logprobs(tokens, 0)["content"]
+    assert [t["token"] for t in chat] == [t.text for t in tokens[:-1]]
+    assert bytes(b for t in chat for b in t["bytes"]).decode() == " fever."
+    completion = answers.completion_logprobs(tokens, 0)
+    assert "".join(completion["tokens"]) == " fever." and len(completion["text_offset"]) == len(
+        words
+    )
+
+
 @pytest.mark.model  # a token's bytes come from the model's tokenizer
 def test_it_counts_a_text_completions_offsets_by_the_tokens_not_the_text_sent(monkeypatch):
     """A piece may end inside a token (a stop string held back): the token comes with the next

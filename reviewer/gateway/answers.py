@@ -187,11 +187,22 @@ def spelled(token_id: int | None, text: str) -> dict[str, Any]:
     return {"token": shown, "bytes": list(raw)}
 
 
+def spoken(tokens: Sequence[Token]) -> list[Token]:
+    """The tokens that make the text. The engine keeps the end-of-text token it stopped on
+    (no text of its own); OpenAI lists only the text's, whose bytes join to it."""
+    if all(t.text for t in tokens):
+        return list(tokens)
+    from reviewer.web.tokenizer import special_ids  # loads a tokenizer: lazily
+
+    return [t for t in tokens if t.text or t.token_id not in special_ids()]
+
+
 def chat_logprobs(tokens: Sequence[Token], top: int) -> dict[str, Any]:
-    return {"content": [token_logprob(t, top) for t in tokens], "refusal": None}
+    return {"content": [token_logprob(t, top) for t in spoken(tokens)], "refusal": None}
 
 
 def completion_logprobs(tokens: Sequence[Token], top: int, offset: int = 0) -> dict[str, Any]:
+    tokens = spoken(tokens)
     offsets, at = [], offset
     for t in tokens:
         offsets.append(at)

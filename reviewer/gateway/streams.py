@@ -123,6 +123,11 @@ class ResponseEvents:
             return None
         return sse({"type": kind, "sequence_number": self.seq, **body}, event=kind)
 
+    def _last_numbered(self, kind: str, body: dict[str, Any]) -> bytes:
+        """An event under the number of the last one before it, which a client resumes after:
+        the response's next event keeps its number on the next connection."""
+        return sse({"type": kind, "sequence_number": max(self.seq, 0), **body}, event=kind)
+
     def _where(self) -> dict[str, Any]:
         return {"item_id": f"msg_{self.session_id}", "output_index": 0, "content_index": 0}
 
@@ -151,7 +156,9 @@ class ResponseEvents:
                 continue
             if isinstance(step, Piece):
                 buffer += step.text
-            final = isinstance(step, End)
+            # A text that may still grow (a wait that timed out) keeps its short tail: every
+            # connection numbers the same deltas the same way, so a resumed one loses nothing.
+            final = isinstance(step, End) and step.outcome != "timeout"
             while len(buffer) >= RESPONSE_CHUNK or (final and buffer):
                 delta, buffer = buffer[:RESPONSE_CHUNK], buffer[RESPONSE_CHUNK:]
                 body = {**self._where(), "delta": delta, "logprobs": []}
@@ -194,5 +201,7 @@ class ResponseEvents:
             error = {k: v for k, v in body["error"].items() if k != "type"}  # the event's own
             closing = [("error", {**error, "status": status})]
         for kind, body in closing:
-            if (line := self._numbered(kind, body)) is not None:
+            if kind == "error":  # ends this connection only: it takes no number of its own
+                yield self._last_numbered(kind, body)
+            elif (line := self._numbered(kind, body)) is not None:
                 yield line

@@ -29,6 +29,12 @@ def token_bytes() -> TokenBytes:
 
 
 @functools.cache
+def special_ids() -> frozenset[int]:
+    """The tokenizer's special tokens (the end of a turn, of the text): no text of their own."""
+    return frozenset(int(i) for i in getattr(tokenizer(), "all_special_ids", []))
+
+
+@functools.cache
 def context_length() -> int:
     config = AutoConfig.from_pretrained(settings.MODEL_DIR)
     return int(getattr(config, "max_position_embeddings", 2048))
