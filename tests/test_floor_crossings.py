@@ -106,8 +106,8 @@ def test_it_hides_another_domains_session_on_every_http_path(floor, alice, carol
 def test_it_hides_a_colleagues_own_session_from_a_reviewer_of_the_same_domain(alice, bob):
     clinical_notes().reviewers.add(alice, bob)
     mine = make_session(alice)
+    api = token_client(bob)  # issuing his key is audited: before the crossing
     before = state(mine)
-    api = token_client(bob)
     assert api.get(f"/api/sessions/{mine.pk}").status_code == 404
     assert api.post(f"/api/sessions/{mine.pk}/claim", {}, "application/json").status_code == 404
     assert state(mine) == before

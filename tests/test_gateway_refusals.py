@@ -138,7 +138,7 @@ def test_it_answers_one_model_by_its_id(drafter):
 
 
 @pytest.mark.model  # the prompt is counted with the model's tokenizer
-def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
+def test_it_names_a_prompt_over_the_context_as_openai_does(drafter, monkeypatch):
     before = snapshot()
     too_long = CHAT | {"max_tokens": 10**6}
     error = openai_error(post(drafter[1], "/v1/chat/completions", too_long), 400)
@@ -148,6 +148,13 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
     error = openai_error(post(drafter[1], "/v1/responses", too_long), 400)
     assert (error["code"], error["param"]) == ("context_length_exceeded", "max_output_tokens")
     assert "max_output_tokens" in error["message"]
+    # As the call named it; where it named none, the domain's limit and the prompt are told.
+    too_long = CHAT | {"max_completion_tokens": 10**6}
+    error = openai_error(post(drafter[1], "/v1/chat/completions", too_long), 400)
+    assert error["param"] == "max_completion_tokens" and "max_completion_tokens" in error["message"]
+    monkeypatch.setattr(web_tokenizer, "context_length", lambda: 20)  # a model of 20 tokens
+    error = openai_error(post(drafter[1], "/v1/chat/completions", CHAT), 400)
+    assert error["param"] == "messages" and "the domain's token limit" in error["message"]
     assert snapshot() == before
 
 
@@ -176,6 +183,17 @@ def test_it_names_a_prompt_over_the_context_as_openai_does(drafter):
             "holds no text",
         ),
         ({"max_tokens": 10**23}, "max_tokens", "max_tokens"),
+        # Values of another type are refused, as OpenAI does, never converted.
+        ({"max_tokens": True}, "max_tokens", "valid integer"),
+        ({"temperature": "0.5"}, "temperature", "valid number"),
+        ({"seed": "12"}, "seed", "valid integer"),
+        ({"stream": "yes"}, "stream", "valid boolean"),
+        ({"logprobs": "true"}, "logprobs", "valid boolean"),
+        # Output it would not give is refused, not ignored.
+        ({"modalities": ["text", "audio"], "audio": {"voice": "alloy"}}, "audio", "text only"),
+        ({"modalities": ["audio"]}, "modalities", "text only"),
+        ({"prediction": {"type": "content", "content": "x"}}, "prediction", "not supported"),
+        ({"web_search_options": {}}, "web_search_options", "not supported"),
     ],
 )
 def test_it_names_the_parameter_it_refuses_and_says_why(drafter, extra, param, words):
@@ -213,6 +231,13 @@ RESPONSE = {"model": "caesura:clinical-notes", "input": "Summarise: fever."}
         ),
         ("/v1/responses", RESPONSE | {"conversation": "conv_1"}, "conversation", "no conversation"),
         ("/v1/responses", RESPONSE | {"top_logprobs": 2}, "top_logprobs", "/v1/chat/completions"),
+        (
+            "/v1/responses",
+            RESPONSE | {"include": ["message.output_text.logprobs"]},
+            "include",
+            "/v1/chat/completions",
+        ),
+        ("/v1/completions", TEXT_CALL | {"logprobs": True}, "logprobs", "valid integer"),
         (
             "/v1/responses",
             RESPONSE | {"input": [{"type": "function_call_output", "call_id": "c", "output": "1"}]},

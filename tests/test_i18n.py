@@ -258,7 +258,9 @@ def test_it_translates_every_message_of_the_catalog():
     assert not untranslated and not fuzzy, {"untranslated": untranslated, "fuzzy": fuzzy}
 
 
-TRANSLATE_TAG = re.compile(r"""\{%\s*translate\s+(["'])(.+?)\1\s*(?:as\s+\w+\s*)?%\}""")
+TRANSLATE_TAG = re.compile(
+    r"""\{%\s*translate\s+(["'])(.+?)\1(?:\s+context\s+(["'])(.+?)\3)?\s*(?:as\s+\w+\s*)?%\}"""
+)
 GETTEXT = {"_", "gettext", "gettext_lazy", "gettext_noop", "_lazy"}
 PGETTEXT = {"pgettext", "pgettext_lazy"}
 
@@ -288,7 +290,9 @@ def test_it_has_every_simple_ui_string_in_the_catalog():
     for template in (REPO / "frontend" / "templates").rglob("*.html"):
         # The tag doubles a literal's percent signs before it looks the msgid up.
         text = template.read_text()
-        found |= {("", m.group(2).replace("%", "%%")) for m in TRANSLATE_TAG.finditer(text)}
+        found |= {
+            (m.group(4) or "", m.group(2).replace("%", "%%")) for m in TRANSLATE_TAG.finditer(text)
+        }
     for module in (REPO / "reviewer").rglob("*.py"):
         found |= gettext_calls(module.read_text())
     django_own = {("", "Home")}  # translated by Django's admin catalog as well

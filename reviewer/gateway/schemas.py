@@ -57,12 +57,22 @@ def unstorable(value: Any) -> str | None:
 
 
 class Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Strict: OpenAI refuses "max_tokens": true or "temperature": "0.5"; converting them would
+    # generate what the application did not ask for. An integer is still a number.
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ContentPart(Lenient):
     type: str
     text: str
+
+
+def as_text_part(part: Any) -> Any:
+    """An assistant's ``refusal`` part (the SDK's own type) as the text it holds."""
+    if isinstance(part, dict) and part.get("type") == "refusal":
+        if isinstance(part.get("refusal"), str):
+            return {"type": "text", "text": part["refusal"]}
+    return part
 
 
 class Message(Lenient):
@@ -80,6 +90,8 @@ class Message(Lenient):
             if info.data.get("role") != "assistant":
                 raise ValueError("content must be text: only an assistant's message may have none")
             return ""
+        if isinstance(value, list):  # an earlier answer's refusal, replayed: its words
+            value = [as_text_part(part) for part in value]
         for part in value if isinstance(value, list) else ():
             kind = part.get("type") if isinstance(part, dict) else None
             if kind not in TEXT_PARTS or not isinstance(part.get("text"), str):
@@ -150,6 +162,10 @@ class Sampling(Lenient):
     logit_bias: dict[str, Any] | None = Field(default=None, description="Refused unless empty")
     frequency_penalty: float | None = Field(default=None, description="0 only")
     presence_penalty: float | None = Field(default=None, description="0 only")
+    modalities: list[str] | None = Field(default=None, description='["text"] only')
+    audio: Any = Field(default=None, description="Refused: text only")
+    prediction: Any = Field(default=None, description="Refused: the text is the model's")
+    web_search_options: Any = Field(default=None, description="Refused: no web search")
 
     @model_validator(mode="after")
     def nothing_unsupported(self) -> Sampling:
@@ -174,6 +190,12 @@ class Sampling(Lenient):
         if self.frequency_penalty or self.presence_penalty:
             param = "frequency_penalty" if self.frequency_penalty else "presence_penalty"
             raise refuse(param, f"{param} is not supported (0 only)")
+        if self.modalities not in (None, ["text"]) or self.audio is not None:
+            param = "audio" if self.audio is not None else "modalities"
+            raise refuse(param, f"{param} is not supported: Caesura reviews text only")
+        for param in ("prediction", "web_search_options"):
+            if getattr(self, param) is not None:
+                raise refuse(param, f"{param} is not supported")
         if self.stream_options is not None and not self.stream:
             raise refuse("stream_options", "stream_options is only allowed when stream is true")
         return self
@@ -288,6 +310,9 @@ class ResponseRequest(Sampling):
     top_logprobs: int | None = Field(
         default=None, description="Refused here: /v1/chat/completions reports log probabilities"
     )
+    include: list[str] | None = Field(
+        default=None, description="Refused where it asks for log probabilities, as top_logprobs"
+    )
 
     @field_validator("input", mode="before")
     @classmethod
@@ -326,6 +351,12 @@ class ResponseRequest(Sampling):
                 "prompt",
                 "prompt (a stored prompt template) is not supported: send the instructions and"
                 " the input themselves",
+            )
+        if any("logprobs" in item for item in self.include or []):
+            raise refuse(
+                "include",
+                "log probabilities are not supported on /v1/responses: /v1/chat/completions"
+                " reports them",
             )
         if self.top_logprobs:
             raise refuse(
@@ -376,6 +407,7 @@ class Call:
     user: str | None = None
     background: bool = False
     instructions: str | None = None  # responses: kept to be echoed, as OpenAI does
+    limit_name: str = ""  # how the call named its token limit; "" where it left it to the domain
 
     @property
     def domain_slug(self) -> str:
@@ -413,6 +445,7 @@ class Call:
             "user": self.user,
             "background": self.background,
             "instructions": self.instructions,
+            "limit_name": self.limit_name,
         }
 
 
@@ -426,6 +459,13 @@ def chat_call(body: ChatRequest) -> Call:
         model=body.model,
         messages=[m.as_chat() for m in body.messages],
         max_tokens=body.max_completion_tokens or body.max_tokens,
+        limit_name=(
+            "max_completion_tokens"
+            if body.max_completion_tokens
+            else "max_tokens"
+            if body.max_tokens
+            else ""
+        ),
         temperature=body.temperature,
         top_p=body.top_p,
         seed=body.seed,
@@ -444,6 +484,7 @@ def completion_call(body: CompletionRequest) -> Call:
         model=body.model,
         prompt=body.text(),
         max_tokens=body.max_tokens,
+        limit_name="max_tokens" if body.max_tokens else "",
         temperature=body.temperature,
         top_p=body.top_p,
         seed=body.seed,
@@ -462,6 +503,7 @@ def response_call(body: ResponseRequest) -> Call:
         model=body.model,
         messages=[m.as_chat() for m in body.messages()],
         max_tokens=body.max_output_tokens,
+        limit_name="max_output_tokens" if body.max_output_tokens else "",
         temperature=body.temperature,
         top_p=body.top_p,
         seed=body.seed,

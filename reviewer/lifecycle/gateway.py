@@ -140,8 +140,7 @@ def start_generation(
     params = inputs.sampling_params(
         domain, decoding.get("seed"), decoding.get("max_new_tokens"), _sampling(decoding), preset
     )
-    limit = "max_output_tokens" if request.get("endpoint") == "response" else "max_tokens"
-    _check_prompt_fits(domain, prompt, params.max_new_tokens, limit)
+    _check_prompt_fits(domain, prompt, params.max_new_tokens, _limit_param(request))
     with transaction.atomic():
         _check_concurrency(application)
         prompt_key = "prompt_ids" if prompt and isinstance(prompt[0], int) else "messages"
@@ -174,6 +173,14 @@ def start_generation(
     return session
 
 
+def _limit_param(request: Mapping[str, Any]) -> str:
+    """The parameter a refusal for too long a prompt names: the token limit as the call named
+    it; where the call left it to the domain, the prompt itself."""
+    if request.get("limit_name"):
+        return str(request["limit_name"])
+    return "input" if request.get("endpoint") == "response" else "messages"
+
+
 def _sampling(decoding: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in decoding.items() if k not in ("seed", "max_new_tokens")}
 
@@ -184,7 +191,8 @@ def _check_prompt_fits(
     max_new_tokens: int,
     limit: str = "max_tokens",
 ) -> None:
-    """``limit``: the call's name for the token limit, which a refusal names."""
+    """``limit``: the parameter a refusal names (the call's name for its token limit, or the
+    prompt's where the domain's limit applies)."""
     from inference.prompt import PromptRefused, encode_prompt
     from reviewer.web.tokenizer import context_length, tokenizer
 
@@ -199,8 +207,11 @@ def _check_prompt_fits(
             " message as attention markup (docs/gateway.md)"
         ) from None
     if needed > context_length():
+        asked = (
+            limit if limit.startswith("max_") else f"the domain's token limit ({max_new_tokens})"
+        )
         exceeded = ContextExceeded(
-            f"The prompt plus {limit} is {needed} tokens; the model's context is {context_length()}"
+            f"The prompt plus {asked} is {needed} tokens; the model's context is {context_length()}"
         )
         exceeded.param = limit
         raise exceeded
