@@ -133,6 +133,19 @@ def test_it_takes_a_conversation_without_a_user_message_as_openai_does():
     assert call.input_text() == "Summarise: fever."  # what the reviewer reads as the case
 
 
+def test_it_takes_an_earlier_answers_refusal_part_as_its_text():
+    refusal = {"type": "refusal", "refusal": "I cannot say."}
+    messages = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [refusal]},
+        {"role": "user", "content": "Why?"},
+    ]
+    call = schemas.chat_call(
+        schemas.ChatRequest.model_validate({"model": "caesura:plain", "messages": messages})
+    )
+    assert call.messages[1] == {"role": "assistant", "content": "I cannot say."}
+
+
 def test_it_takes_a_negative_seed_as_openai_does():
     for seed, engine in ((-1, 2**63 - 1), (-(2**63), 0), (2**63 - 1, 2**63 - 1)):
         body = schemas.ChatRequest.model_validate(

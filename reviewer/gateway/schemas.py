@@ -69,9 +69,9 @@ class ContentPart(Lenient):
 
 def as_text_part(part: Any) -> Any:
     """An assistant's ``refusal`` part (the SDK's own type) as the text it holds."""
-    if isinstance(part, dict) and part.get("type") == "refusal":
-        if isinstance(part.get("refusal"), str):
-            return {"type": "text", "text": part["refusal"]}
+    refused = isinstance(part, dict) and part.get("type") == "refusal"
+    if refused and isinstance(part.get("refusal"), str):
+        return {"type": "text", "text": part["refusal"]}
     return part
 
 
