@@ -374,3 +374,23 @@ def test_it_never_tells_the_application_the_words_a_policy_stopped_on(monkeypatc
     assert "John Smith" not in told and "[A-Z]" not in told
     review = answers.caesura_info(session)["review"]
     assert review["pause_reason"] == "paused by the policy 'Patient name' (regex)"
+
+
+@pytest.mark.model  # the prompt is counted with the model's tokenizer
+def test_it_lets_a_timed_out_call_be_joined_by_its_retry(drafter):
+    """A call that waited longer than the domain lets it was given no answer: the same call
+    again follows the same generation instead of putting a second one in the queue."""
+    domain = clinical_notes()
+    domain.max_wait_s = 0
+    domain.save()
+    client = drafter[1]
+    for retry in ("0", "1"):  # the openai SDK's header: its automatic retry of the call
+        answer = client.post(
+            "/v1/chat/completions",
+            json.dumps(CHAT),
+            content_type="application/json",
+            headers={"X-Stainless-Retry-Count": retry},
+        )
+        assert openai_error(answer, 504)["code"] == "review_timeout"
+    [session] = S.objects.filter(application=drafter[0])
+    assert session.answered_at is None

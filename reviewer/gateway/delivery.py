@@ -81,6 +81,7 @@ class Delivery:
     tokens_sent: int = 0
     lock: bool = True  # streamed: what leaves is locked; else the approved text leaves whole
     keep_alive_s: float = 15.0  # an SSE comment this often while the call waits
+    outcome: str = ""  # the End's, once delivery ended
     _sent_text: str = field(default="")
 
     async def steps(self, start_at: int = 0) -> AsyncIterator[Step]:
@@ -94,12 +95,12 @@ class Delivery:
                 waited_since = time.monotonic()
                 yield piece
             end = self._ended()
-            if end is not None:
-                yield end
-                return
             now = time.monotonic()
-            if now - waited_since > self.max_wait_s:
-                yield End("timeout", f"waited longer than {self.max_wait_s:g} s for review")
+            if end is None and now - waited_since > self.max_wait_s:
+                end = End("timeout", f"waited longer than {self.max_wait_s:g} s for review")
+            if end is not None:
+                self.outcome = end.outcome
+                yield end
                 return
             if now - last_beat >= self.keep_alive_s:
                 last_beat = now

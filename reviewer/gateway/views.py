@@ -188,7 +188,7 @@ def event_stream(
                         return
                     checked = time.monotonic()
                 yield chunk
-            if answers_call:
+            if answers_call and delivery.outcome != "timeout":  # else a retry joins it
                 await off_loop(gateway.mark_answered)(delivery.follower.session_id)
         except Exception:  # the stream has begun: the client is told in it, never a traceback
             log.exception("gateway stream of session %s failed", delivery.follower.session_id)
@@ -245,7 +245,8 @@ async def generate(
         await delivery.follower.close()
     if not await off_loop(auth.still_admitted)(application):
         raise auth.refusal_now()
-    await off_loop(gateway.mark_answered)(session.pk)
+    if end.outcome != "timeout":  # a call that waited too long has no answer: a retry joins
+        await off_loop(gateway.mark_answered)(session.pk)
     if end.outcome != "completed":
         status, error = streams.end_error(end, session.pk)
         return no_retry(JsonResponse(error, status=status))
@@ -293,10 +294,10 @@ async def create_response(request: HttpRequest, application: Application) -> Htt
         await delivery.follower.close()
     if not await off_loop(auth.still_admitted)(application):
         raise auth.refusal_now()
-    await off_loop(gateway.mark_answered)(session.pk)
-    if end.outcome == "timeout":
+    if end.outcome == "timeout":  # no answer yet: a retry of the same call joins it
         status, error = streams.end_error(end, session.pk)
         return no_retry(JsonResponse(error, status=status))
+    await off_loop(gateway.mark_answered)(session.pk)
     return JsonResponse(await streams.built(answers.response, session.pk))
 
 
