@@ -190,3 +190,15 @@ def test_it_tells_each_claim_record_in_the_timeline_in_both_languages(
     with translation.override("zh-hans"):
         told = [(e["action"], e["detail"]) for e in timeline(floor)]
     assert told[0] == ("已认领", "") and told[3] == ("认领已转交", "转交给 alice")
+
+
+def test_it_refuses_to_approve_an_answer_holding_the_applications_stop_string(floor, alice):
+    """A policy paused on the token that completed a stop string: approving would send it."""
+    S.objects.filter(pk=floor.pk).update(gateway={"stop": ["fever"]})
+    lifecycle.claim(alice, floor.pk)
+    with pytest.raises(lifecycle.Conflict, match="“fever”, where the application asked"):
+        lifecycle.approve(alice, floor.pk)
+    floor.refresh_from_db()
+    assert floor.status == S.PAUSED and "approve" not in actions(floor)
+    S.objects.filter(pk=floor.pk).update(gateway={"stop": ["nothing like it"]})
+    assert lifecycle.approve(alice, floor.pk)["status"] == S.COMPLETED

@@ -17,6 +17,7 @@ from django.db.models import Exists
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from inference.text import stop_string_at
 from reviewer import events
 from reviewer.analytics import metrics
 from reviewer.lifecycle import audit, inputs, task_types, transitions
@@ -115,6 +116,24 @@ def start_or_join(
         if joined is None:
             raise
         return joined
+
+
+def check_ends_before_its_stop(session: ReviewSession) -> None:
+    """An application's answer never holds one of its stop strings. A pause can come on the
+    token that completes one (a policy fired on it), or a reviewer may write one: approving
+    that text would send it. Resuming ends the run there, the stop string cut off."""
+    stops = [str(s) for s in (session.gateway or {}).get("stop") or ()]
+    at = stop_string_at(session.text, stops) if stops else None
+    if at is None:
+        return
+    found = next(s for s in stops if s and session.text.startswith(s, at))
+    raise Conflict(
+        _(
+            "The text holds “%(stop)s”, where the application asked its answer to end: resume,"
+            " and the generation ends there with it cut off, or edit it out, then approve"
+        )
+        % {"stop": found}
+    )
 
 
 def mark_answered(session_id: int) -> None:

@@ -328,6 +328,8 @@ def cancel(user: User, session_id: Any) -> dict[str, Any]:
 def _decide(user: User, session_id: Any, status: str, command: str, comment: str) -> dict[str, Any]:
     comment = arguments.COMMENT(comment)
     with command_on(user, session_id, statuses.DECIDABLE, command, edits_applied=True) as session:
+        if status == S.COMPLETED:
+            gateway.check_ends_before_its_stop(session)
         close_open_pause(session, outcome=status)
         session.decision_comment = comment
         session.save(update_fields=["decision_comment"])
