@@ -294,4 +294,5 @@ def lock(run: Run, floor: DeliveryFloor, text: str) -> int:
 def _context(state: DecodeState, params: SamplingParams) -> torch.Tensor:
     if params.repetition_penalty == 1.0:
         return torch.empty(0, dtype=torch.long)
-    return torch.tensor(state.prompt_ids + state.generated_ids, dtype=torch.long)
+    # Every token the model reads, notes included: as a fresh run over the same context would.
+    return torch.tensor(state.context_ids(), dtype=torch.long)

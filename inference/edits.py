@@ -179,7 +179,10 @@ def _truncate(state: DecodeState, edit: Truncate) -> Parts:
 
 def _choose(vocab: Vocabulary, state: DecodeState, edit: Choose) -> Parts:
     n = len(state.generated_ids)
-    position = n if edit.position is None else edit.position
+    ended = n > 0 and state.generated_ids[-1] in vocab.eos_ids
+    # The next token of a text that ended takes the end's place, as an append does: an EOS
+    # left inside the context would end nothing and read as text the reviewer never saw.
+    position = (n - 1 if ended else n) if edit.position is None else edit.position
     _check_int(position, 0, n, "choose position %(value)s is outside [%(lo)s, %(hi)s]")
     template = "token id %(value)s is outside [%(lo)s, %(hi)s]"
     _check_int(edit.token_id, 0, vocab.vocab_size - 1, template)
@@ -217,9 +220,10 @@ def _rewrite(vocab: Vocabulary, state: DecodeState, edits: list[Replace | Append
 
 
 def _cut(state: DecodeState, char: int, eos_ids: frozenset[int]) -> tuple[int, int]:
-    if char >= len(state.text):  # at the end: keep every token (a final EOS goes)
-        keep = len(state.generated_ids)
-        if keep and state.generated_ids[-1] in eos_ids:
+    if char >= len(state.text):  # at the end: keep every token that made text (a final EOS
+        # goes; so do the bytes of a character not yet complete, which the reader never saw)
+        keep = state.detok.emitted
+        if keep and state.generated_ids[keep - 1] in eos_ids:
             keep -= 1
         return keep, len(state.text)
     return state.detok.cut_for_char(char)
@@ -303,6 +307,7 @@ def splice(
     if first is not None:
         _extend_histories(state, first, out)
     state.next_logits = out.logits[-1]
+    state.skip_before_at = None  # a new next distribution: its policies have not seen it
 
 
 def _extend_histories(state: DecodeState, first: tuple[float, float], out: StepOutput) -> None:
@@ -332,6 +337,7 @@ def add_note(runner: ModelRunner, vocab: Vocabulary, state: DecodeState, text: s
         raise ValueError("a note needs some text")
     out = runner.forward(ids, state.cache, hidden=state.prompt_hidden is not None)
     state.next_logits = out.logits[-1]
+    state.skip_before_at = None  # as after an edit: the note changed the next distribution
     note = Note(len(state.generated_ids), ids, text)
     state.notes.append(note)
     return note

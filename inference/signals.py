@@ -66,7 +66,10 @@ def summarize(
     )
     signals = Signals(
         top1_prob=top_probs[0],
-        entropy=float(-(probs * logprobs).sum()),
+        # A masked token (logit -inf) adds nothing, not 0 * -inf = NaN (as top1_and_entropy).
+        entropy=float(
+            -np.multiply(probs, logprobs, where=probs > 0, out=np.zeros_like(probs)).sum()
+        ),
         margin=top_probs[0] - top_probs[1],
         alternatives=alternatives,
     )

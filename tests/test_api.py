@@ -60,6 +60,14 @@ def test_it_starts_a_session_with_decoding_and_limit(api):
     session = S.objects.get(pk=response.json()["id"])
     assert session.max_new_tokens == 20
     assert session.decoding["temperature"] == 0.5
+    # A seed inside decoding is the session's seed, as one beside it is (the limit too).
+    body = {
+        "domain": "clinical-notes",
+        "input": "Fever.",
+        "decoding": {"seed": 5, "max_new_tokens": 7},
+    }
+    session = S.objects.get(pk=post(api, "/api/sessions", body).json()["id"])
+    assert (session.seed, session.max_new_tokens) == (5, 7)
 
 
 def test_it_caps_a_reviewers_sessions_generating_at_once_and_says_when_to_retry(

@@ -58,6 +58,8 @@ def sampling_params(
         raise InvalidInput(_("decoding must be an object"))
     values = {**domain.decoding, **(preset or {}), **(decoding or {})}
     values["attention"] = gate.session_gate(domain, (decoding or {}).get("attention"))
+    if seed is None:  # a seed given in decoding counts as one given beside it
+        seed = (decoding or {}).get("seed")
     values["seed"] = arguments.SEED(seed) if seed is not None else random.randrange(2**31)
     limit = max_new_tokens if max_new_tokens is not None else values.get("max_new_tokens")
     values["max_new_tokens"] = (
