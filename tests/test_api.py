@@ -430,6 +430,7 @@ def test_it_refuses_the_wrong_method(api, alice):
 
 
 def test_it_answers_unknown_endpoints_with_json(api):
-    response = api.get("/api/nothing-here")
-    assert response.status_code == 404
-    assert "error" in response.json()
+    for path in ("/api/nothing-here", "/api"):  # /api itself too: no redirect page
+        response = api.get(path)
+        assert response.status_code == 404, path
+        assert "error" in response.json()

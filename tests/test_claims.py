@@ -57,7 +57,7 @@ def test_it_lets_one_reviewer_claim_and_tells_the_other_who_has_it(floor, alice,
 
 def test_it_refuses_commands_from_anyone_but_the_holder(floor, alice, bob, monkeypatch):
     stub_worker(monkeypatch)
-    with pytest.raises(lifecycle.Conflict, match="Claim session"):
+    with pytest.raises(lifecycle.Conflict, match="claim it first"):
         lifecycle.approve(alice, floor.pk)
     lifecycle.claim(alice, floor.pk)
     with pytest.raises(lifecycle.Conflict, match="claimed by alice"):

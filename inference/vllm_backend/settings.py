@@ -37,6 +37,16 @@ def prepare_environment() -> None:
     os.environ.setdefault("VLLM_CACHE_ROOT", str(compile_cache.cache_dir() / "vllm"))
 
 
+def switch(raw: str) -> bool:
+    """On or off, as webapp/env.py reads a switch; anything else is refused, not taken as off."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
 @dataclass(frozen=True)
 class VllmSettings:
     """Engine arguments that matter to Caesura. CPU defaults measured on a 2-core machine;
@@ -74,7 +84,7 @@ class VllmSettings:
             "block_size": int,
             "gpu_memory_utilization": float,
             "tensor_parallel_size": int,
-            "enforce_eager": lambda v: v.strip().lower() in ("1", "true", "yes", "on"),
+            "enforce_eager": switch,
         }
         values: dict[str, Any] = {}
         for name, convert in read.items():

@@ -134,7 +134,7 @@ def require_claim(session: ReviewSession, user: User, command: str) -> None:
         return
     if current is None:
         raise Conflict(
-            _("Claim session %(id)s before you %(command)s it")
+            _("To %(command)s session %(id)s, claim it first")
             % {"id": session.pk, "command": named(command)}
         )
     raise claimed_by_another(session, current)

@@ -305,7 +305,8 @@ def query_integer(raw: str | None, reader: Integer, default: int) -> int:
     """A query-string integer: decimal digits, in the reader's range."""
     if raw in (None, ""):
         return default
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 20:
+    digits = raw.isascii() and raw.isdigit() and len(raw) <= 20
+    if not digits or not reader.minimum <= int(raw) <= reader.maximum:  # said as a query's
         message = _("%(name)s must be an integer from %(minimum)s to %(maximum)s, not %(value)s")
         raise InvalidInput(
             message

@@ -45,7 +45,10 @@ def refusals(*statuses: int) -> dict[str, Any]:
         403: "CSRF check failed (cookie authentication only)",
         404: "No such session, or not yours",
         405: "Method not allowed",
-        409: "The session's state does not allow the command; nothing was changed",
+        409: (
+            "The session's state does not allow the command, or its command_id was used for"
+            " another command; nothing was changed"
+        ),
         413: "Request body too large",
         429: "Too many of the owner's sessions generating at once; nothing was changed (Retry-After)",
         503: "Redis out of reach: the command was refused and changed nothing; retry it",
@@ -65,6 +68,15 @@ SESSION_ID = {
 }
 
 
+def extra_refusals(name: str) -> tuple[int, ...]:
+    """What only some commands answer: 503 where the command sets a flag in Redis (pause,
+    resume, cancel), 429 where it may make one more session generate (resume)."""
+    return (
+        *((503,) if name in ("pause", "resume", "cancel") else ()),
+        *((429,) if name == "resume" else ()),
+    )
+
+
 def command_path(name: str) -> dict[str, Any]:
     command = COMMANDS[name]
     return {
@@ -78,7 +90,7 @@ def command_path(name: str) -> dict[str, Any]:
                     "Done" if command.status == 200 else "Queued for the worker",
                     ref("CommandResult"),
                 ),
-                **refusals(400, 403, 404, 409, 503, *((429,) if name == "resume" else ())),
+                **refusals(400, 403, 404, 409, *extra_refusals(name)),
             },
         },
     }
@@ -89,7 +101,7 @@ def description() -> dict[str, Any]:
         "/api/sessions": {
             "get": {
                 "operationId": "list_sessions",
-                "summary": "Your sessions (staff: everyone's), newest first",
+                "summary": "Your sessions (staff: everyone's), most recently updated first",
                 "parameters": [query(arguments.LIMIT)],
                 "responses": {
                     "200": answer("The sessions", ref("SessionList")),
@@ -102,7 +114,7 @@ def description() -> dict[str, Any]:
                 "requestBody": body(bodies.StartBody),
                 "responses": {
                     "201": answer("Started", ref("CommandResult")),
-                    **refusals(400, 403, 429),
+                    **refusals(400, 403, 409, 429),
                 },
             },
         },

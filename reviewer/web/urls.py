@@ -36,5 +36,5 @@ urlpatterns = [
     *api_commands,
     path("api/token", api.token, name="api-token"),
     path("api/schema", api.schema, name="api-schema"),
-    re_path(r"^api/", api.not_found),
+    re_path(r"^api(/|$)", api.not_found),  # /api itself too: JSON, not a redirect page
 ]

@@ -56,6 +56,7 @@ def test_vllm_runs_its_graph_mode_unless_told_and_caches_it_beside_the_compiled_
         ("MAX_MODEL_LEN", "lots", "CAESURA_VLLM_MAX_MODEL_LEN='lots' is not valid"),
         ("BLOCK_SIZE", "20", "multiple of 16"),
         ("GPU_MEMORY_UTILIZATION", "1.5", r"\(0, 1\]"),
+        ("ENFORCE_EAGER", "maybe", "CAESURA_VLLM_ENFORCE_EAGER='maybe' is not valid"),
     ],
 )
 def test_bad_vllm_settings_say_which_and_why(monkeypatch, name, value, message):
