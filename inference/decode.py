@@ -270,13 +270,16 @@ def _roll_back_check(run: Run, rollbacks: bool) -> phases.MayRollBack | None:
 
 def _may_roll_back(run: Run, decision: Decision) -> bool:
     """A rollback needs generated tokens to remove, a closed circuit breaker, and a point
-    that keeps every character the delivery floor covers."""
+    that keeps what a reviewer wrote (an edit, a note) and every character the delivery
+    floor covers."""
     state, point = run.state, decision.rollback_to
     if state.rollbacks >= CIRCUIT_BREAKER_ROLLBACKS or not state.generated_ids or point is None:
         return False
+    keep = max(0, min(point, len(state.generated_ids)))
+    if keep < state.edited_upto:
+        return False
     if run.floor is None:
         return True
-    keep = max(0, min(point, len(state.generated_ids)))
     return state.detok.token_span_chars(keep, keep)[0] >= lock(run, run.floor, state.text)
 
 

@@ -307,7 +307,14 @@ def splice(
     if first is not None:
         _extend_histories(state, first, out)
     state.next_logits = out.logits[-1]
-    state.skip_before_at = None  # a new next distribution: its policies have not seen it
+    mark_edited(state, keep, tail)
+
+
+def mark_edited(state: DecodeState, keep: int, tail: list[int]) -> None:
+    """After a splice: the next distribution is new (before_token policies have not weighed
+    it), and the tokens a reviewer wrote are theirs: no automatic rollback removes them."""
+    state.skip_before_at = None
+    state.edited_upto = keep + len(tail) if tail else min(state.edited_upto, keep)
 
 
 def _extend_histories(state: DecodeState, first: tuple[float, float], out: StepOutput) -> None:
@@ -337,7 +344,10 @@ def add_note(runner: ModelRunner, vocab: Vocabulary, state: DecodeState, text: s
         raise ValueError("a note needs some text")
     out = runner.forward(ids, state.cache, hidden=state.prompt_hidden is not None)
     state.next_logits = out.logits[-1]
-    state.skip_before_at = None  # as after an edit: the note changed the next distribution
+    # As after an edit: a new next distribution, and a rollback would drop the note with
+    # the text it follows.
+    state.skip_before_at = None
+    state.edited_upto = len(state.generated_ids)
     note = Note(len(state.generated_ids), ids, text)
     state.notes.append(note)
     return note

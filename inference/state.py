@@ -54,6 +54,7 @@ class DecodeState:
     prompt_hidden: torch.Tensor | None = None  # [H] mean last-layer hidden state of the prompt
     pending: int | None = None  # last token not yet run (a run that ended left it); see settle
     skip_before_at: int | None = None  # resume here without re-firing before_token policies
+    edited_upto: int = 0  # generated ids a reviewer wrote or reviewed up to: no rollback cuts below
     notes: list[Note] = field(default_factory=list)  # context inserted between generated tokens
     anchors: list[AnchorSpan] = field(default_factory=list)  # prompt spans a gate always keeps
     recall: bool = False  # the prompt asked for full attention (<RECALL>)
@@ -74,6 +75,8 @@ class DecodeState:
     def context_ids(self) -> list[int]:
         """Every token the KV cache covers, in order: prompt, then generated ids with the
         notes at their places."""
+        if not self.notes:  # the common case, asked at every step under a repetition penalty
+            return self.prompt_ids + self.generated_ids
         ids = list(self.prompt_ids)
         for i, token in enumerate([*self.generated_ids, None]):
             for note in self.notes:
@@ -149,6 +152,7 @@ class DecodeState:
             entropy_history=list(histories["entropy"]),
             similarity_history=list(histories["similarity"]),
             skip_before_at=record.skip_before_at,
+            edited_upto=min(record.edited_upto, len(record.generated_ids)),
             notes=record.note_list(),
             anchors=record.anchor_list(),
             recall=record.recall,
@@ -168,6 +172,7 @@ class DecodeState:
             conservative=self.conservative,
             histories=self.histories(),
             skip_before_at=self.skip_before_at,
+            edited_upto=self.edited_upto,
             notes=[asdict(note) for note in self.notes],
             anchors=[asdict(anchor) for anchor in self.anchors],
             recall=self.recall,
@@ -199,6 +204,7 @@ class Checkpoint:
         None  # top1/entropy/similarity per token; None: recomputed
     )
     skip_before_at: int | None = None
+    edited_upto: int = 0  # DecodeState.edited_upto (0 in records older than it)
     budget: dict[str, Any] | None = None  # PauseBudget.to_dict(); None: no budget
     muted: list[str] = field(default_factory=list)  # policies a reviewer silenced
     notes: list[dict[str, Any]] = field(default_factory=list)  # Note as dicts: at, ids, text

@@ -298,6 +298,7 @@ class VllmEngine(edits_mod.EditShortcuts):
         state.policies.truncate(plan.keep)
         state.next_logits = UNKNOWN
         self._settle(state, plan.tail)
+        edits_mod.mark_edited(state, plan.keep, plan.tail)
         return plan.results(old_length)
 
     def signals(self, state: DecodeState) -> Signals:

@@ -54,7 +54,8 @@ def stored_record(state: DecodeState) -> StoredRecord:
 
 def engine_meta(record: Checkpoint) -> dict[str, Any]:
     meta = {k: v for k, v in record.to_dict().items() if k not in IN_COLUMNS}
-    for key in ("notes", "anchors", "recall"):  # most sessions have none: meta stays as it was
+    # Most sessions have none of these: their meta stays as it was.
+    for key in ("notes", "anchors", "recall", "edited_upto"):
         if not meta.get(key):
             meta.pop(key, None)
     return meta

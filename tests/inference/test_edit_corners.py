@@ -67,3 +67,23 @@ def test_it_gives_a_masked_token_no_part_of_the_entropy():
     signals, _ = summarize(row, 5, str)
     assert math.isfinite(signals.entropy)
     assert math.isclose(signals.entropy, top1_and_entropy(row[None])[1][0], rel_tol=1e-5)
+
+
+def test_it_lets_no_automatic_rollback_remove_what_a_reviewer_wrote(engine):
+    from inference.decode import Run, _may_roll_back
+    from inference.policies.base import Decision
+
+    state = engine.start(PROMPT, {"temperature": 0, "max_new_tokens": 20})
+    engine.run(state, RunRequest(pause_at=4))
+    engine.choose_alternative(state, 72, position=2)  # the reviewer's token 2
+    assert state.edited_upto == 3
+
+    def allowed(point: int) -> bool:
+        drift = Decision("drift", "drift", "rollback", "drifted", {}, rollback_to=point)
+        return _may_roll_back(Run(state=state), drift)
+
+    assert not allowed(1) and not allowed(2) and allowed(3)
+    # Kept through a checkpoint (a snapshot, a rebuild), and after a note too.
+    assert engine.rebuild(state.to_checkpoint()).edited_upto == 3
+    engine.add_note(state, " (a note) ")
+    assert state.edited_upto == len(state.generated_ids) and not allowed(2)
