@@ -322,6 +322,15 @@ def test_it_rolls_back(api, alice):
     assert (edit.kind, edit.start, edit.end) == ("truncate", 2, 5)
 
 
+def test_it_says_when_there_is_nothing_to_roll_back(api, alice):
+    session = make_session(alice)
+    S.objects.filter(pk=session.pk).update(text="", generated_ids=[])
+    response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": 0})
+    assert response.status_code == 400
+    assert response.json()["error"] == "There is nothing to roll back: no token was generated yet"
+    assert not Edit.objects.filter(session=session).exists()
+
+
 def test_it_refuses_a_non_numeric_position(api, alice):
     session = make_session(alice)
     response = post(api, f"/api/sessions/{session.pk}/rollback", {"position": "three"})

@@ -242,6 +242,8 @@ def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
 def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
     position = arguments.POSITION(position)
     with command_on(user, session_id, EDITABLE, "roll back", edits_applied=True) as session:
+        if not session.generated_ids:
+            raise InvalidInput(_("There is nothing to roll back: no token was generated yet"))
         if not 0 <= position < len(session.generated_ids):
             raise InvalidInput(
                 _("Position %(position)s is outside the generated tokens (0..%(last)s)")
