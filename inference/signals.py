@@ -42,6 +42,16 @@ class Signals:
         }
 
 
+def entropy(probs: np.ndarray, logprobs: np.ndarray) -> float:
+    """In nats. A masked token (logit -inf) adds nothing, not 0 * -inf = NaN (as in
+    top1_and_entropy); the mask is looked for only when the plain sum, every step's, fails."""
+    with np.errstate(invalid="ignore"):
+        total = float(-(probs * logprobs).sum())
+        if total == total:
+            return total
+        return float(-(probs * logprobs)[probs > 0].sum())
+
+
 def summarize(
     logits: torch.Tensor,  # [V] raw next-token logits
     k: int,
@@ -66,10 +76,7 @@ def summarize(
     )
     signals = Signals(
         top1_prob=top_probs[0],
-        # A masked token (logit -inf) adds nothing, not 0 * -inf = NaN (as top1_and_entropy).
-        entropy=float(
-            -np.multiply(probs, logprobs, where=probs > 0, out=np.zeros_like(probs)).sum()
-        ),
+        entropy=entropy(probs, logprobs),
         margin=top_probs[0] - top_probs[1],
         alternatives=alternatives,
     )

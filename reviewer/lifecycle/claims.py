@@ -63,11 +63,7 @@ def claim(user: User, session_id: Any) -> dict[str, Any]:
                 _("Only a paused or generated session can be claimed, not a %(status)s one")
                 % {"status": status_named(session.status)}
             )
-        _expire_if_lapsed(session)
-        current = holder(session)
-        if current is not None and current != user:
-            raise claimed_by_another(session, current)
-        _hold(session, user, "claim" if current is None else "renew")
+        _take(session, user)
     return _answer(session)
 
 
@@ -111,11 +107,7 @@ def reassign(user: User, session_id: Any, reviewer: Any) -> dict[str, Any]:
 def take_to_retry(session: ReviewSession, user: User) -> None:
     """A failed gateway session can be claimed by nobody (its claim ended with it): the
     reviewer who resumes it takes the claim (the caller holds the row lock)."""
-    _expire_if_lapsed(session)
-    current = holder(session)
-    if current is not None and current != user:
-        raise claimed_by_another(session, current)
-    _hold(session, user, "claim" if current is None else "renew")
+    _take(session, user)
 
 
 def renew(session: ReviewSession, user: User) -> None:
@@ -170,6 +162,15 @@ def _locked_gateway_session(user: User, session_id: Any, command: str) -> Review
             % {"id": session.pk, "command": named(command)}
         )
     return session
+
+
+def _take(session: ReviewSession, user: User) -> None:
+    """Claim the locked session for ``user`` (renew their own claim), unless another holds it."""
+    _expire_if_lapsed(session)
+    current = holder(session)
+    if current is not None and current != user:
+        raise claimed_by_another(session, current)
+    _hold(session, user, "claim" if current is None else "renew")
 
 
 def _expiry(session: ReviewSession) -> datetime:
