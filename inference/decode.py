@@ -151,6 +151,8 @@ def boundary(
     while True:
         command = run.control.poll() if run.control is not None else None
         position = len(state.generated_ids)
+        if run.after:  # the pause shows the next token's alternatives, as every pause does
+            _summarize(run, row, model)
         if (stop := hard_stop(run, command, position, model.eos_ids)) is not None:
             return stop
         verdict = before_token(run, row, position, model, roll_back is not None)
@@ -189,14 +191,21 @@ def before_token(
     """The next token's signals, then before_token policies: a pause, a rollback for the
     caller to apply, or nothing. Skipped once right after a resume."""
     state = run.state
-    run.signals, run.logprobs = summarize(row, state.params.top_alternatives, model.token_text)
+    signals = _summarize(run, row, model)
     if state.skip_before_at == position:
         return None
-    routed = phases.before_token(state, run.signals, position, _roll_back_check(run, rollbacks))
+    routed = phases.before_token(state, signals, position, _roll_back_check(run, rollbacks))
     _report(run, routed.flags, position)
     if routed.pauses:
         return pause(run, "before_token", routed.pauses)
     return routed.rollback
+
+
+def _summarize(run: Run, row: torch.Tensor, model: TokenModel) -> Signals:
+    """The next token's distribution: what its draw and a pause before it show."""
+    params = run.state.params
+    run.signals, run.logprobs = summarize(row, params.top_alternatives, model.token_text)
+    return run.signals
 
 
 def requested_pause(run: Run, command: str | None, position: int) -> StopInfo | None:
@@ -215,6 +224,8 @@ def pause(run: Run, phase: str, decisions: list[Decision]) -> StopInfo:
     state = run.state
     position = len(state.generated_ids)
     run.after = []
+    if phase != "manual" and run.control is not None and run.control.poll() == PAUSE:
+        run.control.clear()  # this pause answers a request that came meanwhile: it pauses once
     phases.note_pause(state, position, phase)
     if phase != "after_token":
         state.skip_before_at = position  # resuming must not re-fire before_token policies

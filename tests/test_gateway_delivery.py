@@ -14,6 +14,7 @@ import pytest
 from django.test import override_settings
 from pydantic import ValidationError
 
+from inference.config import MIN_SCALE, SamplingParams
 from reviewer.gateway import schemas
 from reviewer.gateway.delivery import Delivery, KeepAlive, releasable
 
@@ -144,6 +145,21 @@ def test_it_takes_an_earlier_answers_refusal_part_as_its_text():
         schemas.ChatRequest.model_validate({"model": "caesura:plain", "messages": messages})
     )
     assert call.messages[1] == {"role": "assistant", "content": "I cannot say."}
+
+
+def test_it_takes_a_top_p_of_0_as_the_most_likely_token_alone():
+    def decoding(top_p):
+        body = schemas.ChatRequest.model_validate(
+            {"model": "caesura:plain", "messages": [{"role": "user", "content": "Hi"}],
+             "top_p": top_p}
+        )  # fmt: skip
+        return schemas.chat_call(body).decoding()
+
+    assert decoding(0)["top_p"] == MIN_SCALE  # the engine's nucleus of one token
+    assert decoding(0.5)["top_p"] == 0.5 and "top_p" not in decoding(None)
+    SamplingParams(**decoding(0))  # the engine takes it
+    with pytest.raises(ValidationError):
+        decoding(-0.1)
 
 
 def test_it_takes_a_negative_seed_as_openai_does():

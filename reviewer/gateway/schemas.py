@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from inference.config import MIN_SCALE
 from reviewer.web.arguments import MAX_INT, storable
 
 MODEL_PREFIX = "caesura:"
@@ -139,7 +140,9 @@ class Sampling(Lenient):
     temperature: float | None = Field(
         default=None, ge=0, le=2, description="0 decodes greedily; absent: the domain's preset"
     )
-    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_p: float | None = Field(
+        default=None, ge=0, le=1, description="0 keeps only the most likely token, as OpenAI does"
+    )
     seed: int | None = Field(
         default=None,
         ge=-(2**63),
@@ -425,7 +428,8 @@ class Call:
         """The sampling parameters the call sets; the domain's defaults fill the rest."""
         asked = {
             "temperature": self.temperature,
-            "top_p": self.top_p,
+            # The engine's nucleus keeps at least one token: its smallest top_p is 0's meaning.
+            "top_p": None if self.top_p is None else max(self.top_p, MIN_SCALE),
             "seed": engine_seed(self.seed),
             "max_new_tokens": self.max_tokens,
         }

@@ -420,9 +420,8 @@ def save_record(
 def pause_report(
     state: DecodeState, stop: StopInfo, notice: PauseNotice | None = None
 ) -> events.PauseReport:
-    """What the page shows at once. The engine's notice carries the next token's
-    distribution, except after a token that a pause followed (its logits come from a step
-    still to run: the engine settles it)."""
+    """What the page shows at once: the engine's notice carries the next token's
+    distribution."""
     return events.pause_report(
         stop,
         next_signals(state, notice),
@@ -434,6 +433,6 @@ def pause_report(
 
 
 def next_signals(state: DecodeState, notice: PauseNotice | None) -> Signals:
-    if notice is not None and notice.signals is not None and notice.phase != "after_token":
+    if notice is not None and notice.signals is not None:
         return notice.signals
     return engine().signals(state)

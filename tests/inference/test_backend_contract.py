@@ -109,6 +109,27 @@ def test_a_policy_pause_lands_on_the_triggering_token(backend):
     assert state.generated_ids == full.generated_ids
 
 
+def test_an_after_token_pause_shows_the_next_token_and_answers_a_request(backend):
+    full = backend.start(PROMPT, GREEDY, system=SYSTEM)
+    backend.run(full)
+    word = [w for w in full.text.split() if w.isalpha() and len(w) > 4][1]
+    policy = {"name": "term", "kind": "regex", "params": {"pattern": word}}
+    state = backend.start(PROMPT, GREEDY, [policy], system=SYSTEM)
+    control = ControlHandle()
+    sink = PauseAfter(control, len(reference(backend, GREEDY)))  # never: finds the hit
+    first = backend.run(state, RunRequest(sink, control))
+    assert sink.events[0].phase == "after_token"
+    assert sink.events[0].signals == backend.signals(state)  # the next token's, not the last's
+
+    state = backend.start(PROMPT, GREEDY, [policy], system=SYSTEM)
+    sink = PauseAfter(control, first.position - 1)  # a click on the token the policy fires on
+    stop = backend.run(state, RunRequest(sink, control))
+    assert (stop.decision.kind, stop.position) == ("regex", first.position)
+    assert control.poll() is None  # the click paused once, here
+    assert backend.run(state, RunRequest(control=control)).reason != "pause"
+    assert state.generated_ids == full.generated_ids
+
+
 @pytest.mark.parametrize("params", [GREEDY, SEEDED], ids=["greedy", "seeded"])
 def test_several_pauses_and_a_snapshot_resume_to_the_uninterrupted_tokens(
     backend, params, attention

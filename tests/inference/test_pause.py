@@ -117,6 +117,44 @@ def test_a_before_token_pause_shows_the_next_token_alternatives(engine, referenc
     assert pause.to_dict()["signals"]["alternatives"][0]["prob"] == pause.signals.top1_prob
 
 
+def test_an_after_token_pause_shows_the_next_token_alternatives(engine, reference):
+    _, tokens = reference
+    word = needle(tokens)
+    state = engine.start(PROMPT, PARAMS, [spec("regex", {"pattern": re.escape(word)})])
+    sink = CollectingSink()
+    engine.run(state, RunRequest(sink))
+    pause = sink.of(PauseNotice)[0]
+    assert pause.phase == "after_token" and pause.signals.chosen_prob is None
+    assert pause.signals == engine.signals(state)  # the token a reviewer may choose next
+    assert pause.signals != sink.of(TokenEvent)[-1].signals  # not the token it drew last
+
+
+class AskAt(CollectingSink):
+    """Asks for a pause when token ``position`` arrives, as a reviewer's click would."""
+
+    def __init__(self, control: ControlHandle, position: int) -> None:
+        super().__init__()
+        self.control, self.position = control, position
+
+    def on_token(self, event: TokenEvent) -> None:
+        super().on_token(event)
+        if event.position == self.position:
+            self.control.request_pause("reviewer asked")
+
+
+def test_a_policy_pause_answers_a_pause_asked_for_meanwhile(engine, reference):
+    state0, tokens = reference
+    word = needle(tokens)
+    hit = first_text_hit(tokens, re.escape(word))
+    state = engine.start(PROMPT, PARAMS, [spec("regex", {"pattern": re.escape(word)})])
+    control = ControlHandle()
+    stop = engine.run(state, RunRequest(AskAt(control, hit), control))
+    assert (stop.decision.kind, stop.position) == ("regex", hit + 1)
+    assert control.poll() is None  # the reviewer's request paused once, here
+    stop = engine.run(state, RunRequest(control=control))  # resumed: no manual pause at once
+    assert stop.reason != "pause" and state.generated_ids == state0.generated_ids
+
+
 def test_it_does_not_compute_past_a_requested_pause(engine):
     state = engine.start(PROMPT, PARAMS)
     calls = engine.runner.forward_calls
