@@ -21,7 +21,10 @@ def test_it_lets_a_reviewer_log_in_and_see_the_session_list(client, alice):
     )
     assert response.status_code == 200
     assert response.wsgi_request.user == alice
-    assert b"Review sessions" in response.content
+    page = response.content.decode()
+    # One name for the page: its tab's title, its heading and the menu's link
+    assert "Queue · Caesura</title>" in page and "<h1>Queue</h1>" in page
+    assert '<a href="/">Queue</a>' in page and ">Sessions</a>" not in page
 
 
 def test_it_refuses_a_wrong_password(client, alice):

@@ -68,6 +68,10 @@ def test_it_claims_from_the_page_refuses_another_reviewer_and_releases(
             == "Claim this generation to resume it or decide on it."
         )
         alice.wait_for_selector(f"{name}:enabled")
+    # ... and in words beside them, which a keyboard or a phone reaches too
+    assert bob.inner_text("#claim-first") == "Claim this generation to resume it or decide on it."
+    assert bob.get_attribute("#approve", "aria-describedby") == "claim-first"
+    assert alice.is_hidden("#claim-first")
     claimed = ReviewSession.objects.get(pk=waiting.pk)
     assert claimed.claimed_by.username == "alice"
 
@@ -122,5 +126,6 @@ def test_it_tells_a_reviewer_on_a_chinese_page_who_holds_the_claim_in_chinese(
     bob.click("#alternatives button.alt >> nth=0")
     bob.wait_for_selector("#notice.bad:not([hidden])")
     assert bob.inner_text("#notice") == f"会话 {waiting.pk} 已由 alice 认领"
+    assert bob.inner_text("#claim-first") == "请先认领此生成，才能继续生成或作出决定。"
     screenshot(bob, "claim-refused-zh" + ("-phone" if width < 600 else ""))
     assert not ReviewSession.objects.get(pk=waiting.pk).edits.exists()

@@ -39,8 +39,13 @@ const retryTakenByOther = () => data.onFloor && ![null, data.user].includes(clai
 
 function lockForClaim(button, locked) {
   button.disabled = button.disabled || locked;
-  if (locked) button.title = L.claimFirst;
-  else button.removeAttribute("title");
+  if (locked) {
+    button.title = L.claimFirst;
+    button.setAttribute("aria-describedby", "claim-first");
+  } else {
+    button.removeAttribute("title");
+    button.removeAttribute("aria-describedby");
+  }
 }
 
 function renderStatus(status) {
@@ -67,6 +72,7 @@ export function renderControls() {
     $(name).disabled = deciding;
     lockForClaim($(name), claimedByOther());
   }
+  $("claim-first").hidden = !claimedByOther(); // in words, beside the greyed buttons
   if (FINAL.has(state.status)) {
     const note = state.status === STATUS.FAILED ? state.error : state.decisionComment;
     $("decided-panel").hidden = false;
