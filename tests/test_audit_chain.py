@@ -101,3 +101,26 @@ def test_it_keeps_one_chain_when_threads_append_at_once(alice):
     assert audit.first_broken_record() is None
     actions = [r.action for r in AuditRecord.objects.order_by("id")]
     assert actions == ["generated", "approve"] * 20  # each transaction's pair stays together
+
+
+# Numbers a JSON column changes on the way back: a certain token's entropy is -0.0, and JSON
+# writes a float from 1e16 up with an exponent, which PostgreSQL gives back as an integer.
+AWKWARD = [-0.0, 0.0, 1e16, 1.5e16, -1e20, 1e300, 1.5e-07, 1e-300, 123.456, 2**63, -7, "1e+16"]
+
+
+def test_it_verifies_records_whose_numbers_the_database_rewrites(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    record = audit.append(
+        "flagged", "engine", session, {"evidence": {"entropy": -0.0}, "v": AWKWARD}
+    )
+    stored = AuditRecord.objects.get(pk=record.pk).payload
+    assert stored == audit.as_stored({"evidence": {"entropy": -0.0}, "v": AWKWARD})
+    assert repr(stored["v"]) == repr(audit.as_stored(AWKWARD))  # ints stay ints, 0.0 is 0.0
+    assert audit.first_broken_record() is None
+
+
+def test_it_still_finds_a_changed_number(alice):
+    session = make_session(alice, status=ReviewSession.RUNNING)
+    record = audit.append("flagged", "engine", session, {"entropy": 1e16})
+    AuditRecord.objects.filter(pk=record.pk).update(payload={"entropy": 1e16 + 2})
+    assert audit.first_broken_record()[0].pk == record.pk

@@ -169,3 +169,33 @@ def test_it_refuses_a_nul_character_by_its_line_in_the_admin(client, admin_user,
     assert page.status_code == 200
     assert "Line 3: the file holds a NUL character" in page.content.decode()
     assert terms_of(glossary) == before
+
+
+def test_it_exports_no_cell_a_spreadsheet_would_run_and_imports_it_back(glossary, plain_domain):
+    risky = [("=1+2", "@SUM(A1)", "+3", "-2+3"), ("'=x", "fine", "", ""), ("-itis", "a", "", "")]
+    for term, preferred, code, note in risky:
+        GlossaryTerm.objects.create(
+            glossary=glossary, term=term, preferred=preferred, code=code, note=note
+        )
+    data = export_csv(glossary)
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+    cells = [cell for row in rows for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")]  # none starts a formula
+    assert ["'=1+2", "'@SUM(A1)", "'+3", "'-2+3"] in rows
+    copy = Glossary.objects.create(domain=plain_domain, name="Copy")
+    import_csv(copy, data)
+    assert terms_of(copy) == terms_of(glossary)  # the apostrophes come off again
+
+
+def test_it_refuses_an_oversized_header_field_and_file_by_words_not_a_crash(glossary):
+    with pytest.raises(GlossaryImportError, match="Line 1: field larger than field limit"):
+        parse_csv(b'"' + b"a" * 200_000 + b'"\r\n')
+    with pytest.raises(GlossaryImportError, match="larger than 5 MB"):
+        parse_csv(b"term,preferred\r\n" + b"a,b\r\n" * 1_200_000)
+
+
+def test_it_takes_the_empty_columns_a_spreadsheet_leaves_after_the_last(glossary):
+    rows = parse_csv(csv_bytes("term,preferred,code,note,,", "stroke,CVA,I64,,,"))
+    assert [(r.term, r.preferred, r.code) for r in rows] == [("stroke", "CVA", "I64")]
+    with pytest.raises(GlossaryImportError, match="4 values, but the header has 2 columns"):
+        parse_csv(csv_bytes("term,preferred,,", "stroke,CVA,,extra"))

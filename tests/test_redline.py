@@ -265,3 +265,44 @@ def test_a_pause_is_named_by_its_policys_name_in_the_page_language(reviewed):
     assert redline.pause_label(pause) == "Pause 2 (Unsure) after 7 tokens"
     with translation.override("zh-hans"):
         assert "不确定" in redline.pause_label(pause) and "Unsure" not in redline.pause_label(pause)
+
+
+def test_an_insertion_before_an_earlier_one_at_the_same_place_keeps_both(alice):
+    session = make_session(alice)
+    session.text = "Patient has a mild dry cough."
+    session.save(update_fields=["text"])
+    applied(session, alice, "replace", 14, "", "dry ", 14)
+    applied(session, alice, "replace", 14, "", "mild ", 14)
+    found = [(c.inserted, c.start) for c in redline.changes(session)]
+    assert found == [("mild ", 14), ("dry ", 19)]
+
+
+def logged(session, kind, **payload):
+    SessionEvent.objects.create(
+        session=session, seq=events.next_seq(session.pk), type=kind, payload=payload
+    )
+
+
+def test_a_rollback_takes_a_deletion_after_its_cut_away_with_the_text_around_it(alice):
+    session = make_session(alice)
+    words = ["The", " patient", " has", " chest pain", " radiating to the left arm."]
+    for position, word in enumerate(words):
+        logged(session, events.TOKEN, position=position, token_id=position + 1, text=word)
+    kept = "".join(words[:4])
+    edit = Edit.objects.create(
+        session=session, kind="truncate", start=4, text_before=words[4], text_after="",
+        author=alice, applied=True,
+    )  # fmt: skip
+    logged(
+        session, events.TRUNCATED, edit=edit.pk, char_start=len(kept), token_start=4,
+        token_ids=[1, 2, 3, 4], text=kept, tokens=[],
+    )  # fmt: skip
+    logged(session, events.TOKEN, position=4, token_id=9, text=" and fatigue.")
+    logged(session, events.ROLLBACK, removed_from=2, removed_to=5, removed_text="")
+    for position, word in enumerate([" reports", " mild fatigue after exercise."], 2):
+        logged(session, events.TOKEN, position=position, token_id=position + 20, text=word)
+    session.text = "The patient reports mild fatigue after exercise."
+    session.save(update_fields=["text"])
+    assert redline.rollback_cuts(session)[0][1] == len("The patient")
+    assert redline.changes(session) == []  # the struck text is not inside the new words
+    assert "<del>" not in redline.as_html(session)

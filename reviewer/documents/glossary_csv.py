@@ -28,6 +28,10 @@ COLUMNS = ("term", "preferred", "code", "note")
 REQUIRED_COLUMNS = ("term", "preferred")
 MAX_LENGTHS = {name: _max_length(name) for name in COLUMNS[:3]}
 MAX_ERRORS = 50  # enough to fix a file; more would bury the first ones
+MAX_FILE_BYTES = 5 * 1024 * 1024  # some 50,000 terms; a larger upload is a mistake
+# A cell beginning with one of these is a formula to a spreadsheet program: the export
+# writes it behind an apostrophe (which the program hides), and the import takes it off.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,21 @@ def export_csv(glossary: Glossary) -> bytes:
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(COLUMNS)
     for term in glossary.terms.order_by("term"):
-        writer.writerow([term.term, term.preferred, term.code, term.note])
+        writer.writerow(
+            [inert(value) for value in (term.term, term.preferred, term.code, term.note)]
+        )
     return out.getvalue().encode("utf-8-sig")
+
+
+def inert(cell: str) -> str:
+    """The cell as a spreadsheet program shows it without running it as a formula."""
+    return "'" + cell if _formula_like(cell) else cell
+
+
+def _formula_like(cell: str) -> bool:
+    """A formula's start, behind any apostrophes: one more goes on at export and comes off
+    at import, so a term that begins with an apostrophe round trips too."""
+    return cell.lstrip("'").startswith(FORMULA_STARTS)
 
 
 def import_csv(glossary: Glossary, data: bytes, replace: bool = False) -> ImportResult:
@@ -81,9 +98,16 @@ def import_csv(glossary: Glossary, data: bytes, replace: bool = False) -> Import
 
 def parse_csv(data: bytes) -> list[TermRow]:
     """Every row of the file, checked; GlossaryImportError lists what is wrong."""
+    if len(data) > MAX_FILE_BYTES:
+        limit = MAX_FILE_BYTES // (1024 * 1024)
+        raise GlossaryImportError([_("The file is larger than %(mb)d MB") % {"mb": limit}])
     text = decode(data)
     reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        error = _("Line %(line)d: %(error)s") % {"line": 1, "error": exc}
+        raise GlossaryImportError([error]) from None
     columns = check_header(header)
     seen: dict[str, int] = {}  # term -> the line it first appeared on
     rows, errors = [], []
@@ -123,6 +147,8 @@ def check_header(header: list[str] | None) -> dict[str, int]:
     if header is None:
         raise GlossaryImportError([_("The file is empty: it needs a header row")])
     names = [cell.strip().lower() for cell in header]
+    while names and not names[-1]:  # a spreadsheet's empty columns after the last one
+        names.pop()
     errors = []
     missing = [name for name in REQUIRED_COLUMNS if name not in names]
     if missing:
@@ -148,7 +174,7 @@ def read_row(
     line: int, record: list[str], columns: dict[str, int], seen: dict[str, int]
 ) -> tuple[TermRow | None, list[str]]:
     """One data row and the problems found in it; `seen` maps terms to their first line."""
-    if len(record) > len(columns):
+    if any(cell.strip() for cell in record[len(columns) :]):
         message = _("Line %(line)d: %(found)d values, but the header has %(expected)d columns")
         return None, [message % {"line": line, "found": len(record), "expected": len(columns)}]
     values = {name: cell_value(record, index) for name, index in columns.items()}
@@ -173,7 +199,10 @@ def read_row(
 
 
 def cell_value(record: list[str], index: int) -> str:
-    return record[index].strip() if index < len(record) else ""
+    cell = record[index] if index < len(record) else ""
+    if cell.startswith("'") and _formula_like(cell):  # as exported: see inert
+        cell = cell[1:]
+    return cell.strip()
 
 
 def length_problems(line: int, values: dict[str, str]) -> list[str]:

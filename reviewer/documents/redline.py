@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db.models.fields.json import KT
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from reviewer import events
 from reviewer.analytics.timeline import AUDIT_ACTIONS, actor_name, last_decision, policy_names
+from reviewer.lifecycle import record
 from reviewer.models import Edit, PauseEvent, ReviewSession, SessionEvent
 from reviewer.web.ui_text import decided_text, session_error, status_labels
 
@@ -74,15 +76,52 @@ def changes(session: ReviewSession) -> list[Change]:
     found: list[Change] = []
     edits = session.edits.filter(applied=True).select_related("author", "pause", "glossary_term")
     starts = _char_starts(session)
+    cuts = rollback_cuts(session)
     numbers = pause_numbers(session)
     for number, edit in enumerate(edits.order_by("created_at", "id"), 1):
-        change = _change_of(number, edit, starts.get(edit.pk, edit.start or 0))
+        start, seq = starts.get(edit.pk, (edit.start or 0, None))
+        found = _cut(found, [char for at, char in cuts if seq is not None and at < seq])
+        cuts = [(at, char) for at, char in cuts if seq is None or at > seq]
+        change = _change_of(number, edit, start)
         if change is not None:
             change.pause_number = numbers.get(edit.pause_id) if edit.pause_id else None
             found = _moved(found, change) + [change]
+    found = _cut(found, [char for _, char in cuts])
     text = session.text
     kept = [c for c in found if c.end <= len(text) and text[c.start : c.end] == c.inserted]
     return sorted(kept, key=lambda c: (c.start, c.number))
+
+
+def _cut(found: list[Change], cuts: list[int]) -> list[Change]:
+    """The changes a rollback to each character in ``cuts`` left standing: a deletion after
+    the cut (no text of its own to compare) is gone with what the model wrote around it."""
+    for cut in cuts:
+        found = [c for c in found if c.end <= cut]
+    return found
+
+
+def rollback_cuts(session: ReviewSession) -> list[tuple[int, int]]:
+    """(seq, character) of each automatic rollback: where the text it took back began, found
+    by folding the log up to it (token events read without their attention rows)."""
+    kinds = (events.ROLLBACK, events.EDITED, events.TRUNCATED, events.FINISH)
+    others = SessionEvent.objects.filter(session=session, type__in=kinds)
+    if not others.filter(type=events.ROLLBACK).exists():
+        return []
+    rows = [
+        (seq, kind, payload) for seq, kind, payload in others.values_list("seq", "type", "payload")
+    ]
+    tokens = SessionEvent.objects.filter(session=session, type=events.TOKEN).annotate(
+        position=KT("payload__position"), token_id=KT("payload__token_id"), text=KT("payload__text")
+    )
+    for seq, position, token_id, text in tokens.values_list("seq", "position", "token_id", "text"):
+        rows.append((seq, events.TOKEN, {"position": position, "token_id": token_id, "text": text}))
+    folded: list[record.Token] = []
+    cuts = []
+    for seq, kind, payload in sorted(rows, key=lambda row: row[0]):
+        if kind == events.ROLLBACK:
+            cuts.append((seq, len(record.text_of(folded[: int(payload["removed_from"])]))))
+        record.apply(folded, kind, payload)
+    return cuts
 
 
 def _change_of(number: int, edit: Edit, start: int) -> Change | None:
@@ -92,12 +131,12 @@ def _change_of(number: int, edit: Edit, start: int) -> Change | None:
     return Change(number, start + offset, inserted, deleted, edit)
 
 
-def _char_starts(session: ReviewSession) -> dict[int, int]:
+def _char_starts(session: ReviewSession) -> dict[int, tuple[int, int]]:
     """Where each applied edit's text starts, in characters, as its event reported it (a
-    choose or a rollback names a token position, not a character)."""
+    choose or a rollback names a token position, not a character), and the event's seq."""
     rows = SessionEvent.objects.filter(session=session, type__in=(events.EDITED, events.TRUNCATED))
     return {
-        row.payload["edit"]: int(row.payload.get("char_start", 0))
+        row.payload["edit"]: (int(row.payload.get("char_start", 0)), row.seq)
         for row in rows
         if isinstance(row.payload.get("edit"), int)
     }
@@ -111,7 +150,10 @@ def _moved(earlier: list[Change], new: Change) -> list[Change]:
     for change in earlier:
         if new.edit.kind == "truncate" and change.end > cut_from:
             continue
-        if change.start >= cut_to and not (change.start == cut_from and not new.deleted):
+        # An insertion at the very point of an earlier deletion goes after it; an earlier
+        # insertion there moves along with the text after it.
+        at_deletion = change.start == cut_from and not new.deleted and not change.inserted
+        if change.start >= cut_to and not at_deletion:
             change.start += shift
         elif change.end > cut_from:
             continue  # rewritten by the newer edit, which records the text it replaced

@@ -67,7 +67,7 @@ def append(
         if prev_hash is None:
             prev_hash = _lock_and_read_head(session_id)
         created_at = timezone.now()
-        stored = json.loads(json.dumps(payload or {}, default=str))  # store what was hashed
+        stored = as_stored(payload or {})  # hash what a verification will read back
         record = AuditRecord.objects.create(
             session_id=session_id,
             actor=actor,
@@ -79,6 +79,20 @@ def append(
         )
         _remember(record)
         return record
+
+
+def as_stored(value: Any) -> Any:
+    """``value`` as a JSON column gives it back. PostgreSQL keeps a JSON number as a decimal:
+    -0.0 (an entropy of a certain token) comes back as 0.0, and a float that JSON writes with
+    an exponent (1e+16) as an integer. A hash over anything else would not verify."""
+    return json.loads(json.dumps(value, default=str), parse_float=_stored_number)
+
+
+def _stored_number(text: str) -> float | int:
+    number = float(text)
+    if number == 0:
+        return 0.0
+    return int(number) if "e+" in text else number  # 1e+16 and up are whole numbers
 
 
 def _held_head(session_id: int | None) -> str | None:

@@ -115,7 +115,7 @@ def lock(session_id: int) -> None:
 def keep(row: AuditGraph, complete: bool) -> AuditGraph:
     through = first_built_through(row)
     graph = build(facts(row, through, complete))
-    row.graph, row.complete = {**graph, "events_through": through}, complete
+    row.graph, row.complete = audit.as_stored({**graph, "events_through": through}), complete
     row.digest = digest(row.graph)
     row.save()
     pause = row.pause_id
