@@ -2,6 +2,7 @@
 PROV-JSON and plain JSON, for the session's reviewers only."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -46,6 +47,10 @@ def test_it_says_why_it_paused_here_in_chinese(client, alice, paused, compiled_c
     page = get(client, alice, "audit-graphs", paused, "zh-hans").content.decode()
     assert "在此暂停，因为“不确定”触发" in page
     assert "此前熵 4.02 奈特（超出本会话通常范围的上限 1.03）。" in page
+    # the arrows say what they mean when pointed at, in the page's language too
+    arrows = re.findall(r'class="edge edge-(\w+)"[^>]*><title>([^<]*)</title>', page)
+    assert ("paused", "已暂停") in arrows and ("informed", "为其提供依据") in arrows
+    assert not [said for _, said in arrows if said.isascii()]
 
 
 def test_it_exports_the_graphs_as_w3c_prov_json(client, alice, paused):

@@ -7,7 +7,24 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from reviewer.analytics.graph_story import label
+
+# What an arrow says when pointed at (the graph keeps the relation's own name).
+RELATIONS = {
+    "informed": _("informed"),
+    "preceded": _("preceded"),
+    "caused": _("caused"),
+    "asked_for": _("asked for"),
+    "paused": _("paused"),
+    "rolled_back": _("rolled back"),
+    "flagged": _("flagged"),
+    "suppressed": _("suppressed by the pause budget"),
+    "fired": _("fired"),
+    "followed_by": _("followed by"),
+    "muted": _("muted"),
+}
 
 COLUMNS = {"reading": 0, "outside": 0, "request": 0, "policy": 1, "subject": 2, "action": 3}
 COLUMNS["decision"] = 4
@@ -66,7 +83,8 @@ def arrow(edge: dict[str, str], boxes: dict[str, dict[str, Any]], height: int) -
         path = f"M{x},{source['y'] + source['h']} L{x},{target['y']}"
     else:  # past a column, or back (a mute to its policy): along a lane, onto the box
         path = lane_path(source, target, height)
-    return {"path": path, "relation": edge["relation"]}
+    relation = edge["relation"]
+    return {"path": path, "relation": relation, "says": str(RELATIONS.get(relation, relation))}
 
 
 def lane_path(source: dict[str, Any], target: dict[str, Any], height: int) -> str:
