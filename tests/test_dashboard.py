@@ -8,7 +8,9 @@ import io
 import pytest
 from django.urls import reverse
 
-from tests.roi_factory import build_history, set_roi_settings
+from reviewer.models import ReviewSession
+from tests.floor_factory import note_drafter
+from tests.roi_factory import DAY_1, build_history, make_session, set_roi_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -59,6 +61,20 @@ def test_it_filters_by_reviewer(client, admin_user, alice, bob, plain_domain):
     response = client.get(reverse("dashboard"), {**MARCH, "reviewer": "bob"})
     assert response.context["totals"]["sessions"] == 1
     assert response.context["totals"]["pauses"] == 0
+
+
+def test_it_offers_every_reviewer_the_filter_finds(client, admin_user, alice, bob, plain_domain):
+    """Bob owns no session, but claimed one an application started: the filter finds it, so
+    the drop-down names him. Staff claiming Alice's own session is not its reviewer."""
+    started = make_session(None, plain_domain, DAY_1, tokens=10)
+    ReviewSession.objects.filter(pk=started.pk).update(application=note_drafter(), claimed_by=bob)
+    owned = make_session(alice, plain_domain, DAY_1, tokens=10)
+    ReviewSession.objects.filter(pk=owned.pk).update(claimed_by=admin_user)
+    client.force_login(admin_user)
+    response = client.get(reverse("dashboard"), MARCH)
+    assert [u.username for u in response.context["reviewers"]] == ["alice", "bob"]
+    response = client.get(reverse("dashboard"), {**MARCH, "reviewer": "bob"})
+    assert response.context["totals"]["sessions"] == 1
 
 
 def test_it_says_no_data_for_an_empty_period(client, admin_user, alice, bob, plain_domain):

@@ -7,7 +7,18 @@ import datetime as dt
 import pytest
 
 from reviewer.analytics import roi
-from tests.roi_factory import DAY_2, build_history, set_roi_settings
+from reviewer.lifecycle import audit
+from reviewer.models import Domain, PauseEvent, RoiSettings
+from tests.roi_factory import (
+    ALTERNATIVES,
+    DAY_1,
+    DAY_2,
+    build_history,
+    make_edit,
+    make_pause,
+    make_session,
+    set_roi_settings,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +110,61 @@ def test_it_writes_one_csv_row_per_session(alice, bob, plain_domain):
     assert values["reviewer"] == "alice" and values["pauses"] == 3
     assert values["pauses_by_trigger"] == "Dosage=1; Low confidence=1; manual=1"
     assert values["interceptions"] == 1 and values["edits"] == 1
+
+
+def test_it_leaves_out_the_edits_at_a_reopened_pause(alice, plain_domain):
+    """A generated text reopened for an edit: its pause is no pause of the run, nor its edits."""
+    session = make_session(alice, plain_domain, DAY_1, tokens=10)
+    make_pause(session, DAY_1, trigger="Dosage", resumed_s=5)  # no edit
+    reopened = PauseEvent.objects.create(
+        session=session,
+        position=10,
+        trigger="manual",
+        kind=PauseEvent.REOPENED,
+        reason="Reopened",
+        alternatives=ALTERNATIVES,
+        halted_at=DAY_1 + dt.timedelta(minutes=5),
+    )
+    make_edit(reopened, "replace", 3)
+    make_edit(reopened, "choose", 6)
+    audit.append("resume", alice.username, session)  # after both edits
+    got = figures_for(plain_domain)
+    assert got["pauses"] == 1 and got["edits_per_pause"] == 0
+    assert got["accepted_alternative_rate"] is None  # the one pause offered none
+    assert got["reviewed_generations"] == 0
+    [row] = roi.session_rows(roi.sessions_in(domain=plain_domain))
+    assert (row.edits, row.chosen_alternatives) == (0, 0)
+    assert not row.reviewed_with_pause_edit_continue
+
+
+def test_it_counts_a_pause_once_however_often_its_reviewer_chose(alice, plain_domain):
+    """Each choice offers the next token's alternatives: three choices at one pause."""
+    session = make_session(alice, plain_domain, DAY_1, tokens=10)
+    pause = make_pause(session, DAY_1, alternatives=ALTERNATIVES, resumed_s=30)
+    for after_s in (5, 8, 9):
+        make_edit(pause, "choose", after_s)
+    make_pause(session, DAY_1 + dt.timedelta(minutes=1), alternatives=ALTERNATIVES, resumed_s=4)
+    got = figures_for(plain_domain)
+    assert got["accepted_alternative_rate"] == pytest.approx(1 / 2)
+    assert got["edits_per_pause"] == pytest.approx(3 / 2)  # every edit still counts there
+
+
+def test_it_leaves_a_domain_without_a_system_cost_out_of_the_roi(alice, plain_domain):
+    """Plain costs 10,000 a year and intercepted once (100); Other has no cost set and
+    intercepted once (500): its value is shown, but has no ROI to add to Plain's."""
+    other = Domain.objects.create(name="Other", slug="other", specialty="x", system_prompt="x")
+    priced = {"reviewer_hourly_cost": 0}
+    RoiSettings.objects.create(
+        domain=plain_domain, annual_system_cost=10000, loss_avoided_per_interception=100, **priced
+    )
+    RoiSettings.objects.create(
+        domain=other, annual_system_cost=0, loss_avoided_per_interception=500, **priced
+    )
+    for domain in (plain_domain, other):
+        pause = make_pause(make_session(alice, domain, DAY_1, tokens=10), DAY_1, trigger="Dosage")
+        make_edit(pause, "replace", 5)
+    rows = roi.session_rows(roi.sessions_in())
+    got = roi.figures(rows, roi.settings_for([plain_domain, other]))
+    assert got["interceptions"] == 2 and got["value"] == pytest.approx(600)
+    assert got["roi"] == pytest.approx(100 / 10000)
+    assert got["costed_value"] == pytest.approx(100)

@@ -4,13 +4,15 @@ manual pause is the reviewer's who asked for it, an application is named as peop
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.core.management import call_command
 from django.utils import translation
 
 from reviewer.analytics.timeline import actor_name, timeline
 from reviewer.lifecycle import audit
-from reviewer.models import PausePolicy
+from reviewer.models import PauseEvent, PausePolicy, ReviewSession
 from tests.session_factory import make_session
 
 pytestmark = pytest.mark.django_db
@@ -131,3 +133,34 @@ def test_an_application_is_named_as_people_read_it(alice):
     assert "app:" not in started["actor"]
     assert actor_name("engine") == actor_name("system") == "system"
     assert actor_name("alice") == "alice"
+
+
+def test_it_tells_each_pause_at_a_shared_position_by_its_own_evidence(alice):
+    """Rolled back to before position 5, the run paused at 5 again, for another policy; a
+    reopen there (no "paused" record of its own) is no policy's pause."""
+    session = make_session(alice, ReviewSession.COMPLETED)
+    halted = dt.datetime(2025, 3, 3, 9, 0, tzinfo=dt.UTC)
+    told = [
+        ("Dosage", "keyword", 'Keyword "mg" appeared', {"keyword": "mg"}),
+        ("manual", PauseEvent.REOPENED, "Reopened", {}),
+        ("Unsure", "low_confidence", "top-1 0.2 < 0.3", {"top1_prob": 0.2, "threshold": 0.3}),
+    ]
+    for minutes, (trigger, kind, reason, evidence) in enumerate(told):
+        PauseEvent.objects.create(
+            session=session,
+            position=5,
+            trigger=trigger,
+            kind=kind,
+            reason=reason,
+            evidence=evidence,
+            halted_at=halted + dt.timedelta(minutes=minutes),
+        )
+        if kind != PauseEvent.REOPENED:
+            paused = {"trigger": trigger, "reason": reason, "position": 5}
+            audit.append("paused", "engine", session, paused)
+        audit.append("truncate_requested", "alice", session, {"start": 3})
+    paused = [e["detail"] for e in told_to(session, alice) if e["kind"] == "paused"]
+    assert paused == [
+        'Dosage: Keyword "mg" appeared',
+        "Unsure: Top-1 probability 20% is below 30%",
+    ]

@@ -19,6 +19,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from inference.backend import GATED_ATTENTION
+from reviewer.admin.audited import AuditedChanges
 from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
 from reviewer.lifecycle import audit
 from reviewer.models import (
@@ -71,7 +72,9 @@ class GlossaryTermInline(admin.TabularInline[GlossaryTerm, Glossary]):
 
 
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin[Domain]):
+class DomainAdmin(AuditedChanges[Domain]):
+    audit_skip = (*DELIVERY, *ATTENTION)  # audited with their own actions, below
+
     list_display = [
         "name",
         "name_zh",
@@ -193,7 +196,7 @@ class GlossaryImportForm(forms.Form):
 
 
 @admin.register(Glossary)
-class GlossaryAdmin(admin.ModelAdmin[Glossary]):
+class GlossaryAdmin(AuditedChanges[Glossary]):
     """Terms are edited inline, or imported and exported as CSV from the glossary's page."""
 
     list_display = ["name", "domain", "term_count"]
@@ -257,6 +260,11 @@ class GlossaryAdmin(admin.ModelAdmin[Glossary]):
             result = import_csv(glossary, data, replace=form.cleaned_data["replace"])
         except GlossaryImportError as exc:
             return exc.errors
+        audit.append(
+            "glossary_imported",
+            request.user.get_username(),
+            payload={"glossary": glossary.pk, "name": str(glossary), **vars(result)},
+        )
         message = _("Imported: %(created)d new, %(updated)d updated, %(deleted)d deleted.")
         self.message_user(request, message % vars(result), messages.SUCCESS)
         return []

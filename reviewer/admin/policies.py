@@ -15,6 +15,7 @@ from django.urls import URLPattern, path
 from django.utils.translation import gettext_lazy as _
 
 from inference.policies import POLICY_KINDS, PolicyConfigError
+from reviewer.admin.audited import AuditedChanges
 from reviewer.analytics import pause_models
 from reviewer.analytics.calibration import RECENT_SESSIONS, Calibration, calibrate
 from reviewer.analytics.policy_trial import Trial, try_policies
@@ -50,7 +51,7 @@ class KindFilter(admin.SimpleListFilter):
 
 
 @admin.register(PausePolicy)
-class PausePolicyAdmin(admin.ModelAdmin[PausePolicy]):
+class PausePolicyAdmin(AuditedChanges[PausePolicy]):
     """One form per policy kind, generated from the engine's parameter schema.
 
     Adding a policy starts by choosing its kind (`?kind=...`); the kind of a saved policy

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from reviewer.admin.audited import AuditedChanges
 from reviewer.models import RoiSettings, TaskDecoding
 
 
 @admin.register(RoiSettings)
-class RoiSettingsAdmin(admin.ModelAdmin[RoiSettings]):
+class RoiSettingsAdmin(AuditedChanges[RoiSettings]):
     list_display = [
         "domain",
         "baseline_regenerate_cycles",
@@ -23,7 +24,7 @@ class RoiSettingsAdmin(admin.ModelAdmin[RoiSettings]):
 
 
 @admin.register(TaskDecoding)
-class TaskDecodingAdmin(admin.ModelAdmin[TaskDecoding]):
+class TaskDecodingAdmin(AuditedChanges[TaskDecoding]):
     """Per-domain overrides of the decoding preset a task type gets (validated on save)."""
 
     list_display = ["domain", "task_type", "params"]

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -184,8 +184,12 @@ def sessions_csv(request: HttpRequest) -> HttpResponse:
 
 
 def _reviewers() -> QuerySet[User]:
-    owners = ReviewSession.objects.values_list("owner", flat=True).distinct()
-    return get_user_model().objects.filter(pk__in=owners).order_by("username")
+    """Whom the reviewer filter can find (roi.sessions_in): owners, and the claimants of the
+    sessions an application started."""
+    owners = ReviewSession.objects.values("owner")
+    claimants = ReviewSession.objects.filter(owner__isnull=True).values("claimed_by")
+    found = Q(pk__in=owners) | Q(pk__in=claimants)
+    return get_user_model().objects.filter(found).order_by("username")
 
 
 BUCKET_NAMES = {
@@ -257,7 +261,7 @@ FIGURES = [
     Figure(
         "accepted_alternative_rate",
         gettext_lazy("Accepted-alternative rate"),
-        gettext_lazy("“choose” edits ÷ pauses that offered alternatives"),
+        gettext_lazy("pauses with a “choose” edit ÷ pauses that offered alternatives"),
         _percent,
     ),
     Figure(

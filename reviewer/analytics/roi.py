@@ -8,14 +8,16 @@ are computed from those rows and the admin's ROI settings of each domain:
 - manual pause latency p50 / p95 (ms, request to halt);
 - decision time: from a pause halting to the reviewer's first edit or the resume, whichever
   came first (p50 and mean, seconds; open pauses are left out);
-- edits per pause: edits made at pauses (refused ones left out) ÷ pauses;
-- accepted-alternative rate: "choose" edits ÷ pauses that offered alternatives;
+- edits per pause: edits made at pauses (refused ones left out) ÷ pauses; a reopened
+  generation's pause, and its edits, are left out of every figure;
+- accepted-alternative rate: pauses with a "choose" edit ÷ pauses that offered alternatives;
 - interception rate: policy pauses followed by an edit or rollback ÷ policy pauses;
 - decision-chain compression: a generation reviewed with pause → edit → continue replaces
   1 + B generations (generate → review → regenerate, B regenerate cycles being the
   domain's baseline); avoided cycles = reviewed generations × B;
 - ROI = (hours saved × hourly cost + loss avoided per interception × interceptions)
-  ÷ annual system cost, hours saved = avoided cycles × minutes saved per cycle ÷ 60.
+  ÷ annual system cost, hours saved = avoided cycles × minutes saved per cycle ÷ 60; only
+  the value of domains with an annual system cost counts (the value shown is every domain's).
 """
 
 from __future__ import annotations
@@ -122,7 +124,9 @@ def session_rows(sessions: QuerySet[ReviewSession]) -> list[SessionRow]:
 
 def session_row(session: WithAnnotations[ReviewSession, RoiAudit]) -> SessionRow:
     edits = [e for e in session.edits.all() if not e.error]
-    pauses = list(session.pauses.all())
+    pauses = list(session.pauses.all())  # reopen pauses left out (session_rows)
+    counted = {p.pk for p in pauses}
+    at_pauses = [e for e in edits if e.pause_id in counted]  # so edits ÷ pauses is like for like
     resumes = [a.created_at for a in session.roi_audit if a.action == "resume"]
     row = SessionRow(
         session=session.pk,
@@ -132,14 +136,13 @@ def session_row(session: WithAnnotations[ReviewSession, RoiAudit]) -> SessionRow
         status=session.status,
         task_type=session.task_type,
         tokens=len(session.generated_ids),
-        edits=sum(1 for e in edits if e.pause_id is not None),
-        chosen_alternatives=sum(1 for e in edits if e.kind == "choose"),
+        edits=len(at_pauses),
         reviewer_rollbacks=sum(1 for e in edits if e.kind == "truncate"),
         engine_rollbacks=sum(1 for a in session.roi_audit if a.action == "rolled_back"),
     )
     for pause in pauses:
-        add_pause(row, pause, [e for e in edits if e.pause_id == pause.pk])
-    applied = sorted(e.created_at for e in edits if e.applied and e.pause_id is not None)
+        add_pause(row, pause, [e for e in at_pauses if e.pause_id == pause.pk])
+    applied = sorted(e.created_at for e in at_pauses if e.applied)
     row.reviewed_with_pause_edit_continue = bool(applied) and any(r > applied[0] for r in resumes)
     return row
 
@@ -148,7 +151,11 @@ def add_pause(row: SessionRow, pause: PauseEvent, edits: Sequence[Edit]) -> None
     manual = pause.trigger == "manual"
     row.pauses += 1
     row.pauses_by_trigger[pause.trigger] = row.pauses_by_trigger.get(pause.trigger, 0) + 1
-    row.pauses_with_alternatives += bool(pause.alternatives)
+    # Once per pause, however often its reviewer chose; a choice means alternatives were
+    # offered, though the pause keeps only the last list (maybe empty): the rate stays ≤ 100 %.
+    chose = any(e.kind == "choose" for e in edits)
+    row.chosen_alternatives += chose
+    row.pauses_with_alternatives += bool(pause.alternatives) or chose
     if manual:
         row.manual_pauses += 1
         if pause.latency_ms is not None:
@@ -218,7 +225,7 @@ def figures(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> 
 
 def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Decision-chain compression and ROI, each domain's rows priced with its own settings."""
-    reviewed = avoided = chain = hours = money = 0.0
+    reviewed = avoided = chain = hours = money = costed_money = 0.0
     for domain, assumed in settings.items():
         mine = [r for r in rows if r.domain == domain]
         n = sum(r.reviewed_with_pause_edit_continue for r in mine)
@@ -227,8 +234,11 @@ def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> di
         interceptions = sum(r.interceptions for r in mine)
         reviewed, avoided, chain = reviewed + n, avoided + cycles, chain + n + cycles
         hours += saved_hours
-        money += saved_hours * assumed["reviewer_hourly_cost"]
-        money += interceptions * assumed["loss_avoided_per_interception"]
+        worth = saved_hours * assumed["reviewer_hourly_cost"]
+        worth += interceptions * assumed["loss_avoided_per_interception"]
+        money += worth
+        # A domain without a system cost has no ROI: its value would inflate the others'.
+        costed_money += worth if assumed["annual_system_cost"] > 0 else 0
     cost = sum(s["annual_system_cost"] for s in settings.values())
     return {
         "reviewed_generations": int(reviewed),
@@ -236,8 +246,9 @@ def value(rows: Sequence[SessionRow], settings: dict[str, dict[str, Any]]) -> di
         "compression_ratio": _ratio(chain, reviewed),
         "hours_saved": hours,
         "value": money,
+        "costed_value": costed_money,
         "annual_system_cost": cost,
-        "roi": _ratio(money, cost),
+        "roi": _ratio(costed_money, cost),
     }
 
 

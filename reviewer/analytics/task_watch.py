@@ -5,7 +5,8 @@ sessions' features against its training set's (p < 0.01 is drift, as in the desi
 Accuracy: of the most recent classified sessions a reviewer judged, the share whose label
 stood. A session is judged when a reviewer corrected (or confirmed) its task type, or decided
 it (approved or rejected) without correcting it: a reviewer who read the whole text and let
-the label stand is taken to agree with it.
+the label stand is taken to agree with it. A generation the system approved unread (its
+decision audited with the actor "system") was judged by nobody.
 
 Drift: three features per text, each its own KS test: the classifier's confidence (its
 per-n-gram posterior, ``TaskClassifier.confidence``), the share of the text's n-grams it has
@@ -20,14 +21,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from reviewer.analytics import task_models
 from reviewer.analytics.ks_test import KsResult, ks_2samp
 from reviewer.lifecycle import task_types
 from reviewer.lifecycle.gate import case_text
+from reviewer.lifecycle.gateway import SYSTEM_ACTOR
 from reviewer.lifecycle.task_types import Example, TaskClassifier
-from reviewer.models import ReviewSession, statuses
+from reviewer.models import AuditRecord, ReviewSession, statuses
 
 ACCURACY_WINDOW = 100  # judged sessions
 DRIFT_WINDOW = 200  # recent sessions whose texts are compared with the training set
@@ -36,6 +38,7 @@ ALPHA = 0.01  # the design's threshold
 FOLDS = 5
 FEATURES = ("confidence", "known_share", "log_length")
 DECIDED = (statuses.COMPLETED, statuses.REJECTED)
+DECISIONS = ("approve", "reject")  # their audit actions
 
 Row = tuple[float, float, float]  # one text's features, in FEATURES order
 _reference: dict[tuple[int, int], dict[str, Row]] = {}  # per training set, per process
@@ -78,9 +81,14 @@ class Drift:
 
 
 def accuracy_window(size: int = ACCURACY_WINDOW) -> Accuracy:
+    # The system approves unread text: that says nothing of its label.
+    by_system = AuditRecord.objects.filter(
+        session=OuterRef("pk"), action__in=DECISIONS, actor=SYSTEM_ACTOR
+    )
+    decided = Q(status__in=DECIDED) & ~Exists(by_system)
     judged = (
         ReviewSession.objects.filter(task_source="classifier")
-        .filter(Q(task_correction__isnull=False) | Q(status__in=DECIDED))
+        .filter(Q(task_correction__isnull=False) | decided)
         .order_by("-id")
         .values_list("task_type", "task_correction__corrected")[:size]
     )

@@ -11,6 +11,7 @@ credited to them, by name, or as "you" when they read their own trail.
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
@@ -72,7 +73,12 @@ class Teller:
     def __init__(self, session: ReviewSession, reader: str = "") -> None:
         self.session = session
         self.reader = reader  # the username of who reads the trail
-        self.pauses = {p.position: p for p in PauseEvent.objects.filter(session=session)}
+        # Pauses can share a position (a rollback, then a pause there again): each position's
+        # in the order they halted, taken in turn by its "paused" records (a reopen has none).
+        self.pauses: dict[int, deque[PauseEvent]] = defaultdict(deque)
+        told = PauseEvent.objects.filter(session=session).exclude(kind=PauseEvent.REOPENED)
+        for pause in told.order_by("halted_at", "id"):
+            self.pauses[pause.position].append(pause)
         self.names = policy_names(session.domain)
         self.asked = ""  # who asked for the pause that has not come yet
 
@@ -135,6 +141,7 @@ class Teller:
         return str(payload.get("reason") or payload.get("text") or "")
 
     def pause_detail(self, payload: dict[str, Any], actor: str = "") -> str:
+        pause = self.next_pause(payload.get("position", -1))  # a manual one takes its turn too
         trigger = payload.get("trigger", "")
         if trigger in MANUAL_TRIGGERS:
             if actor and actor == self.reader:
@@ -142,11 +149,15 @@ class Teller:
             if not actor or actor in SYSTEM_ACTORS:
                 return _("A reviewer paused the generation.")
             return _("%(reviewer)s paused the generation.") % {"reviewer": actor_name(actor)}
-        pause = self.pauses.get(payload.get("position", -1))
         decision = {"reason": payload.get("reason", "")}
         if pause is not None:
             decision.update(kind=pause.kind, evidence=pause.evidence)
         return self.policy_line(trigger, decision)
+
+    def next_pause(self, position: int) -> PauseEvent | None:
+        """The pause a "paused" record at ``position`` tells: the earliest not told yet."""
+        waiting = self.pauses.get(position)
+        return waiting.popleft() if waiting else None
 
     def policy_line(self, policy: str, decision: dict[str, Any]) -> str:
         reason = str(decision.get("reason", ""))
