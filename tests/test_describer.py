@@ -123,3 +123,24 @@ def test_it_keeps_no_snapshot_of_a_session_that_ended(alice):
     describer = Describer(lambda: Loop(engine), lambda session, data: False)
     describer._run(job_for(describer, session, State([11, 12, 13, 14, 15])))
     assert kinds(session) == ["lookahead", "pause_attention"]
+
+
+def test_it_forgets_a_session_whose_state_went_and_its_old_details_stay_stale(alice):
+    session, engine, kept = make_session(alice), Engine(), []
+    describer = describer_over(engine, kept)
+    describer.supersede(session.pk)
+    job = job_for(describer, session, State([11, 12, 13, 14, 15]))
+    describer.forget(session.pk)  # its state was dropped: the session ended here
+    assert session.pk not in describer._epochs
+    describer.supersede(session.pk)  # resumed here later
+    with pytest.raises(Stale):
+        describer._run(job)
+    assert engine.reads == []
+
+
+def test_the_worker_forgets_a_session_once_its_state_is_released():
+    from reviewer.worker import runtime, tasks
+
+    runtime.describer.supersede(7)
+    tasks.release_state(7)
+    assert 7 not in runtime.describer._epochs

@@ -7,6 +7,7 @@ import time
 
 import pytest
 import redis
+from django.db import DatabaseError, OperationalError, connection, connections
 from django.test import Client
 
 from reviewer import events, lifecycle
@@ -54,6 +55,39 @@ def test_it_counts_a_previous_incarnation_under_the_same_name_as_dead(holder, mo
     alive = liveness.alive()
     assert liveness.identity("w@host") in alive and before not in alive
     assert liveness.hostname_of(before) == "w@host"
+
+
+def test_it_takes_its_lock_again_after_an_outage_longer_than_a_beat(holder, monkeypatch):
+    me = liveness.identity("w@host")
+    liveness.hold("w@host")
+    with connection.cursor() as cursor:  # Postgres restarts: the holder's backend goes
+        cursor.execute(
+            "SELECT pg_terminate_backend(%s)", [liveness._holder.connection.info.backend_pid]
+        )
+    wait_for(lambda: me not in liveness.alive(), timeout=2, what="the lock to go")
+    create = connections.create_connection
+
+    def refused(alias):
+        raise OperationalError("connection refused: the database system is starting up")
+
+    monkeypatch.setattr(connections, "create_connection", refused)
+    with pytest.raises(OperationalError):
+        liveness.hold("w@host")  # the next beat, Postgres still starting
+    monkeypatch.setattr(connections, "create_connection", create)
+    assert liveness.hold("w@host") is True  # the beat after: Postgres is back
+    assert me in liveness.alive()
+
+
+def test_it_closes_a_connection_it_could_not_take_its_lock_on(holder, monkeypatch):
+    made = []
+    create = connections.create_connection
+    monkeypatch.setattr(
+        connections, "create_connection", lambda alias: made.append(create(alias)) or made[-1]
+    )
+    monkeypatch.setattr(liveness, "KEEPALIVE", {"no_such_setting": 1})  # Postgres refuses it
+    with pytest.raises(DatabaseError):
+        liveness.hold("w@host")
+    assert len(made) == 1 and made[0].connection is None
 
 
 def test_it_takes_back_the_sessions_a_dead_worker_left_unfinished(alice, dispatched):

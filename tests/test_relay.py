@@ -562,3 +562,66 @@ def test_it_asks_nothing_of_the_end_when_the_last_tokens_went_before_it(alice):
     relay.join()
     assert asked == []  # no token left to carry it: the end's record releases the text
     assert ReviewSession.objects.get(pk=session.pk).released_chars == 0
+
+
+def test_it_fails_the_session_on_a_new_connection_when_its_own_broke(alice, monkeypatch):
+    from django.db import connection
+
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    emit_many = events.emit_many
+
+    def postgres_restarts(session_id, type, payloads):
+        if type == events.TOKEN and payloads[0]["position"] == 1:  # Postgres restarted meanwhile
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        return emit_many(session_id, type, payloads)
+
+    monkeypatch.setattr(events, "emit_many", postgres_restarts)
+    relay = Relay(session, None, lambda state: None, lambda *stop: None)
+    run: Future[StopInfo] = Future()
+    relay.follow(run)
+    relay.on_token(token(0))
+    conftest.wait_for(lambda: relay._written == 1, what="the first token written")
+    relay.on_token(token(1))
+    conftest.wait_for(lambda: relay.failed is not None, what="the write to fail")
+    run.set_exception(relay_module.Aborted("the run ends at its next token"))
+    relay.join()
+    session.refresh_from_db()
+    assert session.status == ReviewSession.FAILED and session.error == failures.DATABASE
+
+
+def test_it_gives_up_recording_a_failure_after_a_bounded_wait(alice, monkeypatch, caplog):
+    from django.db import OperationalError
+
+    from reviewer import lifecycle
+
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+    tries: list[int] = []
+
+    def unreachable(*args):
+        tries.append(1)
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(lifecycle, "fail", unreachable)
+    monkeypatch.setattr(relay_module, "FAIL_RETRY_S", (0.0, 0.0, 0.01))
+    assert relay_module.record_failure(session.pk, failures.DATABASE, "seg-1") is False
+    assert len(tries) == 3 and "could not be recorded" in caplog.text
+
+
+def test_a_segment_task_fails_its_session_on_a_new_connection_when_its_own_broke(
+    alice, monkeypatch
+):
+    from django.db import connection
+
+    from reviewer.worker import runtime, tasks
+
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-1")
+
+    def postgres_restarts(*args):  # the task's connection goes, Postgres is back at once
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    monkeypatch.setattr(runtime, "run_segment", postgres_restarts)
+    assert tasks.run_segment.apply((session.pk, "seg-1")).failed()
+    session.refresh_from_db()
+    assert session.status == ReviewSession.FAILED and session.error == failures.DATABASE

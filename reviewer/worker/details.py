@@ -14,6 +14,7 @@ by the loop.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -57,15 +58,22 @@ class Describer:
     ) -> None:
         self.loop, self.keep = loop, keep
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
-        self._epochs: dict[int, int] = {}
+        self._epochs: dict[int, int] = {}  # by session, while this process keeps its state
+        # Never given twice: a job queued before its session's entry went stays stale after.
+        self._next_epoch = itertools.count(1)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def supersede(self, session_id: int) -> int:
         """A new segment began for the session: details read before it are stale."""
         with self._lock:
-            self._epochs[session_id] = self._epochs.get(session_id, 0) + 1
+            self._epochs[session_id] = next(self._next_epoch)
             return self._epochs[session_id]
+
+    def forget(self, session_id: int) -> None:
+        """The session's state was dropped here: details queued for it are stale."""
+        with self._lock:
+            self._epochs.pop(session_id, None)
 
     def epoch(self, session_id: int) -> int:
         with self._lock:

@@ -60,24 +60,33 @@ def hold(hostname: str) -> bool:
     if _holder is not None:
         log.warning("the connection holding this worker's liveness lock was lost; taking it again")
         _close(_holder)
-    holder = connections.create_connection(DEFAULT_DB_ALIAS)
-    holder.inc_thread_sharing()  # taken at start-up, checked from the heartbeat thread
-    with holder.cursor() as cursor:
-        for name, value in KEEPALIVE.items():
-            cursor.execute(f"SET {name} = {int(value)}")
-        cursor.execute(
-            "SELECT pg_advisory_lock_shared(%s, %s), pg_advisory_lock_shared(%s, %s)",
-            [LOCK_SPACE, lock_key(identity(hostname)), HOST_SPACE, lock_key(hostname)],
-        )
-    _holder = holder
+        _holder = None  # closed, it would reconnect at its next query, without the lock
+    _holder = _locked(hostname)
     return True
 
 
-def _holds(holder: BaseDatabaseWrapper) -> bool:
+def _locked(hostname: str) -> BaseDatabaseWrapper:
+    """A new connection holding this process's locks."""
+    holder = connections.create_connection(DEFAULT_DB_ALIAS)
+    holder.inc_thread_sharing()  # taken at start-up, checked from the heartbeat thread
     try:
         with holder.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        return True
+            for name, value in KEEPALIVE.items():
+                cursor.execute(f"SET {name} = {int(value)}")
+            cursor.execute(
+                "SELECT pg_advisory_lock_shared(%s, %s), pg_advisory_lock_shared(%s, %s)",
+                [LOCK_SPACE, lock_key(identity(hostname)), HOST_SPACE, lock_key(hostname)],
+            )
+    except Exception:
+        _close(holder)  # half made: not left open until the process ends
+        raise
+    return holder
+
+
+def _holds(holder: BaseDatabaseWrapper) -> bool:
+    # Asked of the driver's connection: Django's cursor() would open a new one, without the lock.
+    try:
+        return holder.connection is not None and holder.is_usable()
     except Exception:  # any driver error: the lock went with the connection
         return False
 

@@ -32,6 +32,7 @@ serving loop alone).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
@@ -41,6 +42,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
+
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from inference.decode import StopInfo
 from inference.sentences import SentenceTracker, delayed_boundary
@@ -59,6 +62,9 @@ MAX_BATCH = 64  # queued items taken at once: a run of tokens among them is one 
 JOIN_WAIT_S = 120  # the longest a next segment waits for this one's report
 ENDS = ("stop", "error")  # the last item a relay takes
 WATCH_CHECK_S = 0.25  # how old the relay's answer to "does a page follow it?" may be
+# Waits before each try at recording a failure, the first on the connection in hand, the next
+# at once on a new one (Postgres was back, the connection was not), then over about a minute.
+FAIL_RETRY_S = (0.0, 0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 Checkpoint = tuple[list[int], str, dict[str, Any]]  # generated ids, text, meta: what services store
 # How much of the final text may leave at once when a run ends this way (its stop, its state):
@@ -385,6 +391,25 @@ class Relay(Sink):
     def _record_failure(self, exc: BaseException) -> None:
         log.error("session %s: segment failed", self.session.pk, exc_info=exc)
         try:
-            lifecycle.fail(self.session.pk, failures.describe(exc), self.session.segment)
-        except Exception:  # Postgres gone too: the sweep retakes the session once it is back
+            record_failure(self.session.pk, failures.describe(exc), self.session.segment)
+        except Exception:  # a bug in recording it: the log is all that is left
             log.exception("session %s: the failure could not be recorded", self.session.pk)
+
+
+def record_failure(session_id: int, error: str, segment: str | None) -> bool:
+    """``lifecycle.fail`` on a new connection while Postgres is out of reach: the one in hand
+    may be what broke, and Django opens another only between tasks. Its worker lives on, so
+    no sweep would take back a session left running. False: given up, and logged."""
+    for wait in FAIL_RETRY_S:
+        time.sleep(wait)
+        try:
+            lifecycle.fail(session_id, error, segment)
+            return True
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block:
+                raise  # the caller's transaction (a task applied eagerly): not ours to drop
+            log.warning("session %s: recording its failure failed (%s)", session_id, exc)
+            with contextlib.suppress(DatabaseError):  # broken: closing it may fail too
+                connection.close()
+    log.error("session %s: its failure could not be recorded; it shows as running", session_id)
+    return False

@@ -86,11 +86,13 @@ states = StateCache(settings.CAESURA_WORKER_STATE_BUDGET_MB * 1024 * 1024)
 def run_segment(session_id: int, segment: str, hostname: str) -> str:
     """Prepare the session's segment and hand it to the serving loop; "generating" once it
     runs there (its relay reports the stop), or what ended it before."""
+    if not is_current(session_id, segment):
+        return "stale"  # before waiting for the segment that runs, or touching its pause
     wait_for_previous_segment(session_id)
-    describer.supersede(session_id)  # what was read of the last pause is stale from here
     session = lifecycle.begin_segment(session_id, segment, liveness.identity(hostname))
     if session is None:
         return "stale"
+    describer.supersede(session_id)  # what was read of the last pause is stale from here
     pause_models.ensure_files(session.policy_specs)  # a learned model kept in Postgres only
     if not session.prompt_ids:  # a new generation: nothing to edit or tell yet
         if session.status != statuses.RUNNING:  # as read under the claim's lock
@@ -106,6 +108,13 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
     tell_pending_note(session, state)
     start_generating(session, state)
     return "generating"
+
+
+def is_current(session_id: int, segment: str) -> bool:
+    """Whether ``segment`` is the session's segment and the session goes on: a first look,
+    without the lock that ``begin_segment`` claims it under."""
+    sessions = ReviewSession.objects.filter(pk=session_id, segment=segment)
+    return sessions.exclude(status__in=statuses.FINAL).exists()
 
 
 def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
@@ -225,7 +234,7 @@ def finish_segment(
     if outcome == "pause":
         keep_paused(session, state)
     else:
-        states.drop(session.pk)
+        drop_state(session.pk)
     return outcome
 
 
@@ -254,7 +263,7 @@ def keep_paused(session: ReviewSession, state: DecodeState, edit: int | None = N
     states.put(session.pk, state)
     pause = latest_open_pause(session)
     if pause is None:  # approved or cancelled meanwhile
-        states.drop(session.pk)
+        drop_state(session.pk)
         return
     of = events.detail_of(pause.pk, edit, len(state.generated_ids))
     describer.describe(session, state, of, preview_candidates(pause.alternatives or []))
@@ -277,12 +286,18 @@ def keep_in_vault(session: ReviewSession, snapshot: bytes) -> bool:
     vault.configured().put(session.pk, snapshot)
     if lifecycle.has_ended(session):  # approved or cancelled while the snapshot was written
         vault.configured().discard(session.pk)
-        states.drop(session.pk)
+        drop_state(session.pk)
         return False
     return True
 
 
 describer = details.Describer(serving, keep_in_vault)
+
+
+def drop_state(session_id: int) -> None:
+    """Free what this process keeps of a session: its paused state and its details' epoch."""
+    states.drop(session_id)
+    describer.forget(session_id)
 
 
 def _manual_request_time(stop: StopInfo, control: RedisControl) -> float | None:

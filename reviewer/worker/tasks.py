@@ -12,7 +12,7 @@ from django.db import close_old_connections
 
 from reviewer import lifecycle
 from reviewer.analytics import metrics
-from reviewer.worker import dispatch, failures, heartbeat, runtime
+from reviewer.worker import dispatch, failures, heartbeat, relay, runtime
 from webapp.heap import freeze_startup_objects
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def run_segment(self: Task[..., str], session_id: int, segment: str) -> str:
     except lifecycle.SegmentSuperseded:
         return "superseded"  # a newer segment carries on; nothing failed
     except Exception as exc:
-        lifecycle.fail(session_id, failures.describe(exc), segment)
+        relay.record_failure(session_id, failures.describe(exc), segment)  # Postgres may be why
         raise
 
 
@@ -44,7 +44,7 @@ def attention_view(session_id: int, layer: int) -> None:
 
 @shared_task(name=dispatch.RELEASE_STATE)
 def release_state(session_id: int) -> None:
-    runtime.states.drop(session_id)
+    runtime.drop_state(session_id)
 
 
 @worker_ready.connect
