@@ -64,7 +64,7 @@ def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
     except regex.error as err:
         invalid = Message("invalid regular expression: %(error)s", error=str(err))
         raise UnsafePatternError(invalid) from None
-    nested = find_nested_quantifier(pattern)
+    nested = find_nested_quantifier(as_read(pattern, compiled))
     if nested is not None:
         template = (
             "a repeated group contains another repeat near %(near)r, which can backtrack"
@@ -72,6 +72,34 @@ def compile_safe(pattern: str, flags: str = "") -> regex.Pattern:
         )
         raise UnsafePatternError(Message(template, near=nested))
     return compiled
+
+
+# A verbose group inside the pattern, ``(?x:...)`` or ``(?ix)``: its spaces mean nothing either.
+_VERBOSE_GROUP = regex.compile(r"\(\?[a-wyzA-Z-]*x")
+
+
+def as_read(pattern: str, compiled: regex.Pattern) -> str:
+    """The pattern as the engine reads it: in verbose mode spaces and ``#`` comments are not
+    atoms, so ``(a+) +`` is ``(a+)+`` there (outside classes and escapes, which stay)."""
+    if not (compiled.flags & regex.VERBOSE or _VERBOSE_GROUP.search(pattern)):
+        return pattern
+    kept, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            kept.append(pattern[i : i + 2])
+            i += 2
+        elif char == "[":
+            end = skip_class(pattern, i)
+            kept.append(pattern[i:end])
+            i = end
+        elif char == "#":  # a comment, to the line's end
+            end = pattern.find("\n", i)
+            i = len(pattern) if end < 0 else end
+        else:
+            kept.append("" if char.isspace() else char)
+            i += 1
+    return "".join(kept)
 
 
 def find_nested_quantifier(pattern: str) -> str | None:

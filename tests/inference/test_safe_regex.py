@@ -93,3 +93,18 @@ def test_it_refuses_a_repeat_count_past_the_window_before_compiling_it(pattern):
 @pytest.mark.parametrize("pattern", ["a{2000}", r"\{1000000000}", "[{1000000000}]", r"\d{1,3}"])
 def test_it_takes_counts_within_the_window_and_braces_that_are_not_counts(pattern):
     assert compile_safe(pattern).pattern == pattern
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags"),
+    [("(a+) +$", "x"), ("(?x)(a+) +$", ""), ("(?x: (a+) # many a\n +)$", ""), ("(a #x\n+)+", "x")],
+)
+def test_it_reads_a_verbose_pattern_without_its_spaces_and_comments(pattern, flags):
+    with pytest.raises(UnsafePatternError, match="repeated group contains another repeat"):
+        compile_safe(pattern, flags)
+
+
+def test_it_keeps_what_verbose_mode_keeps():
+    compile_safe(r"(a+) +$")  # not verbose: the space is the repeated atom
+    compile_safe(r"(?x) (a+) [ ]+ \ + $")  # a space in a class or escaped is an atom
+    assert compile_safe("(?x) 5 \\ mg  # a dose").search("take 5 mg") is not None
