@@ -31,6 +31,7 @@ from inference.learned.pause_features import (
     describe,
     features,
     hashed,
+    prior_step,
 )
 
 MAGIC = b"CAESURA-PAUSE-MODEL\n"
@@ -141,7 +142,9 @@ class PauseModel:
         Rising edge: a clause that stays risky over several tokens pauses once, at the token
         that made it risky, not at every token after it. A step that ends inside a number
         is never judged (tokenizers write "500" digit by digit): the pause waits for the
-        whole figure, and the step after it is compared with the last settled one.
+        whole figure, and the step after it is compared with the last settled one, found
+        by walking `previous` back over the figure (`last_settled`), so "definitely 5|00|
+        mg" pauses at "definitely" only.
         """
         if unsettled(step.text):
             return None
@@ -149,18 +152,42 @@ class PauseModel:
         score = self.probability(found)
         if score < threshold:
             return None
-        settled = previous is not None and not unsettled(previous.text)
-        if settled and previous is not None and self.score(previous) >= threshold:
-            return None  # already risky a step before: the pause was there
+        before = last_settled(previous)
+        if before is not None and self.score(before) >= threshold:
+            return None  # already risky at the last settled step: the pause was there
         return score, found
 
 
 _UNSETTLED = re.compile(r"\d[.,]?$")
+_FIGURE_CHAR = re.compile(r"[\d.,]")
 
 
-def unsettled(text: str) -> bool:
-    """Whether the text may end inside a number that the next token continues."""
-    return _UNSETTLED.search(text[-3:]) is not None
+def unsettled(text: str, end: int | None = None) -> bool:
+    """Whether the text (up to `end`) may end inside a number that the next token continues."""
+    end = len(text) if end is None else end
+    return _UNSETTLED.search(text, max(0, end - 3), end) is not None
+
+
+def last_settled(step: Step | None) -> Step | None:
+    """The latest settled step at or before `step`; None when there is none.
+
+    A settled step is itself. An unsettled one is walked back over the figure it ends in
+    (digits, decimal and thousands marks) and the whitespace before it, as often as the
+    text before is unsettled too ("1, 2, 3"); what remains stands in for the step that
+    ended there, as `prior_step` builds it. The token boundaries and signals of that step
+    are not known here (neither the live policy nor a replay of text keeps them), so it is
+    scored without signals, which the features treat as neutral. Whoever asks, the live
+    policy or the training metric (`pause_training.pause_rate`), gets the same step.
+    """
+    if step is None or not unsettled(step.text):
+        return step
+    text, end = step.text, len(step.text)
+    while end and unsettled(text, end):
+        while end and _FIGURE_CHAR.match(text, end - 1):
+            end -= 1
+        while end and text[end - 1].isspace():
+            end -= 1
+    return prior_step(text[:end]) if end else None
 
 
 def check_header(header: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,15 @@ from inference.policies.base import (
     Policy,
     StepContext,
 )
-from inference.safe_regex import UnsafePatternError, compile_safe, search_recent
+from inference.safe_regex import (
+    SEARCH_TIMEOUT_S,
+    WINDOW_CHARS,
+    UnsafePatternError,
+    compile_safe,
+    search_recent,
+)
+
+log = logging.getLogger(__name__)
 
 
 def literal_pattern(words: Sequence[str], case_sensitive: bool, whole_word: bool) -> regex.Pattern:
@@ -124,14 +133,36 @@ class RegexPolicy(Policy):
             ) from None
 
     def evaluate(self, ctx: StepContext) -> Decision | None:
-        found = [
-            m
-            for m in search_recent(self.compiled, ctx.text)
-            if m.end() > ctx.new_text_start and m.end() > m.start()
-        ]
+        found = self.new_matches(ctx)
         if not found:
             return None
         match = found[0]
         evidence = {**text_evidence(match), "pattern": self.params["pattern"]}
         reason = f'Pattern /{self.params["pattern"]}/ matched "{match.group()}"'
         return self.decide(ctx, reason, evidence, span=(match.start(), match.end()))
+
+    def new_matches(self, ctx: StepContext) -> list[regex.Match]:
+        """The matches the newest token completed: those the text before it did not have.
+
+        Compared by where they start, so a match that grows ("1", "12", "120") fires once,
+        at the token that first completed it, and one confirmed by a lookahead ("5" before
+        " mg") fires at the token that confirms it, although it ends before that token. The
+        text before is searched from the same window start, so a match the window cuts
+        short as the text grows is not new either.
+        """
+        start = max(0, len(ctx.text) - WINDOW_CHARS)
+        found = [m for m in search_recent(self.compiled, ctx.text, start) if m.end() > m.start()]
+        if not found:
+            return []
+        before = ctx.text[: ctx.new_text_start]
+        try:
+            # Not search_recent: a search of the text before that times out must not make
+            # every match look new; the matches ending in the newest token are then taken.
+            old = self.compiled.finditer(before, start, timeout=SEARCH_TIMEOUT_S)
+            started = {m.start() for m in old if m.end() > m.start()}
+        except TimeoutError:
+            log.warning(
+                "regex %r timed out after %.0f ms", self.compiled.pattern, SEARCH_TIMEOUT_S * 1000
+            )
+            return [m for m in found if m.end() > ctx.new_text_start]
+        return [m for m in found if m.start() not in started]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from inference.decode import RunRequest
+from inference.learned.pause_features import HASH_BITS, hashed
+from inference.learned.pause_model import PauseModel, save_model
 from inference.policies import POLICY_KINDS, PolicyConfigError, PolicySet, StepContext
 from inference.policies.dry_run import simulated_tokens, text_step
 from inference.sink import CollectingSink, PauseNotice, TokenEvent
@@ -28,6 +31,15 @@ def fire(spec: dict, text: str) -> list[tuple[str, str]]:
             fired.append((fed + piece, decision.reason))
         fed += piece
     return fired
+
+
+def cue_spec(directory, feature: str) -> dict:
+    """A learned-policy spec whose model scores only `feature`: 0.99 with it, 0.01 without."""
+    weights = np.zeros(1 << HASH_BITS, dtype=np.float32)
+    (index,), _ = hashed({feature: 1.0})
+    weights[index] = 10.0
+    path = save_model(PauseModel(weights, bias=-5.0, threshold=0.5), directory)
+    return {"name": "cue", "kind": "learned", "params": {"model": str(path)}}
 
 
 def test_it_is_a_kind_with_a_form_schema():
@@ -83,6 +95,20 @@ def test_it_fires_once_where_a_dose_completes_not_on_its_digits(tmp_path):
     assert "a number with a unit" in reason
 
 
+def test_it_pauses_once_for_a_clause_that_stays_risky_across_a_number(tmp_path):
+    """The step after "5|00" is compared with the last settled step, "definitely", which
+    already paused, not with nothing."""
+    spec = cue_spec(tmp_path, "cue:absolute")
+    tokens = ["It", " is", " definitely", " 5", "00", " mg", " daily", "."]
+    policies = PolicySet.from_specs([spec])
+    fired, fed = [], ""
+    for position, token in enumerate(tokens):
+        if policies.evaluate(text_step(fed + token, len(fed), position)):
+            fired.append(position)
+        fed += token
+    assert fired == [2]
+
+
 def test_it_fires_on_chinese_and_stays_quiet_on_boilerplate(tmp_path):
     spec = learned_spec(tmp_path)
     ((text, _),) = fire(spec, "患者病情平稳。处理：口服阿莫西林0.5g，每日三次。")
@@ -93,8 +119,9 @@ def test_it_fires_on_chinese_and_stays_quiet_on_boilerplate(tmp_path):
 
 def test_its_decision_explains_itself_in_evidence(tmp_path):
     policies = PolicySet.from_specs([learned_spec(tmp_path)])
-    text = "The Supplier shall pay liquidated damages of 2%"
-    ctx = text_step(text, len("The Supplier shall pay liquidated damages of 2"), 8)
+    # where the clause turns risky (not at a later "2%": the pause was already here)
+    text = "The Supplier shall pay liquidated damages"
+    ctx = text_step(text, len("The Supplier shall pay liquidated"), 5)
     (decision,) = policies.evaluate(ctx)
     evidence = json.loads(json.dumps(decision.to_dict()))["evidence"]
     assert evidence["score"] >= evidence["threshold"] == starter_model().threshold

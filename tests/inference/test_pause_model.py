@@ -20,10 +20,12 @@ from inference.learned.pause_model import (
     MAGIC,
     PauseModel,
     PauseModelError,
+    last_settled,
     load_model,
     save_model,
     store_model_bytes,
 )
+from inference.learned.pause_training import pause_rate
 from inference.policies import PolicySet
 from inference.policies.dry_run import simulated_tokens, text_step
 from tests.inference.pause_models import learned_spec, starter_model
@@ -69,6 +71,42 @@ def test_a_prior_step_stands_in_for_an_unknown_token_start():
     assert prior_step("Give amoxicillin 500").new_text_start == len("Give amoxicillin")
     assert prior_step("口服阿莫西林").new_text_start == 5
     assert prior_step("").new_text_start == 0
+
+
+def cue_model(feature: str) -> PauseModel:
+    """A model that scores only `feature`: 0.99 with it, 0.01 without; threshold 0.5."""
+    weights = np.zeros(1 << 18, dtype=np.float32)
+    (index,), _ = hashed({feature: 1.0})
+    weights[index] = 10.0
+    return PauseModel(weights, bias=-5.0, threshold=0.5)
+
+
+def test_the_last_settled_step_is_found_behind_a_number():
+    assert last_settled(Step("It is definitely 5", 16)) == prior_step("It is definitely")
+    assert last_settled(Step("Costs 1,5", 7)).text == "Costs"
+    assert last_settled(Step("dose 2. 5", 7)).text == "dose"  # "2." may go on too
+    assert last_settled(Step("vitamin B12", 10)).text == "vitamin B"
+    settled = Step("It is definitely", 5)
+    assert last_settled(settled) is settled
+    assert last_settled(Step("1, 2", 2)) is None and last_settled(None) is None
+
+
+def test_it_rises_once_for_a_clause_that_stays_risky_across_a_number():
+    """After "5|00" the step is compared with the last settled one, "definitely": the
+    training metric counts the one pause the live policy makes."""
+    model = cue_model("cue:absolute")
+    session = [(t, None) for t in ["It", " is", " definitely", " 5", "00", " mg", " daily"]]
+    text, previous, crossed = "", None, []
+    for position, (piece, _) in enumerate(session):
+        step = Step(text + piece, len(text))
+        if model.crossing(step, previous, 0.5) is not None:
+            crossed.append(position)
+        text, previous = step.text, step
+    assert crossed == [2]
+    assert pause_rate(model, [session], 0.5) == (100 / 7, 1, 7)
+    # a clause that turns risky only after the number still pauses where it does
+    later = [(t, None) for t in ["Give", " 5", "00", " mg", " always"]]
+    assert pause_rate(model, [later], 0.5)[1:] == (1, 5)
 
 
 def test_it_names_features_for_a_reviewer():

@@ -95,6 +95,20 @@ def test_it_does_not_fire_a_regex_again_on_the_next_token():
     assert policy.evaluate(step("Take 50 mg daily", 10)) is None
 
 
+def test_it_fires_a_growing_regex_match_once_where_it_starts():
+    fired = feed([regex_spec(r"\d+")], ["Take", " 1", "2", "0", " mg", " or", " 5"])
+    assert positions(fired) == [1, 6]  # "12", "120" start where "1" did: not again
+    assert [d.span for _, d in fired] == [(5, 6), (15, 16)]
+
+
+def test_it_fires_a_regex_at_the_token_that_confirms_its_lookahead():
+    fired = feed([regex_spec(r"\d+(?= mg)")], ["Take", "5", " mg", " daily", " 5", " mg"])
+    assert positions(fired) == [2, 5]  # "5" ends before " mg" but only " mg" confirms it
+    assert [d.span for _, d in fired] == [(4, 5), (15, 16)]
+    assert positions(feed([regex_spec(r"\d+(?= mg)")], ["Take", "5 mg"])) == [1]
+    assert feed([regex_spec(r"\d+(?= mg)")], ["Take", "5", " ml"]) == []
+
+
 def test_it_does_not_fire_a_regex_without_a_match():
     assert feed([regex_spec(r"\d+ ?mg")], ["Take ", "rest", "."]) == []
 
