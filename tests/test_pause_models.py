@@ -23,7 +23,7 @@ from reviewer.models import (
     SessionEvent,
 )
 from reviewer.web.policy_forms import param_field_name
-from tests.test_policy_calibration import WORDS, token_event
+from tests.test_policy_calibration import WORDS, cut_at_finish, token_event
 
 pytestmark = pytest.mark.django_db
 
@@ -85,6 +85,51 @@ def test_it_labels_the_pauses_reviewers_answered(alice, plain_domain):
         (" The patient is definitely stable.", " Give", 0),  # resumed unchanged
     ]
     assert all(e.signals == {"top1_prob": 0.5, "entropy": 0.3} for e in examples)
+
+
+def test_it_labels_the_moments_of_a_session_whose_finish_cut_a_stop_string(alice, plain_domain):
+    cut_at_finish(session_with_pauses(alice, plain_domain))
+    assert len(pause_models.history_examples(plain_domain)) == 3
+
+
+def edited_at_a_pause(owner, domain) -> ReviewSession:
+    """A policy paused after " definitely"; the reviewer replaced it with " probably" (a
+    token of their own signals) and the model went on."""
+    session = ReviewSession.objects.create(
+        owner=owner, domain=domain, input_text="Note.", model_name="tiny",
+        status=ReviewSession.GENERATED, text="", generated_ids=[0, 1, 2, 99, *range(4, 9)],
+    )  # fmt: skip
+    pause = PauseEvent.objects.create(
+        session=session, position=4, trigger="Sure", kind="overconfidence", reason="sure",
+        halted_at=timezone.now(), resumed_at=timezone.now(),
+    )  # fmt: skip
+    Edit.objects.create(
+        session=session, pause=pause, kind="replace", author=owner, applied=True,
+        text_before=" definitely", text_after=" probably",
+    )  # fmt: skip
+    edited = {
+        "token_start": 3, "token_end": 4, "token_ids": [0, 1, 2, 99], "kind": "replace",
+        "text": " The patient is probably",
+        "tokens": [{"text": " probably", "top1": 0.99, "entropy": 0.01}],
+    }  # fmt: skip
+    log = [("token", token_event(i, w, 0.5)) for i, w in enumerate(WORDS[:4])]
+    log += [("pause", {"pause_id": pause.pk, "position": 4}), ("edited", edited)]
+    log += [("token", token_event(i, w, 0.5)) for i, w in enumerate(WORDS) if i >= 4]
+    for seq, (kind, payload) in enumerate(log, start=1):
+        SessionEvent.objects.create(session=session, seq=seq, type=kind, payload=payload)
+    return session
+
+
+def test_it_learns_from_what_the_model_wrote_not_the_reviewer_s_edit(alice, plain_domain):
+    session = edited_at_a_pause(alice, plain_domain)
+    assert " probably stable" in pause_models.history_of(session).text  # the final text
+    (example,) = pause_models.history_examples(plain_domain)
+    assert (example.text_before, example.next_text, example.label) == (
+        " The patient is",
+        " definitely",
+        1,
+    )
+    assert example.signals == {"top1_prob": 0.5, "entropy": 0.3}  # the model's, not the edit's
 
 
 def train(*args: str) -> str:

@@ -267,3 +267,20 @@ def test_drift_replayed_on_stored_sessions_pauses_where_the_worker_does(
     assert result.without_similarity == 0 and result.skipped == []
     replayed = {s.session: [p.token for p in s.pauses] for s in result.sessions}
     assert replayed == {before.pk: live, after.pk: live}
+
+
+def cut_at_finish(session: ReviewSession) -> ReviewSession:
+    """The session's finish cut a stop string that began inside its last token: the piece
+    kept of that token comes with its text alone (reviewer/worker/request.py)."""
+    cut = {"token_start": 8, "token_ids": list(range(9)), "tokens": [{"text": "."}]}
+    seq = SessionEvent.objects.filter(session=session).count() + 1
+    payload = {"text": "".join(WORDS), "cut": cut}
+    SessionEvent.objects.create(session=session, seq=seq, type="finish", payload=payload)
+    return session
+
+
+def test_it_replays_a_session_whose_finish_cut_a_stop_string(alice, plain_domain):
+    cut_at_finish(stored_session(alice, plain_domain))
+    result = calibrate([low_confidence()], unlimited(plain_domain))
+    assert result.pause_counts == [3]  # the tokens with their signals replay as before
+    assert result.tokens == 8  # the cut piece has none to replay

@@ -186,6 +186,22 @@ def test_it_tries_a_policy_on_sample_text(client, admin_user, plain_domain):
     assert "{&quot;" not in page  # no raw JSON
 
 
+def test_it_tries_a_policy_within_the_domains_budget_and_lists_what_it_only_flags(
+    client, admin_user, plain_domain
+):
+    plain_domain.min_pause_distance = 50  # the second mention comes sooner: held back
+    plain_domain.save()
+    policy = PausePolicy.objects.create(
+        domain=plain_domain, name="Pain", kind="keyword", params={"keywords": ["pain"]}
+    )
+    client.force_login(admin_user)
+    url = f"/admin/reviewer/pausepolicy/{policy.pk}/try/"
+    page = client.post(url, {"text": "He reports pain since noon, pain again."}).content.decode()
+    assert "Generation would pause once." in page and "&#8214; 2" not in page
+    flags = page.split('id="trial-flags"')[1]
+    assert "Flagged without pausing" in page and "Pain" in flags and "pain</mark>" in flags
+
+
 def test_it_says_when_a_policy_cannot_be_tried_on_text(client, admin_user, plain_domain):
     policy = PausePolicy.objects.create(
         domain=plain_domain, name="Unsure", kind="low_confidence", params={"threshold": 0.3}

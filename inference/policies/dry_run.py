@@ -7,6 +7,7 @@ from typing import Any
 import regex
 
 from inference.policies.base import CJK_SCRIPTS, Decision, StepContext
+from inference.policies.budget import PauseBudget
 from inference.policies.policy_set import PolicySet
 from inference.signals import Signals
 
@@ -21,23 +22,32 @@ def simulated_tokens(text: str) -> list[str]:
     return tokens
 
 
-def scan_text(specs: list[dict[str, Any]], text: str) -> list[Decision]:
+def scan_text(
+    specs: list[dict[str, Any]], text: str, budget: PauseBudget | dict[str, Any] | None = None
+) -> list[Decision]:
     """Dry run of the text policies over sample text, for an admin's "try this policy".
 
     The text is fed in simulated tokens (`simulated_tokens`) through the after_token text
-    policies (keyword, regex, sentence_count, tool_call), with cooldowns applied as in a
-    real session. Policies that need model signals (low_confidence, high_entropy,
-    overconfidence, drift) are skipped: sample text has no distribution. A final newline
-    is fed after the sample so that a keyword or sentence at its very end completes;
-    decisions never point past the sample.
+    policies (keyword, regex, sentence_count, tool_call), with cooldowns applied and each
+    step routed as in a live run (`PolicySet.route`): at most one pause per token, the
+    highest priority first, within the pause `budget`; a pause refused is kept as a flag.
+    Returns each step's pause (with any rollback beside it), then its flags. Policies that
+    need model signals (low_confidence, high_entropy, overconfidence, drift) are skipped:
+    sample text has no distribution. A final newline is fed after the sample so that a
+    keyword or sentence at its very end completes; decisions never point past the sample.
     """
-    every = PolicySet.from_specs(specs)  # validates all specs, including skipped ones
-    policies = PolicySet([p for p in every.policies if p.text_only])
+    every = PolicySet.from_specs(specs, budget)  # validates all specs, including skipped ones
+    policies = PolicySet([p for p in every.policies if p.text_only], every.budget)
     decisions: list[Decision] = []
     fed = ""
     for position, token in enumerate([*simulated_tokens(text), _END_OF_SAMPLE]):
         ctx = text_step(fed + token, len(fed), position)
-        decisions += [d for d in policies.evaluate(ctx) if d.span is None or d.span[1] <= len(text)]
+        found = [d for d in policies.evaluate(ctx) if d.span is None or d.span[1] <= len(text)]
+        # as phases.after_token routes it: a pause there happens when position + 1 tokens exist
+        routed = policies.route(found, position + 1, ctx.text)
+        if routed.pauses:
+            policies.note_pause(position + 1, policy=True)
+        decisions += [*routed.pauses, *routed.flags]
         fed += token
     return decisions
 

@@ -188,7 +188,8 @@ class PausePolicyAdmin(AuditedChanges[PausePolicy]):
 
     def run_trial(self, policy: PausePolicy, data: dict[str, Any]) -> tuple[Trial | None, str]:
         try:
-            return try_policies(trial_specs(policy, data["whole_domain"]), data["text"]), ""
+            specs, budget = trial_specs(policy, data["whole_domain"]), policy.domain.pause_budget()
+            return try_policies(specs, data["text"], budget), ""
         except PolicyConfigError as exc:
             return None, error_text(exc)
 

@@ -50,7 +50,9 @@ class History:
     session: int
     tokens: list[RecordedToken] = field(default_factory=list)
     interventions: list[Intervention] = field(default_factory=list)
-    pauses: list[tuple[int, int]] = field(default_factory=list)  # (pause id, tokens before it)
+    # (pause id, the folded tokens as they were at the pause): later edits replace tokens,
+    # so what the model wrote there is only known at that moment
+    pauses: list[tuple[int, list[record.Token]]] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -144,8 +146,17 @@ def history_of(session: ReviewSession) -> History:
             record.apply(folded, event.type, event.payload)
         except (KeyError, TypeError, ValueError):
             continue  # a malformed payload is skipped
-    history.tokens = [stored_token(t.text, dict(t.signals)) for t in folded if t.signals]
+    history.tokens = [t for t in map(recorded, folded) if t is not None]
     return history
+
+
+def recorded(token: record.Token) -> RecordedToken | None:
+    """The token with its stored signals; None where it has none to replay (an edit's
+    fallback piece, the piece a finish kept of a token its stop string began in)."""
+    try:
+        return stored_token(token.text, dict(token.signals))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def observe(
@@ -153,7 +164,8 @@ def observe(
 ) -> None:
     """What calibration notes beside the tokens: pauses, and the ranges reviewers changed."""
     if kind == events.PAUSE:
-        history.pauses.append((int(payload["pause_id"]), len(tokens)))
+        # a shallow copy is the snapshot: record.apply replaces Tokens, never changes one
+        history.pauses.append((int(payload["pause_id"]), list(tokens)))
     elif kind in (events.EDITED, events.TRUNCATED):
         start = int(payload["token_start"])
         end = max(start, int(payload["token_end"]) - 1)

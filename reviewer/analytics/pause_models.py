@@ -18,8 +18,8 @@ from django.db.models import Max
 
 from inference.learned.pause_model import PauseModel, store_model_bytes
 from inference.learned.pause_training import Example, Session, load_starter_set, train
-from reviewer.analytics.calibration import RECENT_SESSIONS, History, history_of, recent_sessions
-from reviewer.lifecycle import audit
+from reviewer.analytics.calibration import RECENT_SESSIONS, history_of, recent_sessions, recorded
+from reviewer.lifecycle import audit, record
 from reviewer.models import Domain, Edit, PauseEvent, PauseModelVersion, PausePolicy, ReviewSession
 
 POLICY_NAME = "Learned pauses"
@@ -27,33 +27,33 @@ LEARNED = "learned"
 HISTORY_SESSIONS = 500  # the most recent sessions a training run reads
 
 
-def signals_of(history: History, index: int) -> dict[str, float]:
-    token = history.tokens[index]
-    return {"top1_prob": token.top1_prob, "entropy": token.entropy}
-
-
 def history_examples(domain: Domain, limit: int = HISTORY_SESSIONS) -> list[Example]:
-    """Labelled moments from the domain's sessions: one per pause a reviewer answered."""
+    """Labelled moments from the domain's sessions: one per pause a reviewer answered, cut
+    from the tokens as they were at the pause (the final ones hold the reviewer's edits)."""
     examples = []
     for session in recent_sessions(domain, limit):
-        history = history_of(session)
         labels = pause_labels(session)
-        for pause_id, before in history.pauses:
-            if pause_id not in labels or before == 0 or before > len(history.tokens):
+        for pause_id, tokens in history_of(session).pauses:
+            if pause_id not in labels or not tokens:
                 continue
-            text = "".join(t.text for t in history.tokens[:before])
-            last = history.tokens[before - 1].text
             examples.append(
                 Example(
-                    text_before=text[: len(text) - len(last)],
-                    next_text=last,
+                    text_before=record.text_of(tokens[:-1]),
+                    next_text=tokens[-1].text,
                     label=labels[pause_id],
-                    signals=signals_of(history, before - 1),
+                    signals=signals_of(tokens[-1]),
                     domain=domain.slug,
                     key=f"session-{session.pk}-pause-{pause_id}",
                 )
             )
     return examples
+
+
+def signals_of(token: record.Token) -> dict[str, float] | None:
+    """The step's signals as stored with its token; None where none were (as for
+    hand-labelled text)."""
+    stored = recorded(token)
+    return None if stored is None else {"top1_prob": stored.top1_prob, "entropy": stored.entropy}
 
 
 def pause_labels(session: ReviewSession) -> dict[int, int]:

@@ -1,8 +1,9 @@
 """An admin's "try this policy": where the text policies would pause in sample text, and why.
 
-The engine's `scan_text` does the work; this module turns its decisions into what a page
-shows: the sample cut into segments, each knowing which matches cover it and which pauses
-fall right after it.
+The engine's `scan_text` does the work, routing each step as a live run does; this module
+turns its decisions into what a page shows: the pauses, numbered, and the flags beside them,
+and the sample cut into segments, each knowing which matches cover it and which pauses fall
+right after it.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from inference.policies import POLICY_KINDS, Decision, scan_text, simulated_tokens
+from inference.policies import POLICY_KINDS, Decision, PauseBudget, scan_text, simulated_tokens
 from reviewer.web.ui_text import reason_template, reason_values
 
 
 @dataclass(frozen=True)
 class TrialPause:
-    number: int  # 1, 2, ... in the order generation would meet them
+    number: int  # 1, 2, ... in the order generation would meet them; 0 for a flag
     policy: str
     kind: str
     action: str
@@ -38,17 +39,25 @@ class Segment:
 @dataclass(frozen=True)
 class Trial:
     text: str
-    pauses: list[TrialPause]
+    pauses: list[TrialPause]  # where generation would stop
     segments: list[Segment]
     skipped: list[str]  # names of policies that need model signals, not tried
+    # reported without stopping: flag actions, pauses the budget or a higher priority held
+    # back, rollbacks
+    flags: list[TrialPause] = field(default_factory=list)
 
 
-def try_policies(specs: list[dict[str, Any]], text: str) -> Trial:
-    """Run the text policies of `specs` over `text`; PolicyConfigError if a spec is bad."""
-    decisions = scan_text(specs, text)
+def try_policies(
+    specs: list[dict[str, Any]], text: str, budget: PauseBudget | dict[str, Any] | None = None
+) -> Trial:
+    """Run the text policies of `specs` over `text`, routed as a live run routes them within
+    `budget` (the domain's pause budget, where known); PolicyConfigError if a spec is bad."""
+    decisions = scan_text(specs, text, budget)
     ends = token_ends(text)
-    pauses = [to_pause(i + 1, d, text, ends) for i, d in enumerate(decisions)]
-    return Trial(text, pauses, segments_of(text, pauses), skipped_policies(specs))
+    stops = [d for d in decisions if d.action == "pause"]
+    pauses = [to_pause(i + 1, d, text, ends) for i, d in enumerate(stops)]
+    flags = [to_pause(0, d, text, ends) for d in decisions if d.action != "pause"]
+    return Trial(text, pauses, segments_of(text, pauses), skipped_policies(specs), flags)
 
 
 def token_ends(text: str) -> list[int]:

@@ -63,7 +63,10 @@ def train(shipped: list[Example], corrected: list[Example]) -> tuple[list[Exampl
     fit_on, held_out = task_types.split(examples)
     model = TaskClassifier().fit(fit_on)
     result = task_types.evaluate(model, held_out)
-    _, corrected_held_out = task_types.split(corrected)
+    # the combined split's own held-out ones: a split of `corrected` alone counts its groups
+    # from zero, and holds out examples the model was fitted on
+    mine = {id(example) for example in corrected}
+    corrected_held_out = [example for example in held_out if id(example) in mine]
     metrics = {
         "accuracy": result.accuracy,
         "heldout_examples": result.total,
