@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,17 +38,26 @@ def literal_pattern(words: Sequence[str], case_sensitive: bool, whole_word: bool
     """
     order = sorted(range(len(words)), key=lambda i: -len(words[i]))
     pattern = "|".join(f"(?P<w{i}>{bounded_literal(words[i], whole_word)})" for i in order)
-    return regex.compile(pattern, 0 if case_sensitive else regex.IGNORECASE)
+    # Full case folding: "Straße" is "STRASSE", as a reader takes it.
+    return regex.compile(pattern, 0 if case_sensitive else regex.IGNORECASE | regex.FULLCASE)
 
 
 def bounded_literal(word: str, whole_word: bool) -> str:
-    # Any run of whitespace between words matches: models break lines and double spaces.
-    body = r"\s+".join(regex.escape(part) for part in word.split())
+    # Either Unicode form of an accented word ("é" as one character, or "e" and its accent):
+    # text and keywords come from different keyboards and programs.
+    forms = dict.fromkeys(unicodedata.normalize(form, word) for form in ("NFC", "NFD"))
+    body = "|".join(spaced(form) for form in forms)
+    body = body if len(forms) == 1 else f"(?:{body})"
     if not whole_word:
         return body
     left = r"(?<![^\W" + CJK_SCRIPTS + "])" if WORD_CHAR.match(word[0]) else ""
     right = r"(?=[\W" + CJK_SCRIPTS + "])" if WORD_CHAR.match(word[-1]) else ""
     return left + body + right
+
+
+def spaced(word: str) -> str:
+    """Any run of whitespace between words matches: models break lines and double spaces."""
+    return r"\s+".join(regex.escape(part) for part in word.split())
 
 
 def matched_word_index(match: regex.Match) -> int:

@@ -59,6 +59,13 @@ def test_it_ignores_case_unless_asked():
     assert feed([keyword("Force Majeure", case_sensitive=True)], ["force majeure "]) == []
 
 
+def test_it_folds_case_fully_and_takes_either_form_of_an_accent():
+    assert positions(feed([keyword("Straße")], ["die ", "STRASSE", " hier"])) == [2]
+    decomposed, composed = "cafe\u0301", "caf\u00e9"
+    assert positions(feed([keyword(composed)], ["un ", decomposed, " noir"])) == [2]
+    assert positions(feed([keyword(decomposed)], ["un ", composed, " noir"])) == [2]
+
+
 def test_it_matches_a_phrase_across_line_breaks():
     assert positions(feed([keyword("force majeure")], ["force", "\n", "majeure", " "])) == [3]
 
