@@ -87,6 +87,16 @@ def test_it_labels_the_pauses_reviewers_answered(alice, plain_domain):
     assert all(e.signals == {"top1_prob": 0.5, "entropy": 0.3} for e in examples)
 
 
+def test_it_holds_out_a_sessions_pauses_together(alice, plain_domain):
+    from inference.learned.pause_training import split
+
+    session_with_pauses(alice, plain_domain)
+    examples = pause_models.history_examples(plain_domain)
+    for salt in map(str, range(20)):  # whichever bucket the session falls in
+        train, held_out = split(examples, salt)
+        assert len(held_out) in (0, len(examples)) and len(train) + len(held_out) == 3
+
+
 def test_it_labels_the_moments_of_a_session_whose_finish_cut_a_stop_string(alice, plain_domain):
     cut_at_finish(session_with_pauses(alice, plain_domain))
     assert len(pause_models.history_examples(plain_domain)) == 3
