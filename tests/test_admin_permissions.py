@@ -86,3 +86,21 @@ def test_it_audits_a_token_deleted_in_the_admin(alice, admin_user):
     assert not ApiToken.objects.filter(user=alice).exists()
     record = AuditRecord.objects.get(action="api_token_deleted")
     assert (record.actor, record.payload) == (admin_user.username, {"user": "alice"})
+
+
+def test_it_lets_staff_delete_only_their_own_token(django_user_model, alice):
+    issue_token(alice)
+    viewer, client = staff_with(django_user_model, "view_apitoken", "delete_apitoken")
+    issue_token(viewer)
+    theirs, own = ApiToken.objects.get(user=alice), ApiToken.objects.get(user=viewer)
+    answer = client.post(f"/admin/reviewer/apitoken/{theirs.pk}/delete/", {"post": "yes"})
+    assert answer.status_code == 403
+    bulk = {"action": "delete_selected", "_selected_action": [theirs.pk, own.pk], "post": "yes"}
+    client.post("/admin/reviewer/apitoken/", bulk, follow=True)
+    assert (
+        ApiToken.objects.filter(user=alice).exists()
+        and ApiToken.objects.filter(user=viewer).exists()
+    )
+    assert not AuditRecord.objects.filter(action="api_token_deleted").exists()
+    client.post(f"/admin/reviewer/apitoken/{own.pk}/delete/", {"post": "yes"})
+    assert not ApiToken.objects.filter(user=viewer).exists()

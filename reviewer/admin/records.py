@@ -201,6 +201,13 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
+        """As with issuing: staff take away their own key; another user's, only a superuser.
+        Django asks this for each object a deletion (or the bulk action) would remove."""
+        if not super().has_delete_permission(request, obj):
+            return False
+        return obj is None or request.user.is_superuser or obj.user_id == request.user.pk
+
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "user" and not request.user.is_superuser:
             kwargs["queryset"] = User.objects.filter(username=request.user.get_username())
