@@ -33,6 +33,8 @@ AFTER = "Patient has hypertension and a cough."
 
 
 def applied(session, author, kind, start, before, after, char_start, **fields):
+    if fields.get("glossary_term") is not None:  # as lifecycle.edit keeps it
+        fields.setdefault("glossary_code", fields["glossary_term"].code)
     edit = Edit.objects.create(
         session=session, kind=kind, start=start, text_before=before, text_after=after,
         author=author, applied=True, **fields,
@@ -306,3 +308,16 @@ def test_a_rollback_takes_a_deletion_after_its_cut_away_with_the_text_around_it(
     assert redline.rollback_cuts(session)[0][1] == len("The patient")
     assert redline.changes(session) == []  # the struck text is not inside the new words
     assert "<del>" not in redline.as_html(session)
+
+
+def test_a_glossary_edit_keeps_the_code_the_term_had_when_it_was_used(reviewed):
+    """Re-importing the glossary, or deleting the term, rewrites no decided session's redline."""
+    said = "Replaced “high blood pressure” with “hypertension” (glossary term [I10])"
+    assert redline.as_json(reviewed)["changes"][0]["reason"] == said
+    term = GlossaryTerm.objects.get(code="I10")
+    term.code = "I10.9"
+    term.save()
+    assert redline.as_json(reviewed)["changes"][0]["reason"] == said
+    term.delete()
+    assert redline.as_json(reviewed)["changes"][0]["reason"] == said
+    assert said in docx_text(reviewed)

@@ -86,6 +86,7 @@ def test_it_pauses_edits_with_a_glossary_term_resumes_and_finishes(
     start = max(0, end - 5)
     lifecycle.edit(alice, sid, start, end, " " + term.preferred, glossary_term=term.pk)
     wait_for(lambda: Edit.objects.filter(session_id=sid, applied=True).exists(), what="the edit")
+    assert Edit.objects.get(session_id=sid).glossary_code == term.code  # kept for the redline
     edited = session(sid)
     assert edited.text.endswith(" " + term.preferred)
     assert edited.status == "paused"

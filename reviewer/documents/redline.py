@@ -74,7 +74,7 @@ def char_diff(before: str, after: str) -> tuple[int, str, str]:
 
 def changes(session: ReviewSession) -> list[Change]:
     found: list[Change] = []
-    edits = session.edits.filter(applied=True).select_related("author", "pause", "glossary_term")
+    edits = session.edits.filter(applied=True).select_related("author", "pause")
     starts = _char_starts(session)
     cuts = rollback_cuts(session)
     numbers = pause_numbers(session)
@@ -167,8 +167,8 @@ def reason(edit: Edit) -> str:
     if edit.kind == "truncate":
         return _("Rolled back")  # the text cut away is struck through where it stood
     change = replacement(edit.text_before, edit.text_after)
-    if edit.glossary_term is not None:
-        code = f" [{edit.glossary_term.code}]" if edit.glossary_term.code else ""
+    if edit.glossary_code is not None:  # the code the term had then, kept with the edit
+        code = f" [{edit.glossary_code}]" if edit.glossary_code else ""
         return _("%(change)s (glossary term%(code)s)") % {"change": change, "code": code}
     if edit.kind == "choose":
         return _("%(change)s (alternative chosen at the pause)") % {"change": change}

@@ -191,6 +191,7 @@ def edit(
             text_before=session.text[start:end],
             text_after=text,
             glossary_term=term,
+            glossary_code=term.code if term is not None else None,
         )
     return {**summary(session), "edit": record.pk}
 

@@ -345,6 +345,15 @@ class Edit(models.Model):
         blank=True,
         verbose_name=_("glossary term"),
     )
+    # The term's code as it was when the reviewer chose it: the redline of a decided session
+    # must not change when the glossary is edited or re-imported, or the term deleted.
+    glossary_code = models.CharField(
+        _("glossary code"),
+        max_length=50,
+        null=True,
+        blank=True,
+        help_text=_("The glossary term's code when the edit was made; none: no glossary term"),
+    )
     author = models.ForeignKey("auth.User", on_delete=models.PROTECT, verbose_name=_("author"))
     applied = models.BooleanField(_("applied"), default=False)
     error = models.TextField(_("error"), blank=True)
