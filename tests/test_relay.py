@@ -17,7 +17,7 @@ from inference.signals import Alternative, Signals
 from inference.sink import TokenEvent
 from reviewer import events
 from reviewer.models import ReviewSession, SessionEvent
-from reviewer.worker import failures
+from reviewer.worker import failures, unrecorded_failures
 from reviewer.worker import relay as relay_module
 from reviewer.worker.relay import EACH_AT_ONCE, Batching, Relay
 from tests import conftest
@@ -606,6 +606,23 @@ def test_it_gives_up_recording_a_failure_after_a_bounded_wait(alice, monkeypatch
     monkeypatch.setattr(relay_module, "FAIL_RETRY_S", (0.0, 0.0, 0.01))
     assert relay_module.record_failure(session.pk, failures.DATABASE, "seg-1") is False
     assert len(tries) == 3 and "could not be recorded" in caplog.text
+    assert unrecorded_failures.kept() == [session.pk]  # for the heartbeat to try again
+    with pytest.raises(OperationalError):  # Postgres still out: kept for the next beat
+        unrecorded_failures.record()
+    assert unrecorded_failures.kept() == [session.pk]
+    monkeypatch.undo()
+    assert unrecorded_failures.record() == 1 and unrecorded_failures.kept() == []
+    session.refresh_from_db()
+    assert session.status == ReviewSession.FAILED and session.error == failures.DATABASE
+
+
+def test_a_kept_failure_leaves_a_session_that_a_newer_segment_carries_on(alice):
+    """Another worker took the session over during the outage: its failure is not this one's."""
+    session = make_session(alice, status=ReviewSession.RUNNING, segment="seg-2")
+    unrecorded_failures.keep(session.pk, failures.DATABASE, "seg-1")
+    unrecorded_failures.record()
+    session.refresh_from_db()
+    assert session.status == ReviewSession.RUNNING and unrecorded_failures.kept() == []
 
 
 def test_a_segment_task_fails_its_session_on_a_new_connection_when_its_own_broke(

@@ -14,7 +14,7 @@ from django.db import close_old_connections
 
 from reviewer import lifecycle
 from reviewer.web.health import ALIVE_TTL_S, alive_key, loading_key, redis_client
-from reviewer.worker import dispatch, liveness
+from reviewer.worker import dispatch, liveness, unrecorded_failures
 
 _T = TypeVar("_T")
 
@@ -25,6 +25,8 @@ RETAKE_QUIET_S = 5  # no sweep for this long after this worker had to take its l
 # Lapsed claims are dropped (audited, and the domain's queue pages told) at this pace even when
 # nobody reads a queue; a lapsed claim is never honoured meanwhile (claims.holder).
 CLAIM_SWEEP_S = 15
+# Failures a segment could not record through an outage are tried again at this pace.
+FAILURE_RETRY_S = 10
 
 
 def start(hostname: str) -> threading.Thread:
@@ -37,7 +39,7 @@ def start(hostname: str) -> threading.Thread:
     _guarded("heartbeat", lambda: announce(hostname))
 
     def beat() -> None:
-        quiet_until, next_claim_sweep = 0.0, 0.0
+        quiet_until, next_claim_sweep, next_failure_retry = 0.0, 0.0, 0.0
         while True:
             time.sleep(SWEEP_S)
             if _guarded("liveness lock", lambda: liveness.hold(hostname)):
@@ -50,6 +52,9 @@ def start(hostname: str) -> threading.Thread:
             if time.monotonic() >= next_claim_sweep:
                 _guarded("claim sweep", lifecycle.expire_lapsed)
                 next_claim_sweep = time.monotonic() + CLAIM_SWEEP_S
+            if unrecorded_failures.kept() and time.monotonic() >= next_failure_retry:
+                _guarded("recording failures", unrecorded_failures.record)
+                next_failure_retry = time.monotonic() + FAILURE_RETRY_S
             close_old_connections()
 
     thread = threading.Thread(target=beat, name="caesura-heartbeat", daemon=True)

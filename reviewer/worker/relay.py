@@ -53,7 +53,7 @@ from reviewer import events, lifecycle
 from reviewer.analytics import metrics
 from reviewer.lifecycle.record import StoredRecord
 from reviewer.models import ReviewSession
-from reviewer.worker import failures, relay_threads
+from reviewer.worker import failures, relay_threads, unrecorded_failures
 
 log = logging.getLogger(__name__)
 
@@ -399,7 +399,8 @@ class Relay(Sink):
 def record_failure(session_id: int, error: str, segment: str | None) -> bool:
     """``lifecycle.fail`` on a new connection while Postgres is out of reach: the one in hand
     may be what broke, and Django opens another only between tasks. Its worker lives on, so
-    no sweep would take back a session left running. False: given up, and logged."""
+    no sweep would take back a session left running. False: not recorded within about a
+    minute; the heartbeat tries again until it is (reviewer/worker/unrecorded_failures.py)."""
     for wait in FAIL_RETRY_S:
         time.sleep(wait)
         try:
@@ -411,5 +412,10 @@ def record_failure(session_id: int, error: str, segment: str | None) -> bool:
             log.warning("session %s: recording its failure failed (%s)", session_id, exc)
             with contextlib.suppress(DatabaseError):  # broken: closing it may fail too
                 connection.close()
-    log.error("session %s: its failure could not be recorded; it shows as running", session_id)
+    log.error(
+        "session %s: its failure could not be recorded yet; it shows as running until the"
+        " worker's heartbeat records it",
+        session_id,
+    )
+    unrecorded_failures.keep(session_id, error, segment)
     return False
