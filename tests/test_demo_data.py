@@ -127,14 +127,71 @@ def test_it_creates_the_demo_application_for_all_four_domains_with_a_key_that_wo
     assert oct((tmp_path / "creds.json").stat().st_mode & 0o777) == "0o600"
 
 
-def test_it_issues_a_new_key_when_the_kept_one_stopped_working(tmp_path):
+def test_it_issues_a_new_key_when_the_kept_one_was_lost(tmp_path):
     old = load_demo_data(tmp_path / "creds.json")["applications"][APPLICATION_NAME]
-    app = Application.objects.get()
-    application_keys.revoke(app, "admin")
+    (tmp_path / "creds.json").unlink()  # a new checkout, the same database
     new = load_demo_data(tmp_path / "creds.json")["applications"][APPLICATION_NAME]
+    app = Application.objects.get()
     assert new != old and application_keys.application_for(new) == app
+    assert application_keys.application_for(old) is None
     kept = json.loads((tmp_path / "creds.json").read_text())
     assert kept["applications"][APPLICATION_NAME] == new
+    assert AuditRecord.objects.filter(action="application_key_rotated", actor="system").exists()
+
+
+def test_a_revoked_demo_application_stays_revoked(tmp_path):
+    load_demo_data(tmp_path / "creds.json")
+    app = Application.objects.get()
+    application_keys.revoke(app, "admin")
+    demo = load_demo_data(tmp_path / "creds.json")
+    app.refresh_from_db()
+    assert app.revoked_at is not None and demo["applications"] == {}
+    assert any("revoked" in note for note in demo["notes"])
+    assert not AuditRecord.objects.filter(action="application_key_rotated").exists()
+
+
+def test_what_an_admin_changed_stands_when_the_demo_loads_again(tmp_path, django_user_model):
+    """`make run` loads the demo at every start: it must undo nothing an admin did."""
+    from reviewer.models import Glossary, PausePolicy
+
+    first = load_demo_data(tmp_path / "creds.json")
+    clinical = Domain.objects.get(slug="clinical-note")
+    low = clinical.policies.get(kind="low_confidence")
+    low.params = {**low.params, "threshold": 0.05}
+    low.save()
+    clinical.policies.filter(kind="overconfidence").delete()
+    Glossary.objects.filter(domain__slug="contract-review").delete()
+    Domain.objects.filter(slug="underwriting").update(delivery_mode="after_review")
+    Domain.objects.filter(slug="patent-claims").update(slug="patents")
+    clinical.reviewers.clear()
+    admin = django_user_model.objects.get(username=ADMIN_USERNAME)
+    admin.set_password("changed-by-the-admin-1")
+    admin.save()
+    django_user_model.objects.filter(username="lawyer_li").update(username="li_w")
+    records = AuditRecord.objects.count()
+
+    demo = load_demo_data(tmp_path / "creds.json")
+    assert Domain.objects.count() == 4 and Domain.objects.filter(slug="patents").exists()
+    assert PausePolicy.objects.get(pk=low.pk).params["threshold"] == 0.05
+    assert not clinical.policies.filter(kind="overconfidence").exists()
+    assert not Glossary.objects.filter(domain__slug="contract-review").exists()
+    assert Domain.objects.get(slug="underwriting").delivery_mode == "after_review"
+    assert not clinical.reviewers.exists()
+    assert django_user_model.objects.get(username=ADMIN_USERNAME).check_password(
+        "changed-by-the-admin-1"
+    )
+    assert not django_user_model.objects.filter(username="lawyer_li").exists()
+    assert AuditRecord.objects.count() == records  # nothing done, nothing to audit
+    assert set(demo["logins"]) == set(first["logins"]) - {ADMIN_USERNAME, "lawyer_li"}
+    assert sum("changed in the admin" in note for note in demo["notes"]) == 2
+    assert demo["applications"] == first["applications"]
+
+
+def test_the_first_load_leaves_a_domain_an_older_installation_renamed(tmp_path):
+    Domain.objects.create(name="Patent claims", slug="patents", specialty="patent")
+    load_demo_data(tmp_path / "creds.json")
+    assert Domain.objects.count() == 4 and not Domain.objects.filter(slug="patent-claims").exists()
+    assert AuditRecord.objects.filter(action="demo_loaded").count() == 1
 
 
 def test_it_keeps_the_passwords_of_an_older_file_that_held_only_logins(tmp_path):

@@ -19,14 +19,19 @@ EXAMPLE_MODEL = "caesura:clinical-note"  # the gateway names a domain's model ca
 class DemoCredentials(TypedDict):
     logins: dict[str, str]
     applications: dict[str, str]
+    notes: list[str]  # what is not shown, and why (changed in the admin since)
 
 
 def read(path: Path) -> DemoCredentials:
     """The file's content; an older file held only the logins, as one flat object."""
     data = json.loads(path.read_text()) if path.exists() else {}
     if "logins" not in data:
-        return {"logins": dict(data), "applications": {}}
-    return {"logins": dict(data["logins"]), "applications": dict(data.get("applications", {}))}
+        return {"logins": dict(data), "applications": {}, "notes": []}
+    return {
+        "logins": dict(data["logins"]),
+        "applications": dict(data.get("applications", {})),
+        "notes": list(data.get("notes", [])),
+    }
 
 
 def write(path: Path, credentials: DemoCredentials) -> None:
@@ -39,6 +44,7 @@ def describe(credentials: DemoCredentials, base_url: str) -> list[str]:
     """What a newcomer needs: the logins, the application key and a call to try."""
     lines = ["Demo logins (user / password):"]
     lines += [f"  {user:16} {password}" for user, password in credentials["logins"].items()]
+    lines += [f"  ({note})" for note in credentials.get("notes", [])]
     for name, key in credentials["applications"].items():
         lines += [f"{name} key (for /v1/, the OpenAI-compatible gateway): {key}"]
         lines += ["Try it (waits until dr_chen approves it in the review queue):"]

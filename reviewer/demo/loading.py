@@ -1,4 +1,10 @@
-"""Loading the demo data: idempotent, so `make run` may call it every time."""
+"""Loading the demo data, once per database: `make run` calls it at every start, and what an
+admin changed since (a policy, a domain's delivery, a deleted glossary, a password, a revoked
+key) must stand. The first load into a database creates what is missing and leaves alone
+what exists (an older installation's rows, a domain whose slug an admin changed), and says so
+on the audit chain (``demo_loaded``); later loads create and change nothing, except that the
+demo application gets a new key (rotated, audited) where the kept one was lost while the
+application stays active, so that `make run` has a working key to print."""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 
 from reviewer.demo import credentials as credentials_file
 from reviewer.demo.credentials import DemoCredentials
@@ -19,94 +26,128 @@ from reviewer.demo.demo_data import (
     POLICIES,
     REVIEWERS,
 )
-from reviewer.lifecycle import application_keys
-from reviewer.models import Application, Domain, Glossary, GlossaryTerm, PausePolicy
+from reviewer.lifecycle import application_keys, audit
+from reviewer.models import Application, AuditRecord, Domain, Glossary, GlossaryTerm, PausePolicy
 
 SEED_ACTOR = "system"  # how the audit chain names the demo loader
+LOADED = "demo_loaded"  # the audit action that marks a database as loaded
 
 
 @transaction.atomic
 def load_demo_data(path: Path) -> DemoCredentials:
-    """Domains, their reviewers, the demo users and the demo application; the logins and the
-    application's key are kept in ``path`` (created on first run, kept afterwards)."""
-    for spec in DOMAINS:
-        load_domain(spec)
+    """The demo's domains, users and application, the first time in this database; the logins
+    and the application's key that still work are kept in ``path`` (created on first run)."""
     kept = credentials_file.read(path)
-    logins = ensure_demo_users(kept["logins"])
-    for slug, username in REVIEWERS.items():
-        Domain.objects.get(slug=slug).reviewers.add(get_user_model().objects.get(username=username))
-    key = ensure_demo_application(kept["applications"].get(APPLICATION_NAME, ""))
-    result: DemoCredentials = {"logins": logins, "applications": {APPLICATION_NAME: key}}
+    kept_key = kept["applications"].get(APPLICATION_NAME, "")
+    if not AuditRecord.objects.filter(action=LOADED).exists():
+        kept_key = load_once(kept["logins"]) or kept_key
+    logins, notes = working_logins(kept["logins"])
+    key, note = demo_application_key(kept_key)
+    result: DemoCredentials = {
+        "logins": logins,
+        "applications": {APPLICATION_NAME: key} if key else {},
+        "notes": notes + ([note] if note else []),
+    }
     credentials_file.write(path, result)
     return result
 
 
-def load_domain(spec: dict[str, Any]) -> Domain:
-    domain, _ = Domain.objects.update_or_create(
+def load_once(passwords: dict[str, str]) -> str:
+    """What is missing of the demo; existing rows stay as they are. ``passwords``: the kept
+    ones (a database made anew gets the logins printed before), new ones added to it. The
+    demo application's key where it was created now."""
+    created = [spec["slug"] for spec in DOMAINS if load_domain(spec)]
+    users = [u for u in demo_usernames() if _create_user(u, passwords, u == ADMIN_USERNAME)]
+    for slug, username in REVIEWERS.items():  # a membership only where one side is new
+        domain = Domain.objects.filter(slug=slug).first()
+        user = get_user_model().objects.filter(username=username).first()
+        if domain and user and (slug in created or username in users):
+            domain.reviewers.add(user)
+    key = ""
+    if not Application.objects.filter(name=APPLICATION_NAME).exists():
+        domains = Domain.objects.filter(slug__in=[spec["slug"] for spec in DOMAINS])
+        _, key = application_keys.create(APPLICATION_NAME, domains, SEED_ACTOR)
+    payload = {"domains": created, "users": users, "application_created": bool(key)}
+    audit.append(LOADED, SEED_ACTOR, payload=payload)
+    return key
+
+
+def load_domain(spec: dict[str, Any]) -> bool:
+    """The domain with its glossary and policies, unless a domain of its slug or name exists
+    (an admin may have renamed either): whether it was created."""
+    if Domain.objects.filter(Q(slug=spec["slug"]) | Q(name=spec["name"])).exists():
+        return False
+    domain = Domain.objects.create(
         slug=spec["slug"],
-        defaults={
-            "name": spec["name"],
-            "name_zh": spec.get("name_zh", ""),
-            "specialty": spec["specialty"],
-            "system_prompt": spec["system_prompt"],
-            **DELIVERY.get(spec["slug"], {"delivery_mode": "after_review"}),
-        },
+        name=spec["name"],
+        name_zh=spec.get("name_zh", ""),
+        specialty=spec["specialty"],
+        system_prompt=spec["system_prompt"],
+        **DELIVERY.get(spec["slug"], {"delivery_mode": "after_review"}),
     )
-    glossary, _ = Glossary.objects.get_or_create(domain=domain, name=spec["glossary"])
-    for term, preferred, code, note in spec["terms"]:
-        GlossaryTerm.objects.update_or_create(
-            glossary=glossary,
-            term=term,
-            defaults={"preferred": preferred, "code": code, "note": note},
-        )
+    glossary = Glossary.objects.create(domain=domain, name=spec["glossary"])
+    GlossaryTerm.objects.bulk_create(
+        GlossaryTerm(glossary=glossary, term=term, preferred=preferred, code=code, note=note)
+        for term, preferred, code, note in spec["terms"]
+    )
     for order, policy in enumerate(POLICIES.get(domain.slug, [])):
         load_policy(domain, order, policy)
-    return domain
+    return True
 
 
 def load_policy(domain: Domain, order: int, spec: dict[str, Any]) -> PausePolicy:
-    policy, _ = PausePolicy.objects.update_or_create(
+    policy = PausePolicy(
         domain=domain,
         name=spec["name"],
-        defaults={
-            "name_zh": spec.get("name_zh", ""),
-            "kind": spec["kind"],
-            "params": spec["params"],
-            "action": spec.get("action", "pause"),
-            "cooldown": spec.get("cooldown", 0),
-            "order": order,
-        },
+        name_zh=spec.get("name_zh", ""),
+        kind=spec["kind"],
+        params=spec["params"],
+        action=spec.get("action", "pause"),
+        cooldown=spec.get("cooldown", 0),
+        order=order,
     )
     policy.full_clean()  # the engine's own policy classes validate the parameters
+    policy.save()
     return policy
 
 
-def ensure_demo_users(kept: dict[str, str]) -> dict[str, str]:
-    """Passwords are random per installation and kept in an untracked file, never in the repo."""
-    usernames = [ADMIN_USERNAME, *REVIEWERS.values()]
-    for username in usernames:
-        password = kept.setdefault(username, secrets.token_urlsafe(9))
-        _ensure_user(username, password, is_admin=username == ADMIN_USERNAME)
-    return {name: kept[name] for name in usernames}
+def demo_usernames() -> list[str]:
+    return [ADMIN_USERNAME, *REVIEWERS.values()]
 
 
-def ensure_demo_application(kept_key: str) -> str:
-    """The demo application, bound to every demo domain; its kept key while it still works,
-    otherwise a new one (created, or rotated where the application exists)."""
-    domains = Domain.objects.filter(slug__in=[spec["slug"] for spec in DOMAINS])
+def working_logins(kept: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The demo logins whose kept password still works; a note for each that does not."""
+    logins, notes = {}, []
+    for username in demo_usernames():
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is not None and username in kept and user.check_password(kept[username]):
+            logins[username] = kept[username]
+        else:
+            notes.append(f"{username}: changed in the admin since the demo was loaded; not shown")
+    return logins, notes
+
+
+def demo_application_key(kept_key: str) -> tuple[str, str]:
+    """The demo application's working key: the kept one, else a new one where the application
+    is still active (the kept key was lost: a new file, a rotation). An application an admin
+    revoked or deleted stays so: no key, and a note that says why."""
     app = Application.objects.filter(name=APPLICATION_NAME).first()
     if app is None:
-        app, key = application_keys.create(APPLICATION_NAME, domains, SEED_ACTOR)
-        return key
-    app.domains.add(*domains)
+        return "", f"{APPLICATION_NAME}: deleted in the admin; no key to show"
+    if app.revoked_at is not None:
+        return "", f"{APPLICATION_NAME}: revoked in the admin; no key to show"
     if kept_key and application_keys.application_for(kept_key) == app:
-        return kept_key
-    return application_keys.rotate(app, SEED_ACTOR)
+        return kept_key, ""
+    return application_keys.rotate(app, SEED_ACTOR), ""
 
 
-def _ensure_user(username: str, password: str, is_admin: bool) -> None:
-    user, created = get_user_model().objects.get_or_create(username=username)
-    if created or not user.check_password(password):
-        user.set_password(password)
-    user.is_staff = user.is_superuser = is_admin
-    user.save()
+def _create_user(username: str, passwords: dict[str, str], is_admin: bool) -> bool:
+    """The demo user, unless one of that name exists (its password and rights stay): whether
+    it was created. Passwords are random per installation and kept in an untracked file."""
+    if get_user_model().objects.filter(username=username).exists():
+        return False
+    password = passwords.setdefault(username, secrets.token_urlsafe(9))
+    get_user_model().objects.create_user(
+        username, password=password, is_staff=is_admin, is_superuser=is_admin
+    )
+    return True

@@ -11,7 +11,7 @@ from reviewer.demo.loading import load_demo_data
 
 
 class Command(BaseCommand):
-    help = "Load the demo domains, glossaries, users and application (safe to run again)."
+    help = "Load the demo domains, glossaries, users and application into this database, once."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
