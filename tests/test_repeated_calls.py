@@ -63,3 +63,18 @@ def test_it_answers_an_idempotency_key_from_its_generation_and_refuses_it_for_an
         call(gateway.Replay("b" * 64, key="visit-42"))
     assert ReviewSession.objects.count() == 1
     assert call(gateway.Replay("a" * 64, key="visit-43")).pk != first.pk
+
+
+def test_a_call_that_waited_at_the_limit_joins_the_generation_its_key_started(monkeypatch):
+    """Two calls with one Idempotency-Key at once, the application one place from its limit:
+    both looked for the key before either stored it; the second waited for the application's
+    lock while the first took the last place. It follows the first, not a 429."""
+    app = note_drafter()
+    app.max_concurrent = 1
+    app.save(update_fields=["max_concurrent"])
+    first = call(gateway.Replay("a" * 64, "key-1"))
+    looked = iter([None])  # the second call's first look came before the first's commit
+    real = gateway.generation_to_join
+    monkeypatch.setattr(gateway, "generation_to_join", lambda a, r: next(looked, real(a, r)))
+    assert call(gateway.Replay("a" * 64, "key-1")).pk == first.pk
+    assert ReviewSession.objects.count() == 1

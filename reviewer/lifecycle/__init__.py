@@ -14,6 +14,7 @@ from reviewer.lifecycle.claims import claim, expire_lapsed, reassign, release
 from reviewer.lifecycle.reports import (
     StopReport,
     begin_segment,
+    ended_meanwhile,
     generates,
     has_ended,
     orphaned_sessions,
@@ -87,6 +88,7 @@ __all__ = [
     "generates",
     "get_session_for",
     "mute",
+    "ended_meanwhile",
     "has_ended",
     "orphaned_sessions",
     "pause",

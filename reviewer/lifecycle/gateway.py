@@ -111,7 +111,10 @@ def start_or_join(
         return joined
     try:
         return start()
-    except IntegrityError:  # a call with the same key started it a moment ago
+    except (IntegrityError, Throttled):
+        # A call with the same key started it a moment ago: its row broke the key's unique
+        # constraint, or, at the application's limit, it took the last place while this one
+        # waited for the application's lock.
         joined = generation_to_join(application, replay)
         if joined is None:
             raise

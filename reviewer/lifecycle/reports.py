@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -43,7 +43,9 @@ class StopReport:
     position: int  # generated tokens when it stopped
     pause: events.PauseReport | None = None  # what the page shows, when it paused
     requested_at: float | None = None  # when a reviewer asked for the pause it honoured
-    cancel_waiting: bool = False  # a cancel request was waiting when it stopped
+    # Whether a cancel request waits now (the worker reads its control key). Asked once the
+    # session's row is locked: a cancel command sets its request while it holds that lock.
+    cancel_waiting: Callable[[], bool] = lambda: False
     halted_at: float | None = None  # when the engine stopped (before the pause was described)
     # A manual pause: when its request reached each stage on the worker (epoch seconds; see
     # stages_ms)
@@ -78,6 +80,12 @@ def has_ended(session: ReviewSession) -> bool:
     """Ended (approved, cancelled) meanwhile: whatever the worker kept for it can go."""
     session.refresh_from_db(fields=["status"])
     return session.is_final
+
+
+def ended_meanwhile(session: ReviewSession) -> bool:
+    """Cancelled or decided since the worker read it, asked under the row's lock (in the
+    caller's transaction): nothing the worker made since may land on it then."""
+    return locked(session.pk).is_final
 
 
 def paused_session(session_id: int) -> ReviewSession | None:
@@ -195,16 +203,21 @@ def record_stop(session: ReviewSession, stop: StopReport) -> str:
     """The engine stopped: decide what that means for the session. The reason it stands for
     ("pause", "cancel", or the way generation ended). Reported by the worker that ran it,
     which keeps a paused state and frees any other itself."""
-    # A cancel that a policy pause or the end of generation overtook still wins.
-    reason = "cancel" if stop.cancel_waiting else stop.reason
-    if reason == "pause":
-        if stop.pause is None:
-            raise ValueError("a pause is reported with what the page shows of it")
-        record_pause(session, stop.pause, stop.requested_at, stop.halted_at, stop.stamps)
-    elif reason == "cancel":
-        record_cancelled(session)
-    else:
-        record_generated(session, reason, stop.cut)
+    with transaction.atomic():
+        # A cancel that a policy pause or the end of generation overtook still wins. Read under
+        # the row's lock: a cancel command that saw the session running set its request while
+        # holding it; one that comes after this commit finds the session paused or ended, and
+        # ends it itself.
+        locked(session.pk)
+        reason = "cancel" if stop.reason != "cancel" and stop.cancel_waiting() else stop.reason
+        if reason == "pause":
+            if stop.pause is None:
+                raise ValueError("a pause is reported with what the page shows of it")
+            record_pause(session, stop.pause, stop.requested_at, stop.halted_at, stop.stamps)
+        elif reason == "cancel":
+            record_cancelled(session)
+        else:
+            record_generated(session, reason, stop.cut)
     return reason
 
 

@@ -140,7 +140,10 @@ def require_applied_edits(session: ReviewSession, command: str) -> None:
     """Offsets and alternatives refer to the text as it is now; a queued edit changes it."""
     if session.edits.filter(applied=False, error="").exists():
         raise Conflict(
-            _("Cannot %(command)s while an earlier edit is still being applied; retry shortly")
+            _(
+                "Cannot %(command)s the session while an earlier edit is still being applied;"
+                " retry shortly"
+            )
             % {"command": named(command)}
         )
 

@@ -253,7 +253,7 @@ def stop_report(
         position=stop.position,
         pause=pause_report(state, stop, notice) if stop.reason == "pause" else None,
         requested_at=_manual_request_time(stop, control),
-        cancel_waiting=stop.reason != "cancel" and control.waiting() == CANCEL,
+        cancel_waiting=lambda: control.waiting() == CANCEL,
     )
 
 
@@ -384,10 +384,16 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | Non
             state.similarity_history,
         )
         with transaction.atomic():  # readers see the new ids and the edit together
+            if lifecycle.ended_meanwhile(session):  # cancelled or decided: its text stands
+                lifecycle.record_edit_refused(session, pending, Message(ENDED_BEFORE_EDIT))
+                continue
             save_record(session, state)
             lifecycle.record_edit_applied(session, pending, report)
         applied = pending.pk
     return applied
+
+
+ENDED_BEFORE_EDIT = "The session ended before this edit was applied; it was not applied"
 
 
 def refusal(exc: Exception) -> str:
