@@ -185,6 +185,17 @@ def test_it_adds_the_heads_dispersion_once_the_pause_attention_is_read(alice):
     assert len(chain_digests(graph)) == 2
 
 
+def test_it_records_no_second_copy_of_a_graph_that_a_rebuild_left_as_it_was(alice):
+    """A pause's attention with no heads adds no fact: the chain keeps one version."""
+    session = running(alice)
+    pause = policy_pause(session)
+    detail = {"pause_id": pause.pk, "edit": None, "position": 20, "attention": {"layers": []}}
+    reports.record_pause_detail(session.pk, events.PAUSE_ATTENTION, detail)
+    assert len(chain_digests(graph_of(pause=pause))) == 1
+    transitions.set_status(session, S.RUNNING)  # its story ends: a version that says so
+    assert len(chain_digests(graph_of(pause=pause))) == 2
+
+
 def test_it_names_an_edited_graph_by_its_pause(alice):
     session = running(alice)
     pause = policy_pause(session)

@@ -113,10 +113,15 @@ def lock(session_id: int) -> None:
 
 
 def keep(row: AuditGraph, complete: bool) -> AuditGraph:
+    """Build the row's graph and record this version on the chain; a rebuild that changed
+    nothing (the pause's attention added no fact) records no second copy."""
+    kept_version = (row.digest, row.complete) if row.pk is not None else None
     through = first_built_through(row)
     graph = build(facts(row, through, complete))
     row.graph, row.complete = audit.as_stored({**graph, "events_through": through}), complete
     row.digest = digest(row.graph)
+    if kept_version == (row.digest, complete):
+        return row
     row.save()
     pause = row.pause_id
     payload = {"graph": row.pk, "subject": row.subject, "pause": pause, "record": row.record_id}
