@@ -6,13 +6,15 @@ checkpoint loads in about a second, so this runs once per data directory.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,10 +38,36 @@ def is_prepared(target: Path) -> bool:
 
 
 def prepare_default_model(target: Path, report: Report = print) -> Path:
-    """Idempotent: returns at once when target already holds a prepared checkpoint."""
+    """Idempotent: returns at once when target already holds a prepared checkpoint. Processes
+    that start together on one data directory (a web and a worker container) take turns: the
+    first prepares, the others wait for it and find the model ready."""
     if is_prepared(target):
         report(f"Model already prepared at {target}")
         return target
+    with preparing(target, report):
+        if is_prepared(target):
+            report(f"Model prepared by another process at {target}")
+            return target
+        return _prepare(target, report)
+
+
+@contextlib.contextmanager
+def preparing(target: Path, report: Report) -> Iterator[None]:
+    """This process's turn to prepare ``target``: an exclusive lock on a file beside it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report("Another process is preparing the model; waiting for it ...")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _prepare(target: Path, report: Report) -> Path:
     gguf = find_gguf(report)
     check_gguf_header(gguf)
     staging = target.with_name(target.name + ".partial")
