@@ -385,15 +385,14 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | Non
         )
         with transaction.atomic():  # readers see the new ids and the edit together
             if lifecycle.ended_meanwhile(session):  # cancelled or decided: its text stands
-                lifecycle.record_edit_refused(session, pending, Message(ENDED_BEFORE_EDIT))
+                template = "The session ended before this edit was applied; it was not applied"
+                lifecycle.record_edit_refused(session, pending, Message(template))
                 continue
             save_record(session, state)
             lifecycle.record_edit_applied(session, pending, report)
         applied = pending.pk
     return applied
 
-
-ENDED_BEFORE_EDIT = "The session ended before this edit was applied; it was not applied"
 
 
 def refusal(exc: Exception) -> str:
