@@ -1,14 +1,16 @@
 """What an admin changes in the settings that decide pauses and their review (policies,
 domains, glossaries, ROI figures, decoding presets) goes into the audit chain: who changed
 which fields of what, from what to what. A reviewer asked why a generation paused here and not
-last week finds the change there."""
+last week finds the change there. A deletion keeps every column of the row and what its
+deletion took with it (a glossary's terms, a domain's policies and glossaries...), recorded
+in the deletion's own transaction."""
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
 from django.contrib import admin
-from django.db import models
+from django.db import models, transaction
 from django.db.models.query import QuerySet
 from django.forms import BaseModelFormSet
 from django.http import HttpRequest
@@ -33,11 +35,25 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any
     }
 
 
-def record(request: HttpRequest, obj: models.Model, verb: str, fields: dict[str, Any]) -> None:
+def record(
+    request: HttpRequest,
+    obj: models.Model,
+    verb: str,
+    fields: dict[str, Any],
+    deleted_with: dict[str, Any] | None = None,
+) -> None:
     meta = obj._meta
     pk = obj.pk if obj.pk is not None else fields.get("id")  # a deleted row keeps its id here
     payload = {"model": meta.model_name, "id": pk, "name": str(obj), "fields": fields}
+    if deleted_with:
+        payload["deleted_with"] = deleted_with
     audit.append(f"{meta.model_name}_{verb}", request.user.get_username(), payload=payload)
+
+
+def lock(model: type[models.Model], pks: list[Any]) -> None:
+    """Lock the rows about to be deleted: a row added under one of them meanwhile (a term in
+    the glossary) waits for the deletion, so the record names everything that went."""
+    list(model._default_manager.select_for_update().filter(pk__in=pks).values_list("pk"))
 
 
 M = TypeVar("M", bound=models.Model)
@@ -49,6 +65,19 @@ class AuditedChanges(admin.ModelAdmin[M]):
 
     audit_skip: tuple[str, ...] = ()
 
+    def deleted_fields(self, obj: M) -> dict[str, Any]:
+        """What a deletion record keeps of the row: every column (``audit_skip`` is for the
+        changes audited elsewhere; once the row is gone, this record is all there is)."""
+        return values(obj)
+
+    def deleted_with(self, obj: M) -> dict[str, Any]:
+        """What goes with ``obj`` when it is deleted (the rows its deletion cascades to, the
+        links it ends), as its deletion record keeps them; {}: nothing."""
+        return {}
+
+    def record_deletion(self, request: HttpRequest, obj: M) -> None:
+        record(request, obj, "deleted", self.deleted_fields(obj), self.deleted_with(obj))
+
     def save_model(self, request: HttpRequest, obj: M, form: Any, change: bool) -> None:
         stored = type(obj)._default_manager.filter(pk=obj.pk).first() if change and obj.pk else None
         before = values(stored, self.audit_skip) if stored is not None else {}
@@ -58,13 +87,17 @@ class AuditedChanges(admin.ModelAdmin[M]):
             record(request, obj, "changed" if stored is not None else "created", fields)
 
     def delete_model(self, request: HttpRequest, obj: M) -> None:
-        record(request, obj, "deleted", values(obj, self.audit_skip))
-        super().delete_model(request, obj)
+        with transaction.atomic():  # the record stands or falls with the deletion
+            lock(type(obj), [obj.pk])
+            self.record_deletion(request, obj)
+            super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[M]) -> None:
-        for obj in queryset:
-            record(request, obj, "deleted", values(obj, self.audit_skip))
-        super().delete_queryset(request, queryset)
+        with transaction.atomic():
+            lock(queryset.model, list(queryset.order_by().values_list("pk", flat=True)))
+            for obj in queryset:
+                self.record_deletion(request, obj)
+            super().delete_queryset(request, queryset)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         before = stored_rows(formset)  # the forms' instances hold the new values already

@@ -9,6 +9,8 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -19,13 +21,15 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from inference.backend import GATED_ATTENTION
-from reviewer.admin.audited import AuditedChanges
+from reviewer.admin.audited import AuditedChanges, values
 from reviewer.documents.glossary_csv import GlossaryImportError, export_csv, import_csv
-from reviewer.lifecycle import audit
+from reviewer.lifecycle import audit, claims
 from reviewer.models import (
     Domain,
     Glossary,
     GlossaryTerm,
+    PausePolicy,
+    RoiSettings,
 )
 from reviewer.models.domain import GATED
 from reviewer.web.features import backend_features
@@ -136,6 +140,14 @@ class DomainAdmin(AuditedChanges[Domain]):
     def reviewer_count(self, obj: Domain) -> int:
         return obj.reviewers.count()
 
+    def deleted_fields(self, obj: Domain) -> dict[str, Any]:
+        """Every column, delivery and attention included, and who reviewed the domain."""
+        reviewers = sorted(obj.reviewers.values_list("username", flat=True))
+        return {**super().deleted_fields(obj), "reviewers": reviewers}
+
+    def deleted_with(self, obj: Domain) -> dict[str, Any]:
+        return domain_cascade(obj)
+
     def save_model(self, request: HttpRequest, obj: Domain, form: Any, change: bool) -> None:
         stored = Domain.objects.filter(pk=obj.pk).first() if change else None
         form.reviewers_before = (
@@ -181,6 +193,36 @@ class DomainAdmin(AuditedChanges[Domain]):
                     "after": after,
                 },
             )
+            # A reviewer taken off holds no claim from now on (claims.holder); their claims
+            # are dropped, audited and told to the queues once this change commits, rather
+            # than at the next sweep (each session's row is locked in its own transaction).
+            transaction.on_commit(claims.expire_lapsed)
+
+
+def domain_cascade(domain: Domain) -> dict[str, Any]:
+    """What a domain's deletion takes with it: its policies (each row), its glossaries (with
+    their number of terms), its ROI settings, its task decoding presets, its learned pause
+    models (their version and checksum) and the applications it is no longer bound to."""
+    roi = RoiSettings.objects.filter(domain=domain).first()
+    glossaries = domain.glossaries.order_by("name").values("id", "name")
+    return {
+        "policies": [
+            values(policy, ("domain",))
+            for policy in PausePolicy.objects.filter(domain=domain).order_by("order", "id")
+        ],
+        "glossaries": [
+            {"id": row["id"], "name": row["name"], "terms": row["term_count"]}
+            for row in glossaries.annotate(term_count=Count("terms"))
+        ],
+        "roi_settings": values(roi, ("domain",)) if roi is not None else None,
+        "task_decodings": [
+            values(preset, ("domain",)) for preset in domain.task_decodings.order_by("task_type")
+        ],
+        "pause_models": list(
+            domain.pause_models.order_by("version").values("id", "version", "checksum")
+        ),
+        "applications": list(domain.applications.order_by("name").values("id", "name")),
+    }
 
 
 class GlossaryImportForm(forms.Form):
@@ -210,6 +252,10 @@ class GlossaryAdmin(AuditedChanges[Glossary]):
     @admin.display(description=_("terms"))
     def term_count(self, obj: Glossary) -> int:
         return obj.terms.count()
+
+    def deleted_with(self, obj: Glossary) -> dict[str, Any]:
+        """Its terms, each row as the glossary had it."""
+        return {"terms": [values(term, ("glossary",)) for term in obj.terms.order_by("id")]}
 
     def get_urls(self) -> list[URLPattern]:
         own = [

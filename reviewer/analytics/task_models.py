@@ -122,7 +122,14 @@ def enable(version: TaskClassifierVersion, who: str) -> None:
         )  # in the active language: the admin shows it as it is
         figures = {"accuracy": f"{version.accuracy:.1%}", "target": f"{TARGET_ACCURACY:.0%}"}
         raise BelowTarget(message % {"version": version.version, **figures})
-    TaskClassifierVersion.objects.exclude(pk=version.pk).filter(enabled=True).update(enabled=False)
+    _lock_versions(version)
+    # The version it replaces is switched off as ``disable`` would: audited, naming its successor.
+    others = TaskClassifierVersion.objects.exclude(pk=version.pk).filter(enabled=True)
+    for previous in others.defer("data").order_by("version"):
+        previous.enabled = False
+        previous.save(update_fields=["enabled"])
+        replaced = {**headline(previous), "replaced_by": version.version}
+        audit.append("task_classifier_disabled", who, None, replaced)
     if not version.enabled:
         version.enabled = True
         version.save(update_fields=["enabled"])
@@ -132,10 +139,19 @@ def enable(version: TaskClassifierVersion, who: str) -> None:
 @transaction.atomic
 def disable(version: TaskClassifierVersion, who: str) -> None:
     """Back to the shipped classifier (or none of this version), audited."""
+    _lock_versions(version)
     if version.enabled:
         version.enabled = False
         version.save(update_fields=["enabled"])
         audit.append("task_classifier_disabled", who, None, headline(version))
+
+
+def _lock_versions(version: TaskClassifierVersion) -> None:
+    """One switch at a time: a second enable or disable waits here for the first to commit,
+    then reads what it left (``version`` as stored now), so each change is audited once and
+    two enables never leave two versions on."""
+    list(TaskClassifierVersion.objects.select_for_update().values_list("pk", flat=True))
+    version.refresh_from_db(fields=["enabled"])
 
 
 def active_version() -> TaskClassifierVersion | None:

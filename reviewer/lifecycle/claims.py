@@ -1,6 +1,11 @@
 """Claims: a gateway session has no owner, so one reviewer of its domain claims it and holds it
 until they decide, release it, or the claim lapses without activity. Every claim, release,
-expiry and reassignment is audited and sent to the session's and the domain's watchers."""
+expiry and reassignment is audited and sent to the session's and the domain's watchers.
+
+A claim lasts only while its holder may act on the session: an active user who reviews its
+domain, or staff (who see every session). A holder deactivated, deleted or taken off the
+domain holds nothing from that moment (``holder``), and the sweep drops the claim with a
+``claim_expired`` record whose ``cause`` says why (``CAUSES``)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -25,7 +31,7 @@ from reviewer.lifecycle.transitions import (
     named,
     status_named,
 )
-from reviewer.models import ReviewSession, statuses
+from reviewer.models import AuditRecord, Domain, ReviewSession, statuses
 from reviewer.web import arguments
 from reviewer.web.arguments import InvalidInput
 
@@ -35,14 +41,64 @@ if TYPE_CHECKING:
 # A reviewer claims what waits for them: a pause, or a generated text awaiting a decision.
 CLAIMABLE = statuses.WAITING
 
+# Why a claim ended without its holder's release: the ``cause`` of a ``claim_expired`` record.
+LAPSED = "lapsed"  # claim_minutes went by without the holder's activity
+ENDED = "ended"  # the session ended (failed) with the claim; a reviewer now retries it
+INACTIVE = "inactive"  # the holder's account was deactivated
+DELETED = "deleted"  # the holder's account was deleted
+NOT_A_REVIEWER = "not_a_reviewer"  # the holder, not staff, no longer reviews the domain
+CAUSES = (LAPSED, ENDED, INACTIVE, DELETED, NOT_A_REVIEWER)
+# The records that name who took a claim: a deleted holder's name is read back from them.
+TAKEN = ("claim", "renew", "reassign")
+
 
 def holder(session: ReviewSession, now: datetime | None = None) -> User | None:
-    """Who holds the session's claim now (None when nobody does or it has lapsed)."""
+    """Who holds the session's claim now: None when nobody does, when it has lapsed, and when
+    its holder may no longer act on the session (``may_act``)."""
     if session.claimed_by_id is None or session.claim_expires_at is None:
         return None
     if session.claim_expires_at <= (now or timezone.now()):
         return None
-    return session.claimed_by
+    user = session.claimed_by
+    if user is None or not may_act(user, session):
+        return None
+    return user
+
+
+def may_act(user: User, session: ReviewSession) -> bool:
+    """An active user who reviews the session's domain, or active staff (who see and may
+    claim every session): whom a claim on the session may belong to."""
+    if not user.is_active:
+        return False
+    return user.is_staff or reviews(user, session.domain)
+
+
+def reviews(user: User, domain: Domain) -> bool:
+    """Whether ``user`` is one of the domain's reviewers (the prefetched list where there is
+    one: the queue's rows load it with their domains)."""
+    cached = getattr(domain, "_prefetched_objects_cache", {}).get("reviewers")
+    if cached is not None:
+        return any(reviewer.pk == user.pk for reviewer in cached)
+    return domain.reviewers.filter(pk=user.pk).exists()
+
+
+def lapse_cause(session: ReviewSession, now: datetime | None = None) -> str | None:
+    """Why the session's claim no longer counts (one of CAUSES); None while it does, or when
+    there is none to drop: an ended session keeps ``claimed_by`` as its reviewer of record."""
+    if session.claimed_by_id is None:
+        return DELETED if session.claim_expires_at is not None else None
+    if session.claim_expires_at is None:
+        return ENDED
+    if session.claim_expires_at <= (now or timezone.now()):
+        return LAPSED
+    user = session.claimed_by
+    if user is None:  # deleted since the session was read
+        return DELETED
+    if not user.is_active:
+        return INACTIVE
+    if not may_act(user, session):
+        return NOT_A_REVIEWER
+    return None
 
 
 def claim_info(session: ReviewSession) -> dict[str, Any]:
@@ -140,15 +196,30 @@ def claimed_by_another(session: ReviewSession, current: User) -> Conflict:
 
 
 def expire_lapsed() -> int:
-    """Audit and drop every claim that lapsed; returns how many. Called where claims are read
-    (the queue, a claim): a lapsed claim is never honoured in between either (``holder``)."""
-    lapsed = S.objects.filter(claimed_by__isnull=False, claim_expires_at__lte=timezone.now())
+    """Audit and drop every claim that lapsed, and every claim whose holder may no longer act
+    on the session (deactivated, deleted, taken off the domain); returns how many. Called
+    where claims are read (the queue, a claim) and by the worker's heartbeat: such a claim is
+    never honoured in between either (``holder``)."""
+    lapsed = S.objects.filter(lapsed_claims(timezone.now()))
     count = 0
     for session_id in lapsed.values_list("pk", flat=True):
         with transaction.atomic():
             session = locked(session_id)
             count += _expire_if_lapsed(session)
     return count
+
+
+def lapsed_claims(now: datetime) -> Q:
+    """The sessions whose claim ``lapse_cause`` would drop, in one query (an ended session's
+    reviewer of record is no claim: it has no expiry)."""
+    reviews_domain = Domain.reviewers.through.objects.filter(
+        domain_id=OuterRef("domain_id"), user_id=OuterRef("claimed_by_id")
+    )
+    gone = Q(claimed_by__isnull=True) | Q(claim_expires_at__lte=now)
+    barred = Q(claimed_by__is_active=False) | Q(
+        Q(claimed_by__is_staff=False), ~Exists(reviews_domain)
+    )
+    return Q(Q(claim_expires_at__isnull=False), gone | barred)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -193,19 +264,33 @@ def _hold(
     _tell(session, action)
 
 
-def _drop(session: ReviewSession, actor: str, action: str) -> None:
+def _drop(
+    session: ReviewSession, actor: str, action: str, extra: dict[str, Any] | None = None
+) -> None:
     previous = session.claimed_by.username if session.claimed_by else None
+    if previous is None and extra:  # a deleted holder: named by the record of their claim
+        previous = _last_holder_name(session)
     session.claimed_by, session.claim_expires_at = None, None
     session.save(update_fields=["claimed_by", "claim_expires_at", "updated_at"])
-    audit.append(action, actor, session, {"reviewer": previous})
+    audit.append(action, actor, session, {"reviewer": previous, **(extra or {})})
     _tell(session, action)
 
 
 def _expire_if_lapsed(session: ReviewSession) -> int:
-    if session.claimed_by_id is None or holder(session) is not None:
+    """Drop the locked session's claim if it no longer counts, audited as ``claim_expired``
+    with its cause; 1 if it did."""
+    cause = lapse_cause(session)
+    if cause is None:
         return 0
-    _drop(session, "system", "claim_expired")
+    _drop(session, "system", "claim_expired", {"cause": cause})
     return 1
+
+
+def _last_holder_name(session: ReviewSession) -> str | None:
+    taken = AuditRecord.objects.filter(session=session, action__in=TAKEN).order_by("-id")
+    payload = taken.values_list("payload", flat=True).first()
+    name = payload.get("reviewer") if isinstance(payload, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _tell(session: ReviewSession, action: str) -> None:

@@ -103,8 +103,10 @@ def waiting_count(user: User) -> int:
     """What the tab's title counts: the items waiting for the viewer, their own and those of
     the floor nobody else holds."""
     now = timezone.now()
-    held_by_other = Q(owner__isnull=True, claimed_by__isnull=False, claim_expires_at__gt=now) & ~Q(
-        claimed_by=user
+    held_by_other = (
+        Q(owner__isnull=True, claimed_by__isnull=False, claim_expires_at__gt=now)
+        & ~Q(claimed_by=user)
+        & ~claims.lapsed_claims(now)  # a holder who may no longer act holds nothing
     )
     visible = ReviewSession.objects.visible_to(user)
     if user.is_staff:  # staff see every session; their queue is their domains' floor and their own

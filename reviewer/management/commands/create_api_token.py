@@ -20,4 +20,9 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user named {username!r}")
+        if not user.is_active:  # the API refuses an inactive user's key: none is made for them
+            raise CommandError(
+                f"{username!r} is inactive: the API refuses an inactive user's token;"
+                " activate the user in the admin first"
+            )
         self.stdout.write(issue_token(user, "create_api_token"))  # the audit's actor

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inference.config import SamplingConfigError, SamplingParams
-from inference.loader import load_engine
+from inference.loader import ModelNotFoundError, load_engine
 from reviewer.analytics import diagnostics as diag
+
+if TYPE_CHECKING:
+    from inference.transformers_backend.engine import Engine
 
 
 class Command(BaseCommand):
@@ -29,8 +33,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--a", default="deterministic", help="task type or JSON parameters")
         parser.add_argument("--b", default="open", help="task type or JSON parameters")
-        parser.add_argument("--max-new-tokens", type=int, default=32)
-        parser.add_argument("--limit", type=int, default=0, help="use only the first N prompts")
+        parser.add_argument(
+            "--max-new-tokens",
+            type=int,
+            default=32,
+            help="tokens to generate per prompt (1 or more)",
+        )
+        parser.add_argument(
+            "--limit", type=int, default=0, help="use only the first N prompts (0: all of them)"
+        )
         parser.add_argument(
             "--trace", type=int, nargs="*", default=[1], help="1-based prompt numbers to trace"
         )
@@ -40,11 +51,23 @@ class Command(BaseCommand):
         parser.add_argument("--model", type=Path, default=None, help="model directory")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        # Every argument is checked before the model loads (which takes a while).
+        limit = opts["max_new_tokens"]
+        if limit < 1:
+            raise CommandError(f"--max-new-tokens {limit}: generate at least 1 token")
+        if opts["limit"] < 0:
+            raise CommandError(
+                f"--limit {opts['limit']}: give how many prompts to use (0, the default: all)"
+            )
         prompts = self.prompts(opts["prompts"], opts["limit"])
+        for number in opts["trace"]:
+            if not 1 <= number <= len(prompts):
+                raise CommandError(
+                    f"--trace {number}: give a prompt number from 1 to {len(prompts)}"
+                )
         configs = {name: self.config(opts[name.lower()]) for name in ("A", "B")}
         system, policies = self.domain(opts["domain"])
-        engine = load_engine(opts["model"] or settings.MODEL_DIR)
-        limit = opts["max_new_tokens"]
+        engine = self.engine(opts["model"])
         results: dict[str, list[diag.RunResult]] = {}
         for name, params in configs.items():
             results[name] = [
@@ -53,19 +76,37 @@ class Command(BaseCommand):
             self.print_latency(name, params, results[name])
         self.print_comparison(results["A"], results["B"])
         for number in opts["trace"]:
-            if not 1 <= number <= len(prompts):
-                raise CommandError(f"--trace {number}: there are {len(prompts)} prompts")
             for name in configs:
                 self.print_trace(name, number, results[name][number - 1])
 
     def prompts(self, path: Path, limit: int) -> list[str]:
         if not path.exists():
             raise CommandError(f"No prompt file at {path}")
-        prompts = diag.read_prompts(path)
+        if not path.is_file():
+            raise CommandError(f"--prompts {path}: not a file (a directory?); give a prompt file")
+        try:
+            prompts = diag.read_prompts(path)
+        except UnicodeDecodeError as exc:
+            raise CommandError(
+                f"--prompts {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        except csv.Error as exc:
+            raise CommandError(f"--prompts {path}: not a readable CSV file ({exc})") from None
+        except OSError as exc:
+            raise CommandError(f"--prompts {path}: cannot read it ({exc.strerror})") from None
         prompts = prompts[:limit] if limit else prompts
         if not prompts:
             raise CommandError(f"{path} holds no prompts")
         return prompts
+
+    def engine(self, model: Path | None) -> Engine:
+        if model is not None and not model.is_dir():
+            there = "not a directory" if model.exists() else "no such directory"
+            raise CommandError(f"--model {model}: {there}; give a model directory")
+        try:
+            return load_engine(model or settings.MODEL_DIR)
+        except ModelNotFoundError as exc:
+            raise CommandError(str(exc)) from None
 
     def config(self, raw: str) -> SamplingParams:
         try:

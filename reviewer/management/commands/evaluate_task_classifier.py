@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,12 @@ class Command(BaseCommand):
     help = "Print the task classifier's held-out accuracy, confusion matrix and speed."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--data", type=Path, default=task_types.DATA_FILE)
+        parser.add_argument(
+            "--data",
+            type=Path,
+            default=task_types.DATA_FILE,
+            help="a UTF-8 CSV file with a header row: text,label[,domain,lang]",
+        )
         parser.add_argument(
             "--min-accuracy", type=float, default=0.0, help="Exit with an error below this"
         )
@@ -24,7 +30,14 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, data: Path, min_accuracy: float, show_mistakes: bool, **options: Any
     ) -> None:
-        train, held_out = task_types.split(task_types.load_examples(data))
+        examples = read_examples(data)
+        train, held_out = task_types.split(examples)
+        if not train or not held_out:
+            raise CommandError(
+                f"{data} holds {len(examples)} example(s): too few to train on and hold out"
+                f" (every {task_types.HELD_OUT_EVERY}th of each label, domain and language is"
+                " held out)"
+            )
         classifier = task_types.TaskClassifier().fit(train)
         started = time.perf_counter()
         result = task_types.evaluate(classifier, held_out)
@@ -38,6 +51,45 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {example.label} -> {predicted}: {example.text}")
         if result.accuracy < min_accuracy:
             raise CommandError(f"accuracy {result.accuracy:.1%} is below {min_accuracy:.1%}")
+
+
+REQUIRED = ("text", "label")
+
+
+def read_examples(path: Path) -> list[task_types.Example]:
+    """The labelled examples of ``path``; CommandError saying what is wrong with the file."""
+    if not path.exists():
+        raise CommandError(f"--data {path}: no such file")
+    if not path.is_file():
+        raise CommandError(f"--data {path}: not a file (a directory?); give a CSV file")
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            columns = reader.fieldnames or []
+            missing = [name for name in REQUIRED if name not in columns]
+            if missing:
+                raise CommandError(
+                    f"--data {path}: no {' or '.join(repr(m) for m in missing)} column; the"
+                    " first row must name the columns: text,label[,domain,lang]"
+                    f" (it has {', '.join(repr(c) for c in columns) or 'none'})"
+                )
+            for row in reader:
+                if any(row.get(name) is None for name in REQUIRED):
+                    raise CommandError(
+                        f"--data {path}, line {reader.line_num}: the row has no"
+                        f" {' or '.join(n for n in REQUIRED if row.get(n) is None)}"
+                    )
+        return task_types.load_examples(path)
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"--data {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except csv.Error as exc:
+        raise CommandError(f"--data {path}: not a readable CSV file ({exc})") from None
+    except ValueError as exc:  # an unknown label: the message names them
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--data {path}: cannot read it ({exc.strerror})") from None
 
 
 def confusion_table(confusion: dict[str, dict[str, int]]) -> str:
