@@ -159,6 +159,7 @@ def test_it_lists_only_the_domains_the_reviewer_reviews_and_every_domain_to_staf
     assert clinical.name in everything and contract.name in everything
 
 
+@pytest.mark.model  # the page reads the prompt's tokens with the tokenizer (no prompt ids yet)
 def test_it_says_why_no_text_comes_while_the_worker_loads_its_model(client, alice, monkeypatch):
     from reviewer.web import views
 
