@@ -35,5 +35,8 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
 
 
 def data_dir() -> Path:
-    """$CAESURA_DATA_DIR, else <repo>/var: models, compiled code, snapshots."""
-    return Path(os.environ.get("CAESURA_DATA_DIR") or REPO_ROOT / "var")
+    """$CAESURA_DATA_DIR, else <repo>/var: models, compiled code, snapshots. ``~`` expanded
+    and the path made absolute, as webapp/env.py's env_path does: Django and the engine must
+    mean the same place (a literal ``~`` comes from systemd's Environment=, compose or k8s)."""
+    raw = os.environ.get("CAESURA_DATA_DIR")
+    return Path(raw).expanduser().resolve() if raw else REPO_ROOT / "var"

@@ -10,7 +10,9 @@ import contextlib
 import os
 import secrets
 import tempfile
+import zoneinfo
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -41,7 +43,7 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no")
 
 
-def env_int(name: str, default: int, minimum: int | None = None) -> int:
+def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None:
         return default
@@ -51,7 +53,77 @@ def env_int(name: str, default: int, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}")
     return value
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def env_log_level(name: str, default: str) -> str:
+    """A logging level in any case (``info``, ``Warning``; ``warn`` for WARNING), upper-cased
+    as logging's configuration asks."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    level = raw.strip().upper()
+    level = {"WARN": "WARNING"}.get(level, level)
+    if level not in LOG_LEVELS:
+        raise ImproperlyConfigured(f"{name}={raw!r}: choose one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def env_time_zone(name: str, default: str) -> str:
+    """An IANA time zone name (``UTC``, ``Europe/Paris``) that this system's time zone
+    database knows."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    zone = raw.strip()
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a time zone; use an IANA name such as UTC or Europe/Paris"
+        ) from None
+    return zone
+
+
+def env_url(name: str, default: str, schemes: tuple[str, ...] | None = None) -> str:
+    """A service's URL: not empty, ``scheme://…``, its scheme one of ``schemes`` where given.
+    A refusal shows the value with its password masked."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    url = raw.strip()
+    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    if not scheme:
+        raise ImproperlyConfigured(
+            f"{name}={mask_url(raw)!r} is not a URL; expected scheme://host:port/…"
+        )
+    if schemes is not None and scheme not in schemes:
+        raise ImproperlyConfigured(
+            f"{name}={mask_url(raw)!r}: the scheme must be one of {', '.join(schemes)}"
+        )
+    return url
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password in it, if any, shown as ``**`` (as Celery's banner shows
+    its broker), fit for a log or a terminal."""
+    if "://" not in url:  # not a URL: what follows its last '@' only, if it has one
+        return "**@" + url.rpartition("@")[2] if "@" in url else url
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "**@" + url.rpartition("@")[2] if "@" in url else url
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:**@{host}"))
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -94,9 +166,12 @@ def env_secret(name: str, fallback_file: Path) -> str:
     file_var = os.environ.get(f"{name}_FILE")
     if file_var:
         try:
-            return Path(file_var).read_text().strip()
+            secret = Path(file_var).read_text().strip()
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE={file_var!r} cannot be read: {exc}") from None
+        if not secret:  # an empty mounted secret: a blank key anyone could compute
+            raise ImproperlyConfigured(f"{name}_FILE={file_var!r} is empty; put the secret in it")
+        return secret
     return _generated_secret(fallback_file)
 
 

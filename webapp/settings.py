@@ -11,6 +11,7 @@ from typing import Any
 import dj_database_url
 import django_stubs_ext
 from csp.constants import NONCE, NONE, SELF, UNSAFE_HASHES
+from django.core.exceptions import ImproperlyConfigured
 
 from webapp.env import (
     env_bool,
@@ -18,9 +19,13 @@ from webapp.env import (
     env_int,
     env_list,
     env_lockout_parameters,
+    env_log_level,
     env_path,
     env_secret,
     env_str,
+    env_time_zone,
+    env_url,
+    mask_url,
 )
 
 # Lets the admin classes name their model (ModelAdmin[Domain]), as django-stubs types them.
@@ -89,7 +94,10 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/caesura")
+POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")  # dj_database_url's, for Postgres
+DATABASE_URL = env_url(
+    "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/caesura", POSTGRES_SCHEMES
+)
 # Under ASGI, Django runs each request's sync code in a thread of its own, so a connection kept
 # per thread is never reused there: every request and every socket opened a new one (about
 # 5 ms, and a new Postgres backend). The web server therefore takes its connections from a pool
@@ -102,9 +110,15 @@ DB_POOL_WAIT_S = 10  # the longest a request waits for a pooled connection befor
 
 def database(url: str, pool_size: int) -> dict[str, Any]:
     # A kept connection is checked before a request (or a worker's task) reuses it.
-    config: dict[str, Any] = dict(
-        dj_database_url.parse(url, conn_max_age=0 if pool_size else 60, conn_health_checks=True)
-    )
+    try:
+        parsed = dj_database_url.parse(
+            url, conn_max_age=0 if pool_size else 60, conn_health_checks=True
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL={mask_url(url)!r}: {exc}") from None
+    if not parsed.get("NAME"):
+        raise ImproperlyConfigured(f"DATABASE_URL={mask_url(url)!r} names no database")
+    config: dict[str, Any] = dict(parsed)
     if pool_size:
         pool = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": DB_POOL_WAIT_S}
         config["OPTIONS"] = {**dict(config.get("OPTIONS") or {}), "pool": pool}
@@ -114,7 +128,8 @@ def database(url: str, pool_size: int) -> dict[str, Any]:
 DATABASES = {"default": database(DATABASE_URL, DB_POOL_SIZE)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_SCHEMES = ("redis", "rediss", "unix")  # redis-py's
+REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", REDIS_SCHEMES)
 # A consumer waits for its next message with BZPOPMIN, which Redis answers after
 # channels_redis's 5 s `brpop_timeout` when nothing came. redis-py 8 gives every connection a
 # 5 s socket timeout by default, so on a quiet socket (a paused or finished session) the read
@@ -136,7 +151,7 @@ CHANNEL_LAYERS = {
 # pytest sets PYTEST_VERSION: tests (and the worker processes they start) use their own queue,
 # so a development worker never picks up a test's task.
 RUNNING_TESTS = "PYTEST_VERSION" in os.environ
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CAESURA_QUEUE", "caesura-test" if RUNNING_TESTS else "caesura")
 CELERY_RESULT_BACKEND = None
 # Celery's Django fixup closes the database connection around every task, so each segment's
@@ -202,7 +217,7 @@ AXES_VERBOSE = False  # its start-up banner would print on every manage.py comma
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "frontend" / "locale"]
-TIME_ZONE = env_str("TIME_ZONE", "UTC")
+TIME_ZONE = env_time_zone("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
@@ -225,6 +240,9 @@ CAESURA_HTTPS = env_bool("CAESURA_HTTPS", False)
 if CAESURA_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Probes and scrapes reach the process itself over plain HTTP (compose's healthcheck, a load
+# balancer, Prometheus on the internal port): never redirected, or they would fail.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if CAESURA_HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", CAESURA_HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
@@ -321,11 +339,12 @@ CAESURA_REDIS_GRACE_S = env_int("CAESURA_REDIS_GRACE_S", 30, minimum=0)
 CAESURA_METRICS_DIR = env_path(
     "CAESURA_METRICS_DIR", DATA_DIR / "metrics" / CELERY_TASK_DEFAULT_QUEUE
 )
-CAESURA_WORKER_METRICS_PORT = env_int("CAESURA_WORKER_METRICS_PORT", 0, minimum=0)  # 0: off
+# 0: off. A worker numbered n serves on this port + n (metrics.serve_worker_metrics).
+CAESURA_WORKER_METRICS_PORT = env_int("CAESURA_WORKER_METRICS_PORT", 0, minimum=0, maximum=65535)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_log_level("LOG_LEVEL", "INFO")},
 }

@@ -213,14 +213,49 @@ def drift_gauges(drift: Drift) -> Iterator[Metric]:
     )
 
 
+class PostgresFigures:
+    """The families read from Postgres when scraped (sessions, floor, task classifier), and
+    ``caesura_metrics_db_up``: 1 when Postgres answered this scrape, else 0. During an
+    outage those families are left out and the page is still served, with every process's
+    counters: a short look at Postgres first (reviewer/web/health.py) keeps the scrape
+    within Prometheus's timeout, where each query would wait for the pool's 10 s."""
+
+    def __init__(self, *collectors: SessionGauges | FloorGauges | TaskGauges) -> None:
+        self.collectors = collectors
+
+    def collect(self) -> Iterator[Metric]:
+        from django.db import DatabaseError
+
+        from reviewer.web.health import check_database
+
+        found: list[Metric] = []
+        probe = check_database()
+        up = probe.ok
+        if not up:
+            log.warning(
+                "metrics: Postgres does not answer (%s); its figures left out", probe.detail
+            )
+        for collector in self.collectors if up else ():
+            try:
+                found.extend(collector.collect())  # a collector's families whole, or none
+            except DatabaseError as exc:
+                log.warning("metrics: Postgres failed (%s); its figures left out", exc)
+                up = False
+                break
+        yield from found
+        yield GaugeMetricFamily(
+            "caesura_metrics_db_up",
+            "1 when Postgres answered this scrape (session, queue and task figures), else 0",
+            value=int(up),
+        )
+
+
 def registry() -> CollectorRegistry:
     """Every process's counters and histograms, summed, plus the session, floor and task
-    classifier gauges."""
+    classifier gauges (left out, with caesura_metrics_db_up 0, while Postgres is down)."""
     aggregate = CollectorRegistry()
     multiprocess.MultiProcessCollector(aggregate, path=str(METRICS_DIR))
-    aggregate.register(SessionGauges())
-    aggregate.register(FloorGauges())
-    aggregate.register(TaskGauges())
+    aggregate.register(PostgresFigures(SessionGauges(), FloorGauges(), TaskGauges()))
     return aggregate
 
 

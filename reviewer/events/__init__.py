@@ -69,6 +69,7 @@ from reviewer.events.kinds import (
     mismatches,
 )
 from reviewer.models import ReviewSession, SessionEvent
+from reviewer.web.health import group_namespace
 
 if TYPE_CHECKING:  # the web side loads no model code
     from inference.decode import StopInfo
@@ -294,8 +295,8 @@ def stored_value(value: Any) -> Any:
 
 
 def group_name(session_id: int) -> str:
-    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
-    return f"session-{settings.DATABASES['default']['NAME']}-{session_id}"
+    # The namespace (database and queue) keeps installations sharing one Redis apart.
+    return f"session-{group_namespace()}-{session_id}"
 
 
 def next_seq(session_id: int) -> int:

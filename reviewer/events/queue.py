@@ -11,10 +11,10 @@ import logging
 from typing import TYPE_CHECKING, TypedDict
 
 from channels.layers import get_channel_layer
-from django.conf import settings
 
 from reviewer.events import layer_loop
 from reviewer.events.commit_batch import CommitBatch
+from reviewer.web.health import group_namespace
 
 if TYPE_CHECKING:
     from reviewer.models import ReviewSession
@@ -37,14 +37,14 @@ class QueueMessage(TypedDict):
 
 
 def group_name(domain_id: int) -> str:
-    """The channel-layer group of a domain's queue (the database name keeps two
-    installations sharing one Redis apart, as for session groups)."""
-    return f"queue-{settings.DATABASES['default']['NAME']}-{domain_id}"
+    """The channel-layer group of a domain's queue (the namespace keeps installations
+    sharing one Redis apart, as for session groups)."""
+    return f"queue-{group_namespace()}-{domain_id}"
 
 
 def owner_group_name(user_id: int) -> str:
     """The group of one reviewer's queue pages, for the sessions they own."""
-    return f"queue-{settings.DATABASES['default']['NAME']}-user-{user_id}"
+    return f"queue-{group_namespace()}-user-{user_id}"
 
 
 def announce(session: ReviewSession, action: str) -> None:

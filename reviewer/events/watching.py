@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 
 import redis
-from django.conf import settings
 
-from reviewer.web.health import redis_client
+from reviewer.web.health import namespace, redis_client
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +23,8 @@ REFRESH_S = 10  # a feed renews its mark this often, well within TTL_S
 
 
 def key(session_id: int) -> str:
-    """Named by the database, as the pause flags are: installations sharing a Redis keep apart."""
-    return f"caesura:{settings.DATABASES['default']['NAME']}:watched:{session_id}"
+    """Under the namespace, as the pause flags are: installations sharing a Redis keep apart."""
+    return f"{namespace()}:watched:{session_id}"
 
 
 def mark(session_id: int) -> None:

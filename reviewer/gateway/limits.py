@@ -8,18 +8,17 @@ from __future__ import annotations
 import time
 
 import redis
-from django.conf import settings
 
 from reviewer.gateway.errors import GatewayError
 from reviewer.models import Application
-from reviewer.web.health import redis_client
+from reviewer.web.health import namespace, redis_client
 
 WINDOW_S = 60
 
 
 def rate_key(application_id: int, window: int) -> str:
-    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
-    return f"caesura:{settings.DATABASES['default']['NAME']}:rate:{application_id}:{window}"
+    # The namespace (database and queue) keeps installations sharing one Redis apart.
+    return f"{namespace()}:rate:{application_id}:{window}"
 
 
 def count_request(application: Application, now: float | None = None) -> None:

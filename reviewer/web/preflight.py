@@ -7,11 +7,14 @@ readable paragraph instead of a traceback.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import redis
 from django.conf import settings
 from psycopg import sql
+
+from webapp.env import mask_url
 
 FIX_HINT = (
     "Start it (on Debian: `pg_ctlcluster 15 main start` / `redis-server --daemonize yes`), "
@@ -57,11 +60,17 @@ def ensure_database() -> str:
 
 
 def check_redis() -> str:
+    """Whether Redis answers; the URL shown with its password masked (this goes to terminals
+    and CI logs)."""
+    shown = mask_url(settings.REDIS_URL)
     try:
         redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3).ping()
-        return f"Redis at {settings.REDIS_URL}: reachable"
+        return f"Redis at {shown}: reachable"
     except redis.RedisError as exc:
+        reason = str(exc).replace(settings.REDIS_URL, shown)
+        password = urlsplit(settings.REDIS_URL).password
+        if password:
+            reason = reason.replace(password, "**")
         raise ServiceUnavailable(
-            f"Redis is not reachable at {settings.REDIS_URL} ({exc}). "
-            + FIX_HINT.format(var="REDIS_URL")
+            f"Redis is not reachable at {shown} ({reason}). " + FIX_HINT.format(var="REDIS_URL")
         ) from None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 
-from reviewer.web.health import redis_client
+from reviewer.web.health import namespace, redis_client
 
 if TYPE_CHECKING:
     import redis
@@ -37,8 +37,8 @@ INTERVAL_S = 0.25  # the longest a request waits to be read when its wake messag
 
 
 def wake_channel() -> str:
-    """Where a request is announced; the database name keeps installations apart."""
-    return f"caesura:{settings.DATABASES['default']['NAME']}:control-wake"
+    """Where a request is announced; the namespace keeps installations apart."""
+    return f"{namespace()}:control-wake"
 
 
 class FlagWatcher:

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from inference.control import CANCEL, PAUSE, ControlHandle
 from inference.message import Message
-from reviewer.web.health import redis_client
+from reviewer.web.health import namespace, redis_client
 from reviewer.worker import flag_watcher
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,8 @@ class RedisUnavailable(Exception):
 
 
 def control_key(session_id: int) -> str:
-    # The database name keeps two installations sharing one Redis (e.g. tests) apart.
-    return f"caesura:{settings.DATABASES['default']['NAME']}:control:{session_id}"
+    # The namespace (database and queue) keeps installations sharing one Redis apart.
+    return f"{namespace()}:control:{session_id}"
 
 
 # A reviewer's pause, cancel or resume waits this long for Redis before it is refused; the

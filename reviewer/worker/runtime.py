@@ -394,7 +394,6 @@ def apply_pending_edits(session: ReviewSession, state: DecodeState) -> int | Non
     return applied
 
 
-
 def refusal(exc: Exception) -> str:
     """Why an edit was refused: the engine's Message (the reviewer's page translates it),
     else the error's own text."""

@@ -4,10 +4,14 @@ The web side sends them by name through ``reviewer/worker/dispatch.py``; the nam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+import logging
+from typing import TYPE_CHECKING, NoReturn
 
 from celery import shared_task
-from celery.signals import task_prerun, worker_ready, worker_shutting_down
+from celery.exceptions import WorkerShutdown
+from celery.platforms import EX_FAILURE
+from celery.signals import task_prerun, worker_ready, worker_shutdown, worker_shutting_down
 from django.db import close_old_connections
 
 from reviewer import lifecycle
@@ -17,7 +21,10 @@ from webapp.heap import freeze_startup_objects
 
 if TYPE_CHECKING:
     from celery import Task
+    from celery.worker import WorkController
     from celery.worker.consumer import Consumer
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name=dispatch.RUN_SEGMENT, acks_late=True, reject_on_worker_lost=True)
@@ -51,9 +58,26 @@ def release_state(session_id: int) -> None:
 def on_worker_ready(sender: Consumer, **kwargs: object) -> None:
     # Alive first: a previous incarnation's sessions go back to work while the model loads.
     heartbeat.start(sender.hostname)  # it says "loading the model" until it is loaded
-    heartbeat.loading_model(sender.hostname, runtime.engine)  # once, before any session
+    try:
+        heartbeat.loading_model(sender.hostname, runtime.engine)  # once, before any session
+    except Exception as exc:
+        engine_unloadable(sender.hostname, exc)
     freeze_startup_objects()  # the model and its modules: collections need not walk them
     metrics.serve_worker_metrics()
+
+
+def engine_unloadable(hostname: str, exc: Exception) -> NoReturn:
+    """The engine cannot load (no model at CAESURA_MODEL, a CAESURA_* value it refuses):
+    every session given to this worker would fail. It says why, takes its heartbeat down
+    (/healthz no longer counts it) and exits non-zero before it takes any work, so that a
+    supervisor, compose or a person sees it down. WorkerShutdown is Celery's own way out of
+    a start: a signal handler's other exceptions are only logged."""
+    log.critical(
+        "the engine cannot load (%s: %s); worker %s stops", type(exc).__name__, exc, hostname
+    )
+    with contextlib.suppress(Exception):  # Redis out of reach too: the key lapses in its TTL
+        heartbeat.stop(hostname)
+    raise WorkerShutdown(EX_FAILURE) from exc
 
 
 @task_prerun.connect
@@ -69,3 +93,13 @@ def on_task_prerun(sender: Task[..., object] | None = None, **kwargs: object) ->
 def on_worker_shutting_down(sender: str, **kwargs: object) -> None:
     heartbeat.stop(sender)
     metrics.process_ended()
+
+
+@worker_shutdown.connect
+def on_worker_shutdown(sender: WorkController, **kwargs: object) -> None:
+    # The heartbeat's thread beats on while the worker stops (a warm shutdown, or a start
+    # that failed): its key goes again as the process ends, not one TTL later.
+    hostname = getattr(sender, "hostname", None)
+    if hostname:
+        with contextlib.suppress(Exception):  # out of reach: the key lapses in its TTL
+            heartbeat.stop(hostname)
