@@ -138,3 +138,12 @@ def test_it_documents_an_alert_rule_dividing_rollbacks_by_generations():
     rule = rules["groups"][0]["rules"][0]
     assert "caesura_rollbacks_total[5m]" in rule["expr"]
     assert "caesura_generations_total[5m]" in rule["expr"] and "> 0.05" in rule["expr"]
+
+
+def test_it_names_its_metrics_files_by_host_and_process():
+    """Compose's web and worker share the directory and are both pid 1 in their containers:
+    files named by the pid alone made one overwrite the other's counters."""
+    metrics.rollback("reviewer")  # this process writes its counter file now
+    own = metrics.process_identifier()
+    assert own.startswith(socket.gethostname().replace("_", "-")) and "_" not in own
+    assert (metrics.METRICS_DIR / f"counter_{own}.db").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,9 +45,17 @@ if TYPE_CHECKING:
 
     from reviewer.analytics.task_watch import Drift
 
-# If something imported prometheus_client before the directory was set, its choice of
-# per-process values is stale: choose again, before any metric below is made.
-_values.ValueClass = _values.get_value_class()
+
+def process_identifier() -> str:
+    """Whose metrics file it is: the host and the process. Containers sharing the directory
+    (compose's web and worker) each run as pid 1: by the pid alone they wrote one file, and
+    one's counters overwrote the other's. No "_": the collector splits file names on it."""
+    return f"{socket.gethostname().replace('_', '-')}-{os.getpid()}"
+
+
+# Chosen again here, before any metric below is made: something may have imported
+# prometheus_client before the directory was set, and the files are named by the host too.
+_values.ValueClass = _values.MultiProcessValue(process_identifier)
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +136,7 @@ def gate_hit(domain: str, hit_rate: float | None) -> None:
 
 def process_ended() -> None:
     """Drop this process's live gauges from the shared figures (a worker shutting down)."""
-    multiprocess.mark_process_dead(os.getpid())
+    multiprocess.mark_process_dead(process_identifier())
 
 
 # --- exposition --------------------------------------------------------------------------------
