@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { messageBytes, Outbox } from "../static/reviewer/outbox.js";
+import { fills, messageBytes, Outbox } from "../static/reviewer/outbox.js";
 
 function memoryStorage() {
   const items = new Map();
@@ -78,4 +78,60 @@ test("a command's size is the UTF-8 of its JSON, as the socket sends it", () => 
   assert.equal(ascii, JSON.stringify(message("edit", "a")).length);
   // Three bytes a character: the limit counts bytes, not characters.
   assert.equal(messageBytes({ ...message("edit", "a"), text: "病历" }) - messageBytes({ ...message("edit", "a"), text: "" }), 6);
+});
+
+test("a decision waits while an edit is on its way, and goes once it is applied", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const approve = outbox.add(message("approve", "a"), () => {}, () => {});
+  assert.equal(outbox.mustWait(approve, 1), true); // an edit acked, its event still to come
+  assert.equal(outbox.mustWait(approve, 0), false);
+  const pause = outbox.add(message("pause", "p"), () => {}, () => {});
+  assert.equal(outbox.mustWait(pause, 1), false); // the server runs a pause at any time
+});
+
+test("a command after an edit not yet answered waits for it; one before it does not", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const choose = outbox.add(message("choose", "c"), () => {}, () => {});
+  const edit = outbox.add(message("edit", "e"), () => {}, () => {});
+  const approve = outbox.add(message("approve", "a"), () => {}, () => {});
+  assert.equal(outbox.mustWait(choose, 0), false);
+  assert.equal(outbox.mustWait(edit, 0), true); // the choice before it queues an edit too
+  assert.equal(outbox.mustWait(approve, 0), true);
+  outbox.take("c");
+  outbox.take("e");
+  assert.equal(outbox.mustWait(approve, 0), false);
+});
+
+test("a command refused while another's edit was applied waits until it may try again", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const approve = outbox.add(message("approve", "a"), () => {}, () => {});
+  approve.retryAt = 3000;
+  assert.equal(outbox.mustWait(approve, 0, 2000), true);
+  assert.equal(outbox.mustWait(approve, 0, 3001), false);
+});
+
+test("a held command is not sent on a reconnect, and shows as on its way", () => {
+  const outbox = new Outbox(memoryStorage(), "k");
+  const held = outbox.add(message("approve", "a"), () => {}, () => {}, 1000);
+  held.held = true;
+  outbox.add(message("pause", "b"), () => {}, () => {}, 1000);
+  outbox.markUnsent();
+  assert.deepEqual(outbox.unsent().map((entry) => entry.message.command_id), ["b"]);
+  assert.deepEqual(outbox.held(), [held]);
+  assert.equal(outbox.waitingFor("approve"), true); // its button stays greyed
+  // Like a sent one, it shows after a moment (an edit is usually applied sooner).
+  assert.deepEqual(outbox.shown(1100, 400).items.map((item) => item.commandId), ["b"]);
+  assert.deepEqual(outbox.shown(1500, 400).items[0], { commandId: "a", command: "approve", state: "held" });
+});
+
+test("it knows a refusal by its words, whatever fills the template's places", () => {
+  const english = "Cannot %(command)s the session while an earlier edit is still being applied; retry shortly";
+  assert.equal(fills(english, "Cannot approve the session while an earlier edit is still being applied; retry shortly"), true);
+  assert.equal(fills(english, "Cannot choose an alternative for the session while an earlier edit is still being applied; retry shortly"), true);
+  assert.equal(fills(english, "Cannot approve a session that is completed"), false);
+  const chinese = "较早的编辑仍在应用中，暂时无法%(command)s该会话；请稍后重试";
+  assert.equal(fills(chinese, "较早的编辑仍在应用中，暂时无法批准该会话；请稍后重试"), true);
+  assert.equal(fills("", "anything"), false);
+  assert.equal(fills("a.b (%(x)s)", "a.b (y)"), true); // its own characters are taken as they are
+  assert.equal(fills("a.b (%(x)s)", "axb (y)"), false);
 });

@@ -3,7 +3,7 @@
 // command renews it on the server already; reading and selecting do not, so activity here
 // claims again, which renews one's own claim). A reviewer's own session has no claim bar.
 import { STATUS_GROUP } from "./protocol.js";
-import { command } from "./commands.js";
+import { command, waitingFor } from "./commands.js";
 import { notify } from "./notice.js";
 import { $, data, fill, L } from "./page.js";
 import { store } from "./store.js";
@@ -20,7 +20,10 @@ function render() {
   const button = $("claim-toggle");
   let text;
   if (STATUS_GROUP.FINAL.includes(store.state.status)) {
-    text = data.claimedBy ? fill(L.claimEnded, { reviewer: data.claimedBy }) : "";
+    // The reviewer of record: the claim as it stands (an ended session's claim lapses but
+    // keeps its holder), else as the page was rendered, else who decided here.
+    const reviewer = holder || data.claimedBy || store.state.decision?.actor;
+    text = reviewer ? fill(L.claimEnded, { reviewer }) : "";
   } else if (mine()) {
     text = fill(L.claimMine, { time: new Date(claim().expires_at).toLocaleTimeString() });
   } else if (holder) {
@@ -44,7 +47,7 @@ function taken(result) {
 
 export function toggleClaim() {
   const button = $("claim-toggle");
-  if (!button || button.hidden) return;
+  if (!button || button.hidden || waitingFor("claim", "release")) return;
   command(button.dataset.action)
     .then(taken)
     .catch((error) => notify(error.message, true));

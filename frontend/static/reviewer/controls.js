@@ -133,9 +133,11 @@ export function showStopReason(reason) {
   box.hidden = false;
 }
 
+// The button's guards hold for the space bar too: nothing while it is disabled (greyed for a
+// claim, or a press that would only be refused) or its command is on its way.
 export function toggleRun() {
   const name = { running: "pause", paused: "resume", failed: "resume" }[state.status];
-  if (!name || !$("toggle-run") || waitingFor("pause", "resume")) return;
+  if (!name || !$("toggle-run") || $("toggle-run").disabled || waitingFor("pause", "resume")) return;
   if (name === "resume" && performance.now() - pausedAt < JUST_PAUSED_MS) {
     pausedAt = -Infinity; // the next press resumes
     notify(L.justPaused);
@@ -169,7 +171,9 @@ function commentError(text) {
   else box.removeAttribute("aria-invalid");
 }
 
+// A click or Ctrl+Enter: nothing while a decision is on its way or the button is greyed.
 export function decide(name) {
+  if ($("decision-panel").hidden || $(name).disabled || waitingFor("approve", "reject")) return;
   const box = $("decision-comment");
   const comment = box.value.trim();
   if (name === "reject" && !comment) {
@@ -203,7 +207,7 @@ export function bindControls() {
   $("reject").addEventListener("click", () => decide("reject"));
   $("decision-comment").addEventListener("input", (e) => e.target.value.trim() && commentError(""));
   document.addEventListener("keydown", (e) => {
-    if (e.code !== "Space" || typing(e.target) || e.repeat) return;
+    if (e.code !== "Space" || typing(e.target) || e.repeat || $("keys-help")?.open) return;
     e.preventDefault(); // the space bar pauses and resumes; it must not scroll the page
     toggleRun();
   });

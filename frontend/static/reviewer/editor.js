@@ -1,12 +1,16 @@
 // Replacing text at a pause: select words (or pick one from its menu), then a glossary term
-// or one's own words. Offsets go to the server in characters (code points).
+// or one's own words. Offsets go to the server in characters (code points). The selection is
+// carried through any change of the text while the editor is open (tracked-spans.js): moved
+// where the change allows it exactly, else the editor closes and says so; a replacement is
+// sent only while the text at the selection is still the text selected.
 import { COMMAND } from "./protocol.js";
-import { command } from "./commands.js";
+import { command, editApplied } from "./commands.js";
 import { textOf, toCodePoints } from "./fold.js";
-import { notifyError } from "./notice.js";
+import { notifyError, notifyTextChanged, textChanged } from "./notice.js";
 import { $, data, L } from "./page.js";
 import { editable, store } from "./store.js";
-import { wordText } from "./stream.js";
+import { focusWordNear, wordText } from "./stream.js";
+import { holds, track, untrack } from "./tracked-spans.js";
 import { ownWords } from "./words.js";
 
 const state = store.state;
@@ -51,8 +55,9 @@ function textSelected(hideMenu) {
 }
 
 export function openEditor(start, end) {
-  const selected = textOf(state.tokens).slice(start, end);
-  state.selection = { start, end, text: selected };
+  untrack(state.selection);
+  state.selection = track(start, end, selectionChanged); // {start, end, text, lost}
+  const selected = state.selection.text;
   $("edit-selection").textContent = selected;
   $("glossary-filter").value = selected.trim();
   $("edit-text").value = selected;
@@ -77,7 +82,23 @@ function widen(side) {
 
 export function closeEditor() {
   $("edit-panel").hidden = true;
+  untrack(state.selection);
   state.selection = null;
+}
+
+// The text changed where the selection was: the editor closes, saying so, and a keyboard
+// user is put back on the text.
+function closeTextChanged() {
+  const at = state.selection ? state.selection.start : 0;
+  const focused = $("edit-panel").contains(document.activeElement);
+  closeEditor();
+  notifyTextChanged();
+  if (focused) focusWordNear(at);
+}
+
+function selectionChanged(span) {
+  // A replacement on its way settles the editor by its answer (its own edit may land first).
+  if (span.lost && span === state.selection && !span.sending) closeTextChanged();
 }
 
 function matchingTerms(query) {
@@ -127,12 +148,46 @@ function keepSpacing(replacement) {
 }
 
 function replaceSelection(text, termId) {
-  if (!state.selection) return;
-  const { start, end } = state.selection;
-  const shown = textOf(state.tokens);
-  const args = { start: toCodePoints(shown, start), end: toCodePoints(shown, end), text };
+  const selection = state.selection;
+  if (!selection || selection.sending) return; // one replacement of a selection (Enter twice)
+  if (!holds(selection)) {
+    closeTextChanged();
+    return;
+  }
+  // The command's own copy of the span: carried on while it waits to go (an edit before it
+  // still being applied), and read when it goes.
+  const target = track(selection.start, selection.end);
+  const offsets = () => {
+    if (!holds(target)) throw textChanged();
+    const shown = textOf(state.tokens);
+    return { start: toCodePoints(shown, target.start), end: toCodePoints(shown, target.end) };
+  };
+  const args = { ...offsets(), text };
   if (termId) args.glossary_term = termId;
-  command(COMMAND.EDIT, args).then(closeEditor).catch(showEditError);
+  selection.sending = true;
+  const open = () => state.selection === selection; // the editor still shows this selection
+  command(COMMAND.EDIT, args, offsets)
+    .then((result) => {
+      selection.sending = false;
+      if (open()) applied(target.start, result);
+    })
+    .catch((error) => {
+      selection.sending = false;
+      if (!open()) notifyError(error);
+      else if (error.textChanged || selection.lost) closeTextChanged();
+      else showEditError(error);
+    })
+    .finally(() => untrack(target));
+}
+
+// The replacement is queued: the editor closes, and the focus goes to the word where it
+// begins; again once the worker has applied it and the text is drawn anew.
+function applied(at, result) {
+  const focused = $("edit-panel").contains(document.activeElement);
+  closeEditor();
+  if (!focused) return;
+  focusWordNear(at);
+  editApplied(result?.edit).then(() => focusWordNear(at, true));
 }
 
 // In the panel, where the reviewer is looking (the page's notice may be scrolled away); the

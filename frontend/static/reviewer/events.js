@@ -2,8 +2,9 @@
 // fold (fold.js) moves the tokens; the rest are news for the page. While the page replays
 // what happened before it was rendered, only the tokens, heatmaps and open pause are rebuilt.
 import { EVENT, STATUS } from "./protocol.js";
+import { editSettled } from "./commands.js";
 import { showStopReason } from "./controls.js";
-import { foldEdit, foldFinish, foldPause, foldPauseDetail, foldRollback, foldToken } from "./fold.js";
+import { foldEdit, foldFinish, foldPause, foldPauseDetail, foldRollback, foldToken, textOf } from "./fold.js";
 import { notify } from "./notice.js";
 import { fill, L } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
@@ -55,6 +56,7 @@ const handlers = {
   [EVENT.CLAIM]: (event) => state.live && store.set({ claim: { claimed_by: event.claimed_by, expires_at: event.expires_at } }, "claim"),
   [EVENT.MUTED]: (event) => store.set({ muted: event.muted_policies || [] }, "muted"),
   [EVENT.ERROR]: (event) => {
+    if (event.edit !== undefined) editSettled(event.edit); // refused: what waited on it goes on
     if (!state.live) return;
     notify(fill(L.labelled, { label: L.error }) + event.message, true);
     // A failure follows its status: the decided panel gives the reason the page was not given.
@@ -67,12 +69,16 @@ function pauseDetail(event) {
   if (foldPauseDetail(state, event)) store.changed("pause");
 }
 
+// The text it was applied to goes with the news: what the page holds on to of the text (a
+// selection, a word's menu) is carried through it (tracked-spans.js).
 function applyEdit(event) {
   state.drawn = true;
+  const before = textOf(state.tokens);
   foldEdit(state, event);
   if (state.pause) store.changed("pause");
-  store.changed("edited");
+  store.changed("edited", { event, before });
   store.changed("tokens", "full");
+  editSettled(event.edit); // a command held back for it goes now (commands.js)
 }
 
 export function apply(event) {

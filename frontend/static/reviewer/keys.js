@@ -83,13 +83,16 @@ const KEYS = {
   End: () => focusedWord() && focusWord(words().pop()),
 };
 
+// The shortcut list is modal: behind it no key acts (Escape and its Close button close it).
+const helpOpen = () => Boolean($("keys-help")?.open);
+
 function onKey(event) {
-  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.ctrlKey || event.metaKey || event.altKey || helpOpen()) return;
   const target = event.target;
   if (target.closest("input, textarea, select, [contenteditable]")) return;
   if ((event.key === "Enter" || event.key === "r") && target.closest(WORD)) {
     event.preventDefault();
-    openMenu(target.closest(WORD)); // roll back to this word, once confirmed in the menu
+    if (editable()) openMenu(target.closest(WORD)); // roll back to this word, once confirmed in the menu
     return;
   }
   if (/^[1-5]$/.test(event.key) && choose(+event.key - 1)) {

@@ -13,3 +13,13 @@ export function notify(text, bad) {
 }
 
 export const notifyError = (error) => notify(error.message, true);
+
+// What the reviewer had selected (or a word's menu) no longer stands where it stood: the text
+// changed under it, and nothing is done with it. Its words are rendered into the page (#notice).
+export function textChanged() {
+  const error = new Error($("notice").dataset.textChanged);
+  error.textChanged = true;
+  return error;
+}
+
+export const notifyTextChanged = () => notify(textChanged().message, true);

@@ -3,6 +3,16 @@
 // command_id, and the server runs a repeated command_id only once. The queue is kept in
 // `storage` (the tab's sessionStorage) too: a reload, or a visit elsewhere and back, while a
 // command is unanswered sends it again from the new page instead of losing the click.
+//
+// The server refuses a command whose offsets or alternatives refer to the text while an edit
+// is still on its way to the worker (409, "…still being applied; retry shortly"). Such a
+// command is held here (`held`) instead, until the edits before it are applied, and sent then.
+
+// The commands whose answer names an edit queued for the worker (`result.edit`).
+export const QUEUES_EDIT = Object.freeze(["edit", "choose", "rollback"]);
+// The commands the server runs only once every edit is applied (transitions.require_applied_edits).
+export const AFTER_EDITS = Object.freeze(["approve", "reject", "choose", "edit", "rollback", "attention"]);
+
 export class Outbox {
   constructor(storage, key) {
     this.storage = storage;
@@ -23,7 +33,9 @@ export class Outbox {
   }
 
   add(message, resolve, reject, now = Date.now()) {
-    const entry = { message, resolve, reject, sent: false, since: now };
+    // held: kept back until the edits before it are applied; retryAt: not before then (a
+    // refusal for an edit this page did not know of); refusals: how many such refusals.
+    const entry = { message, resolve, reject, sent: false, since: now, held: false, retryAt: 0, refusals: 0 };
     this.entries.set(message.command_id, entry);
     return entry;
   }
@@ -55,7 +67,24 @@ export class Outbox {
   }
 
   unsent() {
-    return [...this.entries.values()].filter((entry) => !entry.sent);
+    return [...this.entries.values()].filter((entry) => !entry.sent && !entry.held);
+  }
+
+  // Whether `entry` must wait before it goes: it is run only once every edit is applied, and
+  // `unapplied` edits are known to be on their way, a command before it in the queue will
+  // queue one, or a refusal said to try again later.
+  mustWait(entry, unapplied, now = Date.now()) {
+    if (!AFTER_EDITS.includes(entry.message.command)) return false;
+    if (unapplied > 0 || entry.retryAt > now) return true;
+    for (const other of this.entries.values()) {
+      if (other === entry) return false;
+      if (QUEUES_EDIT.includes(other.message.command)) return true;
+    }
+    return false;
+  }
+
+  held() {
+    return [...this.entries.values()].filter((entry) => entry.held);
   }
 
   save() {
@@ -90,11 +119,13 @@ export class Outbox {
     let later = null;
     for (const [commandId, entry] of this.entries) {
       const waited = now - entry.since;
-      if (entry.sent && waited < showAfter) {
+      const going = entry.sent || entry.held; // on its way, as far as the reviewer can tell
+      if (going && waited < showAfter) {
         later = Math.min(later ?? Infinity, showAfter - waited);
         continue;
       }
-      items.push({ commandId, command: entry.message.command, state: entry.sent ? "sent" : "queued" });
+      const state = entry.held ? "held" : entry.sent ? "sent" : "queued";
+      items.push({ commandId, command: entry.message.command, state });
     }
     return { items, later };
   }
@@ -103,3 +134,12 @@ export class Outbox {
 // A command's size as the socket sends it (UTF-8 of its JSON). The server's socket closes on a
 // message over its limit, and the outbox would send it again after every reconnect.
 export const messageBytes = (message) => new TextEncoder().encode(JSON.stringify(message)).length;
+
+// Whether a server's message is `template` filled in (its %(name)s places standing for any
+// words): how the page knows one refusal among those of its status.
+export function fills(template, text) {
+  if (!template || typeof text !== "string") return false;
+  const escape = (part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const pattern = template.trim().split(/%\(\w+\)s/).map(escape).join("[\\s\\S]+?");
+  return new RegExp(`^${pattern}$`).test(text.trim());
+}

@@ -1,7 +1,7 @@
 // The pause panel: why it paused, where, what the model could write next (each a button
 // that has it written and continues), and the confidence so far.
 import { COMMAND } from "./protocol.js";
-import { command } from "./commands.js";
+import { command, waitingFor } from "./commands.js";
 import { textOf } from "./fold.js";
 import { notifyError } from "./notice.js";
 import { $, data, fill, L, line, nats } from "./page.js";
@@ -143,8 +143,10 @@ function alternativeLabel(alt, branch, context) {
   return { label, preview };
 }
 
-// The choice is applied to the frozen state first; then generation continues from it.
+// The choice is applied to the frozen state first; then generation continues from it. One
+// choice at a time: a double click (or a key pressed twice) sends it once.
 function chooseAlternative(tokenId) {
+  if (waitingFor(COMMAND.CHOOSE, COMMAND.RESUME)) return;
   command(COMMAND.CHOOSE, { token_id: tokenId })
     .then(() => command(COMMAND.RESUME))
     .catch(notifyError);

@@ -27,7 +27,9 @@ import { bindStream } from "./stream.js";
 import { bindTaskType } from "./task-type.js";
 import { refreshTimeline } from "./timeline.js";
 import { bindTip } from "./tip.js";
+import { bindTrackedSpans } from "./tracked-spans.js";
 
+bindTrackedSpans();
 bindControls();
 bindEditor(hideMenu);
 bindMenu();

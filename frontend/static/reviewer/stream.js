@@ -13,6 +13,7 @@ let renderMode = null;
 let renderedCount = 0;
 let renderedOnce = false;
 let drawnWords = []; // [{first, last}] of the words drawn, in order
+let focusOnDraw = null; // where the focus goes once the text is drawn again (focusWordNear)
 
 // The word a reviewer points at (never a blank one), and what it spans.
 export const wordOf = (target) => target?.closest?.("#tokens .word:not(.blank)") || null;
@@ -33,13 +34,13 @@ function renderTokens() {
   const full = renderMode === "full" || renderedCount > state.tokens.length || !renderedOnce;
   renderedOnce = true;
   renderMode = null;
+  const focused = wordOf(document.activeElement); // before a full drawing removes it
   if (full) {
     box.textContent = "";
     drawnWords = [];
   }
   // Follow the newest token, unless the reviewer scrolled up to read.
   const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
-  const focused = wordOf(document.activeElement);
   const words = groupWords(state.tokens);
   // New tokens change only the last words (one grows, or a piece completes a character):
   // those are drawn again, the words before them stay.
@@ -59,7 +60,35 @@ function renderTokens() {
   renderedCount = state.tokens.length;
   store.changed("drawn");
   if (focused && !box.contains(focused)) box.querySelector(`.word[data-first="${focused.dataset.first}"]`)?.focus({ preventScroll: true });
+  if (focusOnDraw !== null) {
+    const offset = focusOnDraw;
+    focusOnDraw = null;
+    if (focusFree()) focusNear(offset);
+  }
   if (following) box.scrollTop = box.scrollHeight;
+}
+
+// The focus is the text's to move: on a word, on the text, or nowhere (dropped to the body).
+const focusFree = () => {
+  const active = document.activeElement;
+  return !active || active === document.body || $("tokens").contains(active);
+};
+
+function focusNear(offset) {
+  const words = [...$("tokens").querySelectorAll(".word:not(.blank)")];
+  const word = words.filter((element) => +element.dataset.start <= offset).pop() || words[0];
+  if (word) {
+    word.focus({ preventScroll: true });
+    word.scrollIntoView({ block: "nearest" });
+  } else $("tokens").focus({ preventScroll: true });
+}
+
+// Focus the word at `offset` units into the text (the last word starting there or before it):
+// after a replacement or a rollback, where the keys go on from, as after Escape. `redrawn`:
+// again once the text is drawn anew (the change applied), unless the focus went elsewhere.
+export function focusWordNear(offset, redrawn = false) {
+  if (redrawn && renderMode !== null) focusOnDraw = offset;
+  else if (!redrawn || focusFree()) focusNear(offset);
 }
 
 const sameWord = (a, b) => a.first === b.first && a.last === b.last;
