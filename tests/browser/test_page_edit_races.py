@@ -12,9 +12,9 @@ import pytest
 from reviewer import lifecycle
 from reviewer.models import Edit, ReviewSession
 from tests.browser.conftest import log_in, screenshot
+from tests.browser.session_page_support import PIECE, apply_edits, named, sent_commands
+from tests.browser.session_page_support import busy_worker as holding
 from tests.browser.stored_sessions import ALTERNATIVES, TEXT, paused_session
-from tests.browser.test_fix_page_support import PIECE, apply_edits, named, sent_commands
-from tests.browser.test_fix_page_support import busy_worker as holding
 from tests.session_factory import stub_worker
 
 # The stored prompt is encoded with the prepared model's tokenizer.

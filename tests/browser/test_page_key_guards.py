@@ -9,6 +9,9 @@ import pytest
 
 from reviewer.models import AuditRecord, ReviewSession
 from tests.browser.conftest import log_in, screenshot
+from tests.browser.session_page_support import busy_worker as holding
+from tests.browser.session_page_support import named as commands
+from tests.browser.session_page_support import sent_commands
 from tests.browser.stored_sessions import (
     WORDS,
     generated_session,
@@ -17,9 +20,6 @@ from tests.browser.stored_sessions import (
     store,
     tokens,
 )
-from tests.browser.test_fix_page_support import busy_worker as holding
-from tests.browser.test_fix_page_support import named as commands
-from tests.browser.test_fix_page_support import sent_commands
 
 # The stored prompt is encoded with the prepared model's tokenizer.
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]

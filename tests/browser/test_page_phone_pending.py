@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import log_in, screenshot
+from tests.browser.session_page_support import busy_worker as holding
 from tests.browser.stored_sessions import paused_session
-from tests.browser.test_fix_page_support import busy_worker as holding
 
 # The stored prompt is encoded with the prepared model's tokenizer.
 pytestmark = [pytest.mark.browser, pytest.mark.model, pytest.mark.django_db(transaction=True)]
