@@ -1,5 +1,5 @@
-"""What the session page's race, key and phone browser tests share (no test of its own):
-sessions and never runs anything, so that an edit a page sends waits until the test applies it
+"""What the session page's race, key and phone browser tests share (no test of its own): a
+worker that holds their sessions and never runs anything, so that an edit a page sends waits until the test applies it
 as a worker reports it, whether or not a real worker runs in the same test session (another
 test's, started once per run)."""
 
