@@ -13,7 +13,9 @@ let renderMode = null;
 let renderedCount = 0;
 let renderedOnce = false;
 let drawnWords = []; // [{first, last}] of the words drawn, in order
-let focusOnDraw = null; // where the focus goes once the text is drawn again (focusWordNear)
+// {offset, from}: where the focus goes once the text is drawn again (focusWordNear), unless
+// it has left `from` (the word it was on when asked, or none) meanwhile.
+let focusOnDraw = null;
 
 // The word a reviewer points at (never a blank one), and what it spans.
 export const wordOf = (target) => target?.closest?.("#tokens .word:not(.blank)") || null;
@@ -61,9 +63,9 @@ function renderTokens() {
   store.changed("drawn");
   if (focused && !box.contains(focused)) box.querySelector(`.word[data-first="${focused.dataset.first}"]`)?.focus({ preventScroll: true });
   if (focusOnDraw !== null) {
-    const offset = focusOnDraw;
+    const { offset, from } = focusOnDraw;
     focusOnDraw = null;
-    if (focusFree()) focusNear(offset);
+    if (focused === from && focusFree()) focusNear(offset); // not where the keys went since
   }
   if (following) box.scrollTop = box.scrollHeight;
 }
@@ -87,7 +89,7 @@ function focusNear(offset) {
 // after a replacement or a rollback, where the keys go on from, as after Escape. `redrawn`:
 // again once the text is drawn anew (the change applied), unless the focus went elsewhere.
 export function focusWordNear(offset, redrawn = false) {
-  if (redrawn && renderMode !== null) focusOnDraw = offset;
+  if (redrawn && renderMode !== null) focusOnDraw = { offset, from: wordOf(document.activeElement) };
   else if (!redrawn || focusFree()) focusNear(offset);
 }
 
