@@ -49,7 +49,7 @@ def probe_database(timeout_s: float) -> None:
     """SELECT 1 on a connection of this process: from the pool, where it has one (the web
     server), waiting at most ``timeout_s`` for it; else on this thread's own connection."""
     pool = database_pool()
-    if pool is None:
+    if pool is None or pool.closed:  # no pool, or Django opens it with its first connection
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         return
