@@ -6,6 +6,7 @@
 import { textOf } from "./fold.js";
 import { $ } from "./page.js";
 import { store } from "./store.js";
+import { track, untrack } from "./tracked-spans.js";
 import { groupWords } from "./words.js";
 
 const state = store.state;
@@ -13,9 +14,16 @@ let renderMode = null;
 let renderedCount = 0;
 let renderedOnce = false;
 let drawnWords = []; // [{first, last}] of the words drawn, in order
-// {offset, from}: where the focus goes once the text is drawn again (focusWordNear), unless
-// it has left `from` (the word it was on when asked, or none) meanwhile.
+// {offset, since}: where the focus goes once the text is drawn again (focusWordNear), unless
+// it moved after move number `since`.
 let focusOnDraw = null;
+// The words the focus is on, carried through changes of the text (tracked-spans.js): a
+// drawing that replaces their element puts the focus back on them, wherever they moved.
+let focusedSpan = null;
+// Each move of the focus (a key, a click, a command placing it), not a drawing putting it
+// back: a placement asked for once a change lands acts only if nothing moved it since.
+let focusMoves = 0;
+let restoring = false;
 
 // The word a reviewer points at (never a blank one), and what it spans.
 export const wordOf = (target) => target?.closest?.("#tokens .word:not(.blank)") || null;
@@ -61,11 +69,11 @@ function renderTokens() {
   drawnWords = words;
   renderedCount = state.tokens.length;
   store.changed("drawn");
-  if (focused && !box.contains(focused)) box.querySelector(`.word[data-first="${focused.dataset.first}"]`)?.focus({ preventScroll: true });
+  if (focused && !box.contains(focused)) restoreFocus(box, focused);
   if (focusOnDraw !== null) {
-    const { offset, from } = focusOnDraw;
+    const { offset, since } = focusOnDraw;
     focusOnDraw = null;
-    if (focused === from && focusFree()) focusNear(offset); // not where the keys went since
+    if (since === focusMoves && focusFree()) focusNear(offset);
   }
   if (following) box.scrollTop = box.scrollHeight;
 }
@@ -76,21 +84,50 @@ const focusFree = () => {
   return !active || active === document.body || $("tokens").contains(active);
 };
 
-function focusNear(offset) {
+// The last word starting `offset` units into the text or before it.
+function wordNear(offset) {
   const words = [...$("tokens").querySelectorAll(".word:not(.blank)")];
-  const word = words.filter((element) => +element.dataset.start <= offset).pop() || words[0];
+  return words.filter((element) => +element.dataset.start <= offset).pop() || words[0];
+}
+
+function focusNear(offset) {
+  const word = wordNear(offset);
   if (word) {
     word.focus({ preventScroll: true });
     word.scrollIntoView({ block: "nearest" });
   } else $("tokens").focus({ preventScroll: true });
 }
 
+// The focused word's element was drawn anew: the focus goes to the same words where they
+// stand now (where they began, if the change went through them).
+function restoreFocus(box, lost) {
+  const element = focusedSpan ? wordNear(focusedSpan.start) : box.querySelector(`.word[data-first="${lost.dataset.first}"]`);
+  restoring = true;
+  try {
+    element?.focus({ preventScroll: true });
+  } finally {
+    restoring = false;
+  }
+}
+
+function focusMoved(event) {
+  if (!restoring) focusMoves += 1;
+  untrack(focusedSpan);
+  const word = wordOf(event.target);
+  const start = word ? +word.dataset.start : 0;
+  focusedSpan = word ? track(start, start + wordText(word).length) : null;
+}
+
 // Focus the word at `offset` units into the text (the last word starting there or before it):
-// after a replacement or a rollback, where the keys go on from, as after Escape. `redrawn`:
-// again once the text is drawn anew (the change applied), unless the focus went elsewhere.
-export function focusWordNear(offset, redrawn = false) {
-  if (redrawn && renderMode !== null) focusOnDraw = { offset, from: wordOf(document.activeElement) };
-  else if (!redrawn || focusFree()) focusNear(offset);
+// after a replacement or a rollback, where the keys go on from, as after Escape; returns the
+// move's number. `redrawn`: again once the text is drawn anew (the change applied), unless
+// the focus moved after move number `since` (the reviewer went on meanwhile).
+export function focusWordNear(offset, redrawn = false, since = focusMoves) {
+  if (!redrawn) focusNear(offset);
+  else if (since !== focusMoves) return focusMoves;
+  else if (renderMode !== null) focusOnDraw = { offset, since };
+  else if (focusFree()) focusNear(offset);
+  return focusMoves;
 }
 
 const sameWord = (a, b) => a.first === b.first && a.last === b.last;
@@ -148,6 +185,7 @@ function tokenElement(token, position, offset, span) {
 }
 
 export function bindStream() {
+  document.addEventListener("focusin", focusMoved);
   store.subscribe("tokens", scheduleRender);
   store.subscribe("status", () => scheduleRender("full"));
 }
