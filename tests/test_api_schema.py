@@ -161,7 +161,9 @@ def test_it_describes_every_command_with_its_arguments(name):
 
 def test_it_names_the_arguments_each_command_has_always_taken():
     names = {name: c.body.argument_names() for name, c in COMMANDS.items()}
-    assert names["edit"] == (["start", "end", "text"], ["glossary_term"])
+    assert names["edit"] == (["start", "end", "text"], ["glossary_term", "seen_length", "seen"])
+    assert names["rollback"] == (["position"], ["seen_length"])
+    assert names["choose"] == (["token_id"], ["seen_length"])
     assert names["approve"] == ([], ["comment"])
     assert names["reject"] == (["comment"], [])
     assert names["correct_task"] == (["task_type"], [])

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { fills, messageBytes, Outbox } from "../static/reviewer/outbox.js";
+import { messageBytes, Outbox, refusedForAnEdit, refusedOnAnotherText } from "../static/reviewer/outbox.js";
 
 function memoryStorage() {
   const items = new Map();
@@ -124,14 +124,19 @@ test("a held command is not sent on a reconnect, and shows as on its way", () =>
   assert.deepEqual(outbox.shown(1500, 400).items[0], { commandId: "a", command: "approve", state: "held" });
 });
 
-test("it knows a refusal by its words, whatever fills the template's places", () => {
-  const english = "Cannot %(command)s the session while an earlier edit is still being applied; retry shortly";
-  assert.equal(fills(english, "Cannot approve the session while an earlier edit is still being applied; retry shortly"), true);
-  assert.equal(fills(english, "Cannot choose an alternative for the session while an earlier edit is still being applied; retry shortly"), true);
-  assert.equal(fills(english, "Cannot approve a session that is completed"), false);
-  const chinese = "较早的编辑仍在应用中，暂时无法%(command)s该会话；请稍后重试";
-  assert.equal(fills(chinese, "较早的编辑仍在应用中，暂时无法批准该会话；请稍后重试"), true);
-  assert.equal(fills("", "anything"), false);
-  assert.equal(fills("a.b (%(x)s)", "a.b (y)"), true); // its own characters are taken as they are
-  assert.equal(fills("a.b (%(x)s)", "axb (y)"), false);
+test("it knows the refusal for an edit on its way by its code, whatever the language", () => {
+  const refusal = { type: "error", status: 409, code: "edit_pending", message: "较早的编辑仍在应用中，暂时无法批准该会话；请稍后重试" };
+  assert.equal(refusedForAnEdit(refusal), true);
+  assert.equal(refusedForAnEdit({ ...refusal, code: "text_changed" }), false); // redone by the reviewer, not retried
+  assert.equal(refusedForAnEdit({ ...refusal, code: undefined }), false);
+  assert.equal(refusedForAnEdit({ ...refusal, status: 400 }), false);
+  assert.equal(refusedForAnEdit({ ...refusal, type: "ack" }), false);
+});
+
+test("it knows the refusal of a command made on another text by its code", () => {
+  const refusal = { type: "error", status: 409, code: "text_changed", message: "The text changed since this command was made" };
+  assert.equal(refusedOnAnotherText(refusal), true);
+  assert.equal(refusedOnAnotherText({ ...refusal, code: "edit_pending" }), false);
+  assert.equal(refusedOnAnotherText({ ...refusal, status: 400 }), false);
+  assert.equal(new Outbox(null, "k").add({ command_id: "a", command: "edit" }).rereads, 0);
 });

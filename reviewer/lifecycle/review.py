@@ -168,11 +168,19 @@ def _tell_the_time_if_late(session: ReviewSession, paused_s: float) -> None:
 
 @idempotent("edit")
 def edit(
-    user: User, session_id: Any, start: Any, end: Any, text: Any, glossary_term: Any = None
+    user: User,
+    session_id: Any,
+    start: Any,
+    end: Any,
+    text: Any,
+    glossary_term: Any = None,
+    seen_length: int | None = None,
+    seen: str | None = None,
 ) -> dict[str, Any]:
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
     with command_on(user, session_id, EDITABLE, "edit", edits_applied=True) as session:
+        transitions.require_seen(session, seen_length, seen, (start, end))
         if not 0 <= start <= end <= len(session.text):
             raise InvalidInput(
                 _("Edit range %(start)s..%(end)s is outside the text (0..%(length)s)")
@@ -197,10 +205,13 @@ def edit(
 
 
 @idempotent("choose")
-def choose(user: User, session_id: Any, token_id: Any) -> dict[str, Any]:
+def choose(
+    user: User, session_id: Any, token_id: Any, seen_length: int | None = None
+) -> dict[str, Any]:
     token_id = arguments.TOKEN_ID(token_id)
     allowed, command = {S.PAUSED}, "choose an alternative for"
     with command_on(user, session_id, allowed, command, edits_applied=True) as session:
+        transitions.require_seen(session, seen_length)
         offered = {alt["token_id"]: alt["text"] for alt in open_pause(session).alternatives}
         if token_id not in offered:
             raise InvalidInput(
@@ -240,9 +251,12 @@ def attention(user: User, session_id: Any, layer: Any) -> dict[str, Any]:
 
 
 @idempotent("rollback")
-def rollback(user: User, session_id: Any, position: Any) -> dict[str, Any]:
+def rollback(
+    user: User, session_id: Any, position: Any, seen_length: int | None = None
+) -> dict[str, Any]:
     position = arguments.POSITION(position)
     with command_on(user, session_id, EDITABLE, "roll back", edits_applied=True) as session:
+        transitions.require_seen(session, seen_length)
         if not session.generated_ids:
             raise InvalidInput(_("There is nothing to roll back: no token was generated yet"))
         if not 0 <= position < len(session.generated_ids):

@@ -83,6 +83,20 @@ class Conflict(CommandError):
     status = 409
 
 
+class EditPending(Conflict):
+    """An edit on its way to the worker changes the text the command refers to: the same
+    command goes through once it is applied (the session page waits for it, and retries)."""
+
+    code = "edit_pending"
+
+
+class TextChanged(Conflict):
+    """The command was made on another text than the session's (an edit from another tab
+    landed, or tokens came that the client had not seen): its offsets would act elsewhere."""
+
+    code = "text_changed"
+
+
 class Unavailable(CommandError):
     """Redis is out of reach: the command was refused and changed nothing; it may be retried."""
 
@@ -139,13 +153,35 @@ def require(session: ReviewSession, allowed: AbstractSet[str], command: str) -> 
 def require_applied_edits(session: ReviewSession, command: str) -> None:
     """Offsets and alternatives refer to the text as it is now; a queued edit changes it."""
     if session.edits.filter(applied=False, error="").exists():
-        raise Conflict(
+        raise EditPending(
             _(
                 "Cannot %(command)s the session while an earlier edit is still being applied;"
                 " retry shortly"
             )
             % {"command": named(command)}
         )
+
+
+def require_seen(
+    session: ReviewSession,
+    seen_length: int | None,
+    seen: str | None = None,
+    span: tuple[int, int] = (0, 0),
+) -> None:
+    """A command that says which text it was made on (its length and, for an edit, the
+    span's words) acts on that text or not at all: a page that queued it offline may not have
+    heard of another tab's edit yet, and its offsets would land on other words."""
+    text = session.text
+    if seen_length is None:
+        return
+    if len(text) == seen_length and (seen is None or text[span[0] : span[1]] == seen):
+        return
+    raise TextChanged(
+        _(
+            "The text changed since this command was made (another reviewer's edit, or tokens"
+            " not shown yet); nothing was changed: look at the text again and redo it"
+        )
+    )
 
 
 # --- changing its state ------------------------------------------------------------------

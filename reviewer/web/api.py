@@ -21,8 +21,9 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 LIST_LIMIT = 100
 
 
-def error(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
+def error(status: int, message: str, code: str | None = None) -> JsonResponse:
+    body = {"error": message} if code is None else {"error": message, "code": code}
+    return JsonResponse(body, status=status)
 
 
 class ApiView(Protocol):
@@ -60,7 +61,7 @@ def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], ApiView]:
             try:
                 return view(request, *args, **kwargs)
             except lifecycle.CommandError as exc:
-                response = error(exc.status, str(exc))
+                response = error(exc.status, str(exc), exc.code)
                 if (retry_after := getattr(exc, "retry_after", None)) is not None:
                     response["Retry-After"] = str(retry_after)
                 return response

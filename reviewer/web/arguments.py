@@ -42,9 +42,11 @@ REFUSED = "refused"  # the pydantic error type of a reader's refusal
 
 
 class CommandError(Exception):
-    """A client's request that cannot be carried out; status is the HTTP status to answer."""
+    """A client's request that cannot be carried out; status is the HTTP status to answer,
+    code (where a client acts on the refusal) a name for it that no translation changes."""
 
     status = 400
+    code: str | None = None
 
 
 class InvalidInput(CommandError):
@@ -259,6 +261,18 @@ EDIT_TEXT = Text(
 )
 GLOSSARY_TERM = Integer("glossary_term", 1, MAX_BIGINT, "Id of the glossary term used")
 POSITION = Integer("position", description="Generated tokens to keep")
+SEEN_LENGTH = Integer(
+    "seen_length",
+    description="The length of the text the client acted on (code points): when it is not the"
+    " session's any more, the command is refused (409, code text_changed), never applied elsewhere",
+)
+SEEN = Text(
+    "seen",
+    MAX_INT,
+    blank=True,
+    description="The span's text as the client saw it: when it is not there any more, the edit"
+    " is refused (409, code text_changed)",
+)
 TOKEN_ID = Integer("token_id", description="One of the alternatives offered at the pause")
 LAYER = Integer("layer", description="Layer whose heads to show")
 COMMENT = Text("comment", MAX_COMMENT_CHARS, blank=True, description="The reviewer's comment")

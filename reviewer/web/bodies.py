@@ -97,6 +97,7 @@ class StartBody(CommandBody):
 
 class RollbackBody(CommandBody):
     position: Annotated[int, a.POSITION]
+    seen_length: Annotated[int, a.SEEN_LENGTH] | None = None
 
 
 class EditBody(CommandBody):
@@ -104,10 +105,13 @@ class EditBody(CommandBody):
     end: Annotated[int, a.END]
     text: Annotated[str, a.EDIT_TEXT]
     glossary_term: Annotated[int, a.GLOSSARY_TERM] | None = None
+    seen_length: Annotated[int, a.SEEN_LENGTH] | None = None
+    seen: Annotated[str, a.SEEN] | None = None
 
 
 class ChooseBody(CommandBody):
     token_id: Annotated[int, a.TOKEN_ID]
+    seen_length: Annotated[int, a.SEEN_LENGTH] | None = None
 
 
 class ApproveBody(CommandBody):

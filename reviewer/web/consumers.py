@@ -245,7 +245,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         try:
             result = await run_command(user, self.session_id, message.get("command"), message)
         except lifecycle.CommandError as exc:
-            await self.send_error(name, command_id, str(exc), exc.status)
+            await self.send_error(name, command_id, str(exc), exc.status, exc.code)
             return
         except Exception:  # a bug must cost one command, not the reviewer's connection
             log.exception("Session %s: command %r failed", self.session_id, name)
@@ -256,17 +256,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         )
 
     async def send_error(
-        self, name: str | None, command_id: str | None, message: str, status: int
+        self,
+        name: str | None,
+        command_id: str | None,
+        message: str,
+        status: int,
+        code: str | None = None,
     ) -> None:
-        await self.send_json(
-            {
-                "type": "error",
-                "command": name,
-                "command_id": command_id,
-                "message": message,
-                "status": status,
-            }
-        )
+        error: dict[str, Any] = {"type": "error", "command": name, "command_id": command_id}
+        error |= {"message": message, "status": status}
+        if code is not None:  # what a client acts on; the message is for people
+            error["code"] = code
+        await self.send_json(error)
 
 
 def echoed_id(message: dict[str, Any]) -> str | None:

@@ -201,7 +201,7 @@ def description() -> dict[str, Any]:
             "title": "Caesura API",
             "version": "1",
             "description": (
-                'Errors are {"error": message}. Integer fields take JSON integers only;'
+                'Errors are {"error": message, "code"?}. Integer fields take JSON integers only;'
                 " NaN, Infinity and numbers beyond a float are refused. The session's"
                 " websocket (/ws/sessions/{id}/) takes the same commands as"
                 ' {"command": name, "command_id": ..., ...arguments}, plus'

@@ -131,6 +131,12 @@ class IssuedToken(Reply):
 
 class Error(Reply):
     error: str = Field(description="What was wrong, for a person")
+    code: str | None = Field(
+        None,
+        description="Where a client may act on the refusal: edit_pending (409: an edit is"
+        " still on its way; the same command succeeds once it is applied) or text_changed"
+        " (409: made on another text than the session's; read it again)",
+    )
 
 
 MODELS: tuple[type[Reply], ...] = (

@@ -245,6 +245,43 @@ def test_a_replacement_refused_for_another_tabs_edit_goes_on_the_words_selected_
     assert not page.locator("#notice.bad").is_visible()
 
 
+def test_a_replacement_made_offline_goes_on_its_words_after_another_tabs_edit_landed(
+    page, server_url, alice, busy_worker, monkeypatch
+):
+    stub_worker(monkeypatch)  # for the other tab's edit, made here
+    session = busy_worker(paused_session(alice))
+    sent = sent_commands(page)
+    open_session(page, server_url, session)
+    page.context.set_offline(True)
+    page.evaluate("() => caesura.drop()")
+    page.wait_for_selector('#connection:not([data-state="connected"])', state="attached")
+
+    word(page, " pain").focus()
+    page.keyboard.press("e")
+    page.fill("#edit-text", " ache")
+    page.press("#edit-text", "Enter")
+    page.wait_for_selector('#pending li[data-command="edit"][data-state="queued"]')
+    # Meanwhile another tab replaces the first word, and the worker applies it: this page
+    # hears of it only after its edit went again, with the offsets it was made on.
+    lifecycle.edit(alice, session.pk, 0, 3, "Today, the")
+    assert apply_edits(session.pk)
+    page.context.set_offline(False)
+    answered(page)
+    assert apply_edits(session.pk)
+    fixed = "Today, the patient reports chest ache since this morning."
+    page.wait_for_function("(t) => (" + TEXT_ON_PAGE + ")() === t", arg=fixed)
+    assert ReviewSession.objects.get(pk=session.pk).text == fixed
+    edits = named(sent, "edit")
+    # Refused on the text it was made on, then read again where its words now stand.
+    assert [(c["start"], c["seen_length"]) for c in edits] == [
+        (TEXT.index(" pain"), len(TEXT)),
+        (fixed.index(" ache"), len(fixed) - len(" ache") + len(" pain")),
+    ]
+    assert {c["seen"] for c in edits} == {" pain"}
+    assert len({c["command_id"] for c in edits}) == 1
+    assert not page.locator("#notice.bad").is_visible()
+
+
 def test_a_rollback_right_after_an_edit_waits_for_it_and_rolls_back_to_the_word_chosen(
     page, server_url, alice, busy_worker
 ):
@@ -266,7 +303,8 @@ def test_a_rollback_right_after_an_edit_waits_for_it_and_rolls_back_to_the_word_
     page.wait_for_function("(t) => (" + TEXT_ON_PAGE + ")() === t", arg=kept)
     assert ReviewSession.objects.get(pk=session.pk).text == kept
     assert named(sent, "rollback")[0]["position"] == len(PIECE.findall(kept))
-    assert page.evaluate(FOCUSED_WORD) == " pain"
+    # The replacement landing first did not take the focus back to where it began.
+    page.wait_for_function("(w) => (" + FOCUSED_WORD + ")() === w", arg=" pain")
     assert not page.locator("#notice.bad").is_visible()
 
 

@@ -6,7 +6,7 @@
 import { $, data, fill, L } from "./page.js";
 import { notify } from "./notice.js";
 import { send } from "./socket.js";
-import { AFTER_EDITS, fills, messageBytes, QUEUES_EDIT } from "./outbox.js";
+import { AFTER_EDITS, messageBytes, QUEUES_EDIT, refusedForAnEdit, refusedOnAnotherText } from "./outbox.js";
 import { store } from "./store.js";
 
 const RETRY_UNAVAILABLE_MS = 2000;
@@ -16,6 +16,7 @@ const SHOW_SENT_AFTER_MS = 400; // an answer usually comes sooner: no flicker fo
 const EDIT_HEARD_WITHIN_MS = 30_000;
 const RETRY_REFUSED_MS = 2000; // "…still being applied; retry shortly", for an edit not ours
 const MAX_REFUSALS = 60; // two minutes of it: the refusal is shown
+const MAX_REREADS = 3; // of a command refused as made on another text
 const CHECK_HELD_MS = 1000;
 let pendingTimer = null;
 let heldTimer = null;
@@ -162,6 +163,15 @@ export function reply(message) {
     renderPending();
     return;
   }
+  if (readAgain(waiting, message)) {
+    // Made on a text the page had not caught up with (another tab's edit, whose event came
+    // since): read again from the text as it is now, or refused there if its words are gone.
+    waiting.rereads += 1;
+    waiting.prepare = waiting.prepareAgain;
+    go(waiting);
+    renderPending();
+    return;
+  }
   outbox().take(message.command_id);
   const edit = message.type === "ack" && QUEUES_EDIT.includes(waiting.message.command) ? message.result?.edit : undefined;
   if (edit !== undefined && edit !== null && !settled.has(edit)) unapplied.set(edit, Date.now());
@@ -170,14 +180,11 @@ export function reply(message) {
   releaseHeld(); // an edit before them answered: those after it may go, or wait for its event
 }
 
-// The refusal of a command while an edit is still on its way (reviewer/lifecycle/transitions.py),
-// known by its words in the page's language (the template rendered into #pending).
+const readAgain = (entry, message) => refusedOnAnotherText(message) && entry.prepareAgain && entry.rereads < MAX_REREADS;
+
+// The refusal of a command while an edit is still on its way, tried again a while.
 const stillApplying = (entry, message) =>
-  message.type === "error" &&
-  message.status === 409 &&
-  AFTER_EDITS.includes(entry.message.command) &&
-  entry.refusals < MAX_REFUSALS &&
-  fills($("pending").dataset.stillApplying, message.message);
+  refusedForAnEdit(message) && AFTER_EDITS.includes(entry.message.command) && entry.refusals < MAX_REFUSALS;
 
 function retryLater(entry) {
   entry.sent = false; // shown as waiting, and sent again on a reconnect in the meantime

@@ -5,7 +5,7 @@
 // sent only while the text at the selection is still the text selected.
 import { COMMAND } from "./protocol.js";
 import { command, editApplied } from "./commands.js";
-import { textOf, toCodePoints } from "./fold.js";
+import { seenLength, textOf, toCodePoints } from "./fold.js";
 import { notifyError, notifyTextChanged, textChanged } from "./notice.js";
 import { $, data, L } from "./page.js";
 import { editable, store } from "./store.js";
@@ -160,7 +160,10 @@ function replaceSelection(text, termId) {
   const offsets = () => {
     if (!holds(target)) throw textChanged();
     const shown = textOf(state.tokens);
-    return { start: toCodePoints(shown, target.start), end: toCodePoints(shown, target.end) };
+    const start = toCodePoints(shown, target.start);
+    const end = toCodePoints(shown, target.end);
+    // What it was made on: the server refuses it on another text (one this page has not heard of).
+    return { start, end, seen: shown.slice(target.start, target.end), seen_length: seenLength(state.tokens) };
   };
   const args = { ...offsets(), text };
   if (termId) args.glossary_term = termId;
@@ -186,8 +189,8 @@ function applied(at, result) {
   const focused = $("edit-panel").contains(document.activeElement);
   closeEditor();
   if (!focused) return;
-  focusWordNear(at);
-  editApplied(result?.edit).then(() => focusWordNear(at, true));
+  const move = focusWordNear(at);
+  editApplied(result?.edit).then(() => focusWordNear(at, true, move));
 }
 
 // In the panel, where the reviewer is looking (the page's notice may be scrolled away); the

@@ -11,6 +11,9 @@ export const textOf = (tokens) => tokens.map((t) => (t ? t.text : "")).join("");
 
 // The server counts characters (code points); the DOM counts UTF-16 units (an emoji is two).
 export const toCodePoints = (text, units) => Array.from(text.slice(0, units)).length;
+// The length of the text the page shows, as the server counts it: a command that acts on
+// offsets says what it saw, and is refused on another text.
+export const seenLength = (tokens) => Array.from(textOf(tokens)).length;
 export const toUnits = (text, codePoints) => Array.from(text).slice(0, codePoints).join("").length;
 
 export const emptyView = () => ({ tokens: [], ids: [], liveRows: [], pause: null });

@@ -9,6 +9,7 @@ import { command, editApplied } from "./commands.js";
 import { closeEditor, openEditor } from "./editor.js";
 import { notifyError, notifyTextChanged, textChanged } from "./notice.js";
 import { $ } from "./page.js";
+import { seenLength } from "./fold.js";
 import { tokenAt } from "./remap.js";
 import { editable, store } from "./store.js";
 import { focusWordNear, wordOf, wordText } from "./stream.js";
@@ -121,14 +122,14 @@ function rollbackHere() {
   const target = track(word.start, word.end);
   hideMenu();
   const at = Math.max(0, target.start - 1); // the last character kept
-  if (focused) focusWordNear(at);
+  const move = focused ? focusWordNear(at) : null;
   const where = () => {
     const now = holds(target) ? tokenAt(state.tokens, target.start) : -1;
     if (now < 0) throw textChanged();
-    return { position: now };
+    return { position: now, seen_length: seenLength(store.state.tokens) };
   };
   command(COMMAND.ROLLBACK, where(), where)
-    .then((result) => focused && editApplied(result?.edit).then(() => focusWordNear(Math.max(0, target.start - 1), true)))
+    .then((result) => focused && editApplied(result?.edit).then(() => focusWordNear(Math.max(0, target.start - 1), true, move)))
     .catch(notifyError)
     .finally(() => untrack(target));
 }

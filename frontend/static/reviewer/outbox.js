@@ -7,6 +7,8 @@
 // The server refuses a command whose offsets or alternatives refer to the text while an edit
 // is still on its way to the worker (409, "…still being applied; retry shortly"). Such a
 // command is held here (`held`) instead, until the edits before it are applied, and sent then.
+// One made on a text the server no longer has (409, code text_changed) is read again from the
+// text as the page has it by then, where its words still are, and goes again.
 
 // The commands whose answer names an edit queued for the worker (`result.edit`).
 export const QUEUES_EDIT = Object.freeze(["edit", "choose", "rollback"]);
@@ -34,8 +36,9 @@ export class Outbox {
 
   add(message, resolve, reject, now = Date.now()) {
     // held: kept back until the edits before it are applied; retryAt: not before then (a
-    // refusal for an edit this page did not know of); refusals: how many such refusals.
-    const entry = { message, resolve, reject, sent: false, since: now, held: false, retryAt: 0, refusals: 0 };
+    // refusal for an edit this page did not know of); refusals: how many such refusals;
+    // rereads: how often it was refused as made on another text and read again.
+    const entry = { message, resolve, reject, sent: false, since: now, held: false, retryAt: 0, refusals: 0, rereads: 0 };
     this.entries.set(message.command_id, entry);
     return entry;
   }
@@ -135,11 +138,10 @@ export class Outbox {
 // message over its limit, and the outbox would send it again after every reconnect.
 export const messageBytes = (message) => new TextEncoder().encode(JSON.stringify(message)).length;
 
-// Whether a server's message is `template` filled in (its %(name)s places standing for any
-// words): how the page knows one refusal among those of its status.
-export function fills(template, text) {
-  if (!template || typeof text !== "string") return false;
-  const escape = (part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const pattern = template.trim().split(/%\(\w+\)s/).map(escape).join("[\\s\\S]+?");
-  return new RegExp(`^${pattern}$`).test(text.trim());
-}
+// The server's refusal of a command while an edit is still on its way to the worker
+// (EditPending in reviewer/lifecycle/transitions.py): known by its code, whatever the language.
+export const refusedForAnEdit = (message) => message.type === "error" && message.status === 409 && message.code === "edit_pending";
+
+// The refusal of a command made on another text than the session's (TextChanged): the page
+// had not heard of a change yet, as after a reconnect, whose replay comes after it went.
+export const refusedOnAnotherText = (message) => message.type === "error" && message.status === 409 && message.code === "text_changed";

@@ -2,7 +2,7 @@
 // that has it written and continues), and the confidence so far.
 import { COMMAND } from "./protocol.js";
 import { command, waitingFor } from "./commands.js";
-import { textOf } from "./fold.js";
+import { seenLength, textOf } from "./fold.js";
 import { notifyError } from "./notice.js";
 import { $, data, fill, L, line, nats } from "./page.js";
 import { policyName, reasonText } from "./reasons.js";
@@ -147,7 +147,8 @@ function alternativeLabel(alt, branch, context) {
 // choice at a time: a double click (or a key pressed twice) sends it once.
 function chooseAlternative(tokenId) {
   if (waitingFor(COMMAND.CHOOSE, COMMAND.RESUME)) return;
-  command(COMMAND.CHOOSE, { token_id: tokenId })
+  // Said when it goes (an edit before it may still be on its way): the text it was chosen on.
+  command(COMMAND.CHOOSE, { token_id: tokenId }, () => ({ seen_length: seenLength(state.tokens) }))
     .then(() => command(COMMAND.RESUME))
     .catch(notifyError);
 }
