@@ -11,6 +11,7 @@ from reviewer.admin import (
     records,
     roi,
     task_classifier,
+    users,
 )
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "records",
     "roi",
     "task_classifier",
+    "users",
 ]
 
 # The admin says whose it is: Django's default header reads "Django administration".
