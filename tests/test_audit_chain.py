@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import ProtectedError
 from django.test.utils import CaptureQueriesContext
 
 from reviewer.lifecycle import audit
@@ -124,3 +125,13 @@ def test_it_still_finds_a_changed_number(alice):
     record = audit.append("flagged", "engine", session, {"entropy": 1e16})
     AuditRecord.objects.filter(pk=record.pk).update(payload={"entropy": 1e16 + 2})
     assert audit.first_broken_record()[0].pk == record.pk
+
+
+def test_it_refuses_to_delete_a_session_that_has_records(alice):
+    # Each record's hash covers its session's id: clearing the link would break the chain.
+    session = make_session(alice)
+    audit.append("pause", "alice", session)
+    with pytest.raises(ProtectedError):
+        session.delete()
+    assert ReviewSession.objects.filter(pk=session.pk).exists()
+    assert audit.first_broken_record() is None

@@ -10,9 +10,11 @@ from django.utils.translation import gettext_lazy as _
 class AuditRecord(models.Model):
     """Append-only hash chain: each record's hash covers its content and its predecessor's hash."""
 
+    # A record's hash covers its session's id: a session with records is never deleted (a
+    # cleared link would break the chain at that record).
     session = models.ForeignKey(
         "reviewer.ReviewSession",
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         null=True,
         related_name="audit",
         verbose_name=_("session"),
