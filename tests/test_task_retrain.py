@@ -111,3 +111,28 @@ def test_the_admin_refuses_to_enable_a_version_below_the_target(admin_user):
     assert not low.enabled and good.enabled
     enabled = AuditRecord.objects.get(action="task_classifier_enabled")
     assert (enabled.actor, enabled.payload["version"]) == ("root", good.version)
+
+
+def test_a_new_version_is_judged_on_the_sessions_it_labelled_alone(alice, monkeypatch):
+    from reviewer import lifecycle
+    from reviewer.analytics import task_watch
+    from tests.session_factory import clinical_notes, stub_worker
+
+    stub_worker(monkeypatch)
+    corrections(alice, 200)  # the shipped classifier's labels, every one corrected
+    assert task_watch.accuracy_window().judged == 100  # its window
+    assert task_watch.accuracy_window().accuracy < 0.5  # two labels in three were wrong
+    retrain("--enable")
+    now = task_watch.accuracy_window()
+    assert (now.judged, now.version) == (0, 1)  # v1 has labelled nothing yet
+
+    started = lifecycle.start_session(alice, clinical_notes().slug, ASKS["reasoning"].format(n=9))
+    session = ReviewSession.objects.get(pk=started["id"])
+    assert (session.task_type, session.task_classifier_version) == ("reasoning", 1)
+    ReviewSession.objects.filter(pk=session.pk).update(status=ReviewSession.COMPLETED)
+    assert (task_watch.accuracy_window().judged, task_watch.accuracy_window().accuracy) == (1, 1)
+
+    chosen = lifecycle.start_session(
+        alice, clinical_notes().slug, ASKS["open"].format(n=9), task_type="reasoning"
+    )
+    assert ReviewSession.objects.get(pk=chosen["id"]).task_classifier_version is None

@@ -46,10 +46,10 @@ def task_card() -> dict[str, Any]:
 
 def accuracy_line(accuracy: task_watch.Accuracy) -> str:
     if accuracy.accuracy is None:
-        return _("No classified session has been judged by a reviewer yet.")
+        return _("No session the classifier in use labelled has been judged by a reviewer yet.")
     return _(
-        "%(accuracy).0f %% of the last %(judged)d judged sessions kept their task type "
-        "(%(corrected)d corrected); target %(target).0f %%."
+        "%(accuracy).0f %% of the last %(judged)d judged sessions the classifier in use "
+        "labelled kept their task type (%(corrected)d corrected); target %(target).0f %%."
     ) % {
         "accuracy": accuracy.accuracy * 100,
         "judged": accuracy.judged,

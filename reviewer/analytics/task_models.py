@@ -158,20 +158,32 @@ def active_version() -> TaskClassifierVersion | None:
     return TaskClassifierVersion.objects.filter(enabled=True).order_by("-version").first()
 
 
-def active_classifier() -> TaskClassifier | None:
-    """The enabled version's classifier, fitted once per process; None: use the shipped one.
-    Every session's start asks: it reads the version's checksum alone, and its training data
-    only the first time this process meets that version."""
+def active_labeller() -> tuple[int, TaskClassifier] | None:
+    """The enabled version's number and classifier, fitted once per process; None: use the
+    shipped one. Every session's start asks: it reads the version's number and checksum
+    alone, and its training data only the first time this process meets that version."""
     found = TaskClassifierVersion.objects.filter(enabled=True).order_by("-version")
-    checksum = found.values_list("checksum", flat=True).first()
-    if checksum is None:
+    enabled = found.values_list("version", "checksum").first()
+    if enabled is None:
         return None
+    version, checksum = enabled
     if checksum not in _fitted:
         data = found.filter(checksum=checksum).values_list("data", flat=True).first()
         if data is None:  # disabled since the line above: the shipped classifier, this time
             return None
         _fitted[checksum] = TaskClassifier().fit(from_bytes(bytes(data)))
-    return _fitted[checksum]
+    return version, _fitted[checksum]
+
+
+def active_classifier() -> TaskClassifier | None:
+    labeller = active_labeller()
+    return labeller[1] if labeller is not None else None
+
+
+def version_in_use() -> int:
+    """The number of the version labelling new sessions; 0: the shipped classifier."""
+    version = TaskClassifierVersion.objects.filter(enabled=True).aggregate(Max("version"))
+    return version["version__max"] or 0
 
 
 def training_examples() -> list[Example]:

@@ -2,8 +2,8 @@
 sliding window, and drift of what it is asked to label, by a two-sample KS test of recent
 sessions' features against its training set's (p < 0.01 is drift, as in the design).
 
-Accuracy: of the most recent classified sessions a reviewer judged, the share whose label
-stood. A session is judged when a reviewer corrected (or confirmed) its task type, or decided
+Accuracy: of the most recent sessions the classifier in use labelled (its version is kept
+with each) that a reviewer judged, the share whose label stood. A session is judged when a reviewer corrected (or confirmed) its task type, or decided
 it (approved or rejected) without correcting it: a reviewer who read the whole text and let
 the label stand is taken to agree with it. A generation the system approved unread (its
 decision audited with the actor "system") was judged by nobody.
@@ -48,6 +48,7 @@ _reference: dict[tuple[int, int], dict[str, Row]] = {}  # per training set, per 
 class Accuracy:
     judged: int  # sessions in the window
     corrected: int  # of them, those whose label a reviewer changed
+    version: int = task_types.SHIPPED_VERSION  # the classifier they were labelled by
     target: float = task_models.TARGET_ACCURACY
 
     @property
@@ -81,20 +82,23 @@ class Drift:
 
 
 def accuracy_window(size: int = ACCURACY_WINDOW) -> Accuracy:
+    version = task_models.version_in_use()
     # The system approves unread text: that says nothing of its label.
     by_system = AuditRecord.objects.filter(
         session=OuterRef("pk"), action__in=DECISIONS, actor=SYSTEM_ACTOR
     )
     decided = Q(status__in=DECIDED) & ~Exists(by_system)
+    # The version in use alone: an earlier one's mistakes are not this one's.
+    labelled = {"task_source": "classifier", "task_classifier_version": version}
     judged = (
-        ReviewSession.objects.filter(task_source="classifier")
+        ReviewSession.objects.filter(**labelled)
         .filter(Q(task_correction__isnull=False) | decided)
         .order_by("-id")
         .values_list("task_type", "task_correction__corrected")[:size]
     )
     rows = list(judged)
     corrected = sum(1 for given, label in rows if label is not None and label != given)
-    return Accuracy(len(rows), corrected)
+    return Accuracy(len(rows), corrected, version)
 
 
 # --- drift ----------------------------------------------------------------------------------

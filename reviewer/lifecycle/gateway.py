@@ -157,7 +157,7 @@ def start_generation(
     queue whenever it pauses. ``prompt`` is the chat messages (or token ids) the worker
     encodes; ``input_text`` is what reviewers read as the case; ``request`` is kept as the
     session's ``gateway`` record (endpoint, stop strings, logprobs, ...)."""
-    task, task_source = inputs.task_type(input_text, None)
+    task, task_source, labelled_by = inputs.task_type(input_text, None)
     preset = task_types.preset_for(domain, task)
     params = inputs.sampling_params(
         domain, decoding.get("seed"), decoding.get("max_new_tokens"), _sampling(decoding), preset
@@ -176,6 +176,7 @@ def start_generation(
             pause_budget=domain.pause_budget(),
             task_type=task,
             task_source=task_source,
+            task_classifier_version=labelled_by,
             gateway={**request, prompt_key: list(prompt)},
             request_digest=replay.digest if replay else "",
             idempotency_key=replay.key if replay else None,

@@ -36,11 +36,12 @@ def clean_input(text: Any) -> str:
     return gate.check_markup(arguments.INPUT(text))
 
 
-def task_type(text: str, override: Any) -> tuple[str, str]:
+def task_type(text: str, override: Any) -> tuple[str, str, int | None]:
+    """(task type, source, classifier version): see task_types.label."""
     if override not in (None, ""):
         override = arguments.TASK_TYPE(override)
     try:
-        return task_types.choose(gate.case_text(text)[0], override)  # the words, not the markup
+        return task_types.label(gate.case_text(text)[0], override)  # the words, not the markup
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
 

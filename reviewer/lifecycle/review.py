@@ -63,7 +63,7 @@ def start_session(
 ) -> dict[str, Any]:
     domain_obj = inputs.domain_named(domain)
     text = inputs.clean_input(input_text)
-    task, task_source = inputs.task_type(text, task_type)
+    task, task_source, labelled_by = inputs.task_type(text, task_type)
     preset = task_types.preset_for(domain_obj, task)
     params = inputs.sampling_params(domain_obj, seed, max_new_tokens, decoding, preset)
     inputs.check_context_fits(domain_obj, text, params.max_new_tokens)
@@ -79,6 +79,7 @@ def start_session(
             pause_budget=domain_obj.pause_budget(),
             task_type=task,
             task_source=task_source,
+            task_classifier_version=labelled_by,
         )
         started = {"domain": domain_obj.name, "input": text, "decoding": params.to_dict()}
         started |= {"task_type": task, "task_source": task_source}

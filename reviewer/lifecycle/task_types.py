@@ -158,12 +158,19 @@ def shipped_classifier() -> TaskClassifier:
     return TaskClassifier().fit(load_examples())
 
 
-def classifier() -> TaskClassifier:
-    """The classifier used at session start: the enabled retrained version (reviewer/
-    analytics/task_models.py), else the shipped one."""
+SHIPPED_VERSION = 0  # the version number the shipped classifier labels as
+
+
+def labeller() -> tuple[int, TaskClassifier]:
+    """The classifier used at session start and its version: the enabled retrained version
+    (reviewer/analytics/task_models.py), else the shipped one."""
     from reviewer.analytics import task_models
 
-    return task_models.active_classifier() or shipped_classifier()
+    return task_models.active_labeller() or (SHIPPED_VERSION, shipped_classifier())
+
+
+def classifier() -> TaskClassifier:
+    return labeller()[1]
 
 
 def classify(text: str) -> str:
@@ -196,6 +203,13 @@ def check_task_type(task_type: str) -> str:
 
 def choose(text: str, override: str | None = None) -> tuple[str, str]:
     """(task type, where it came from): the reviewer's override, else the classifier's label."""
+    task, source, _version = label(text, override)
+    return task, source
+
+
+def label(text: str, override: str | None = None) -> tuple[str, str, int | None]:
+    """As ``choose``, and the version of the classifier that labelled it (None: overridden)."""
     if override not in (None, ""):
-        return check_task_type(override), "override"
-    return classify(text), "classifier"
+        return check_task_type(override), "override", None
+    version, model = labeller()
+    return model.predict(text), "classifier", version

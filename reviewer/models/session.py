@@ -186,6 +186,15 @@ class ReviewSession(models.Model):
     task_source = models.CharField(
         _("task source"), max_length=10, blank=True, help_text=_("'classifier' or 'override'")
     )
+    # Which classifier labelled it, so that its live accuracy is the version's in use. Null:
+    # a session from before this was kept.
+    task_classifier_version = models.PositiveIntegerField(
+        _("task classifier version"),
+        null=True,
+        blank=True,
+        default=0,
+        help_text=_("The classifier version that labelled it (0: the shipped one)"),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
