@@ -187,3 +187,19 @@ def test_an_admin_who_makes_another_the_only_reviewer_frees_the_session_at_once(
     taken = api_client(bob).post(url, content_type="application/json")
     assert taken.status_code == 200 and taken.json()["claimed_by"] == "bob"
     assert audit.first_broken_record() is None
+
+
+def test_a_decided_session_still_names_its_reviewer_once_their_account_is_deleted(
+    floor, alice, monkeypatch
+):
+    stub_worker(monkeypatch)
+    S.objects.filter(pk=floor.pk).update(status=S.GENERATED)
+    lifecycle.claim(alice, floor.pk)
+    lifecycle.approve(alice, floor.pk, "fine")
+    alice.delete()  # she approved without editing: nothing of hers protects the account
+    floor.refresh_from_db()
+    assert floor.claimed_by_id is None
+    assert (floor.reviewer_name, floor.decided_by) == ("alice", "alice")
+    client = Client()
+    client.force_login(type(alice).objects.create_superuser("root2", password="x-Root-42"))
+    assert client.get(f"/api/sessions/{floor.pk}").json()["reviewer"] == "alice"

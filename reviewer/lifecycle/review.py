@@ -349,8 +349,8 @@ def _decide(user: User, session_id: Any, status: str, command: str, comment: str
         if status == S.COMPLETED:
             gateway.check_ends_before_its_stop(session)
         close_open_pause(session, outcome=status)
-        session.decision_comment = comment
-        session.save(update_fields=["decision_comment"])
+        session.decision_comment, session.decided_by = comment, user.username
+        session.save(update_fields=["decision_comment", "decided_by"])
         audit.append(command, user.username, session, {"comment": comment, "text": session.text})
         finish(session, status)
     return summary(session)

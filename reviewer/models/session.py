@@ -176,6 +176,14 @@ class ReviewSession(models.Model):
         help_text=_("The error's template and values, to show it in the reader's language"),
     )
     decision_comment = models.TextField(_("decision comment"), blank=True)
+    # Kept as named at the decision: the session still says who reviewed it once the account
+    # that claimed it is gone (claimed_by is cleared with it).
+    decided_by = models.CharField(
+        _("decided by"),
+        max_length=150,
+        blank=True,
+        help_text=_("The reviewer who approved or rejected it; empty for the system's approval"),
+    )
     task_type = models.CharField(
         _("task type"),
         max_length=20,
@@ -252,9 +260,10 @@ class ReviewSession(models.Model):
 
     @property
     def reviewer_name(self) -> str:
-        """Who reviews it: the owner, else the reviewer who claimed it ('' before a claim)."""
+        """Who reviews it: the owner, else the reviewer who claimed it ('' before a claim), else
+        whoever decided it (a claimant whose account was deleted since)."""
         person = self.owner or self.claimed_by
-        return person.username if person is not None else ""
+        return person.username if person is not None else self.decided_by
 
 
 class PauseEvent(models.Model):
