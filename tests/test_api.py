@@ -116,6 +116,20 @@ def test_it_refuses_malformed_json(api):
     assert response.json() == {"error": "Request body is not valid JSON"}
 
 
+def test_it_refuses_a_key_given_twice_and_changes_nothing(api, alice):
+    session = make_session(alice)
+    before = snapshot()
+    body = '{"start": 4, "end": 11, "text": "woman", "start": 0}'
+    response = api.post(f"/api/sessions/{session.pk}/edit", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "Request body is not valid JSON here: the key 'start' appears twice"
+    }
+    nested = '{"domain": "clinical-notes", "input": "x", "decoding": {"top_k": 1, "top_k": 2}}'
+    assert api.post("/api/sessions", nested, content_type="application/json").status_code == 400
+    assert snapshot() == before
+
+
 def test_it_refuses_a_body_that_is_not_an_object(api):
     response = post(api, "/api/sessions", [1, 2])
     assert response.status_code == 400

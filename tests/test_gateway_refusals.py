@@ -97,6 +97,14 @@ def test_it_refuses_a_body_too_large_with_413(drafter):
     assert snapshot() == before and not S.objects.exists()
 
 
+def test_it_refuses_a_key_given_twice_in_openais_shape(drafter):
+    before = snapshot()
+    body = '{"model": "caesura:clinical-notes", "messages": [], "model": "caesura:contracts"}'
+    error = openai_error(post(drafter[1], "/v1/chat/completions", body), 400)
+    assert error["code"] == "invalid_json" and "the key 'model' appears twice" in error["message"]
+    assert snapshot() == before
+
+
 def test_it_answers_unknown_urls_and_wrong_methods_in_openais_shape(drafter):
     client = drafter[1]
     for path in ("/v1/embeddings", "/v1/", "/v1/responses/resp_1/extra"):

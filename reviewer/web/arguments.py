@@ -289,8 +289,9 @@ LIMIT = Integer("limit", 0, MAX_INT, "Most sessions to list (at most 1000 are se
 
 def loads(text: str | bytes, what: str | None = None) -> Any:
     """Strict JSON: no NaN or Infinity, no number beyond a float, no nesting deeper than
-    Python's parser follows. Anything else is refused with InvalidInput naming `what` (by
-    default the request body)."""
+    Python's parser follows, no key twice in an object (parsers differ on which one counts,
+    so a proxy or a log could read another command than the one run). Anything else is
+    refused with InvalidInput naming `what` (by default the request body)."""
     named = {"what": what or _("Request body")}
 
     def refuse_constant(name: str) -> NoReturn:
@@ -304,8 +305,19 @@ def loads(text: str | bytes, what: str | None = None) -> Any:
             raise InvalidInput(message % {**named, "value": shown(text)})
         return value
 
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in found:
+                message = _("%(what)s is not valid JSON here: the key %(key)s appears twice")
+                raise InvalidInput(message % {**named, "key": shown(key)})
+            found[key] = value
+        return found
+
     try:
-        return json.loads(text, parse_constant=refuse_constant, parse_float=finite)
+        return json.loads(
+            text, parse_constant=refuse_constant, parse_float=finite, object_pairs_hook=unique_keys
+        )
     except RecursionError:
         message = _("%(what)s is not valid JSON: it is nested too deeply")
         raise InvalidInput(message % named) from None
