@@ -200,3 +200,17 @@ def test_pages_are_still_redirected_to_https(client, settings):
     settings.SECURE_REDIRECT_EXEMPT = configured.SECURE_REDIRECT_EXEMPT
     response = client.get("/login/")
     assert response.status_code == 301 and response["Location"].startswith("https://")
+
+
+# --- the database's connect timeout ---------------------------------------------------------
+
+
+def test_a_connection_to_an_address_that_does_not_answer_gives_up_in_time():
+    from webapp.settings import database
+
+    assert database("postgres://u@db:5432/c", 0, 5)["OPTIONS"]["connect_timeout"] == 5
+    pooled = database("postgres://u@db:5432/c", 20, 3)["OPTIONS"]
+    assert pooled["connect_timeout"] == 3 and pooled["pool"]["max_size"] == 20
+    # The URL's own setting is kept.
+    own = database("postgres://u@db:5432/c?connect_timeout=9", 0, 5)["OPTIONS"]
+    assert own["connect_timeout"] in ("9", 9)

@@ -106,9 +106,12 @@ DATABASE_URL = env_url(
 # for a whole generation, so a bounded pool would bound the sessions a worker runs.
 DB_POOL_SIZE = env_int("CAESURA_DB_POOL_SIZE", 0, minimum=0)
 DB_POOL_WAIT_S = 10  # the longest a request waits for a pooled connection before a 503
+# A connection to an address that does not answer waits this long, not the system's TCP
+# timeout (minutes): a health probe, a request or a worker's task then fails in time to say so.
+DB_CONNECT_TIMEOUT_S = env_int("CAESURA_DB_CONNECT_TIMEOUT_S", 5, minimum=1)
 
 
-def database(url: str, pool_size: int) -> dict[str, Any]:
+def database(url: str, pool_size: int, connect_timeout_s: int = 5) -> dict[str, Any]:
     # A kept connection is checked before a request (or a worker's task) reuses it.
     try:
         parsed = dj_database_url.parse(
@@ -119,13 +122,19 @@ def database(url: str, pool_size: int) -> dict[str, Any]:
     if not parsed.get("NAME"):
         raise ImproperlyConfigured(f"DATABASE_URL={mask_url(url)!r} names no database")
     config: dict[str, Any] = dict(parsed)
+    options = dict(config.get("OPTIONS") or {})
+    options.setdefault("connect_timeout", connect_timeout_s)  # the URL's own wins
     if pool_size:
-        pool = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": DB_POOL_WAIT_S}
-        config["OPTIONS"] = {**dict(config.get("OPTIONS") or {}), "pool": pool}
+        options["pool"] = {
+            "min_size": min(2, pool_size),
+            "max_size": pool_size,
+            "timeout": DB_POOL_WAIT_S,
+        }
+    config["OPTIONS"] = options
     return config
 
 
-DATABASES = {"default": database(DATABASE_URL, DB_POOL_SIZE)}
+DATABASES = {"default": database(DATABASE_URL, DB_POOL_SIZE, DB_CONNECT_TIMEOUT_S)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")  # redis-py's
