@@ -69,9 +69,40 @@ def test_it_serves_the_same_page_from_a_worker_port(settings):
         port = probe.getsockname()[1]
     settings.CAESURA_WORKER_METRICS_PORT = port
     assert metrics.serve_worker_metrics() == port
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        names = {f.name for f in text_string_to_metric_families(answer.read().decode())}
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            names = {f.name for f in text_string_to_metric_families(answer.read().decode())}
+    finally:
+        metrics.stop_worker_metrics()
     assert "caesura_tokens_generated" in names
+
+
+@pytest.mark.django_db
+def test_a_workers_scrapes_share_one_database_connection(settings, monkeypatch):
+    from django.db import connection
+
+    backends: list[int] = []
+    counted = metrics.SessionGauges.collect
+
+    def spied(self):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backends.append(cursor.fetchone()[0])
+        yield from counted(self)
+
+    monkeypatch.setattr(metrics.SessionGauges, "collect", spied)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.CAESURA_WORKER_METRICS_PORT = port
+    assert metrics.serve_worker_metrics() == port
+    try:
+        for _ in range(3):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                assert answer.status == 200
+    finally:
+        metrics.stop_worker_metrics()  # and its thread's connection closes
+    assert len(backends) == 3 and len(set(backends)) == 1
 
 
 def test_it_serves_nothing_from_a_worker_without_a_port(settings):

@@ -13,11 +13,15 @@ import hmac
 import logging
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
+from django.db import close_old_connections, connections
 
 # Multiprocess mode is chosen from this variable: set it before any metric exists.
 METRICS_DIR = Path(settings.CAESURA_METRICS_DIR)
@@ -31,8 +35,8 @@ from prometheus_client import (  # noqa: E402
     Gauge,
     Histogram,
     generate_latest,
+    make_wsgi_app,
     multiprocess,
-    start_http_server,
 )
 from prometheus_client import values as _values  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
@@ -298,16 +302,55 @@ def scrape_allowed(request: HttpRequest) -> bool:
     return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
+class QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a scrape every few seconds is not news
+
+
+_worker_server: WSGIServer | None = None
+
+
 def serve_worker_metrics(worker_number: int = 0) -> int | None:
-    """Serve /metrics from this worker when CAESURA_WORKER_METRICS_PORT is set; the port used."""
+    """Serve /metrics from this worker when CAESURA_WORKER_METRICS_PORT is set; the port used.
+    One thread answers the scrapes in turn, so they share its database connection (kept while
+    it is fresh, as a task's is) instead of opening one each, in a thread of their own."""
+    global _worker_server
     base = settings.CAESURA_WORKER_METRICS_PORT
     if not base:
         return None
     port = base + worker_number
     try:
-        start_http_server(port, registry=registry())
+        server = make_server("0.0.0.0", port, scrape_app(), WSGIServer, QuietHandler)
     except OSError as exc:  # another worker of this host serves the same figures
         log.warning("worker metrics: port %s unavailable (%s)", port, exc)
         return None
+    _worker_server = server
+    threading.Thread(target=serve, args=(server,), name="worker-metrics", daemon=True).start()
     log.info("worker metrics on port %s", port)
     return port
+
+
+def scrape_app() -> Callable[..., Iterable[bytes]]:
+    app = make_wsgi_app(registry())
+
+    def scrape(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        close_old_connections()  # one past its age or broken is replaced
+        answer: Iterable[bytes] = app(environ, start_response)
+        return answer
+
+    return scrape
+
+
+def serve(server: WSGIServer) -> None:
+    try:
+        server.serve_forever()
+    finally:
+        connections.close_all()  # the thread's own
+
+
+def stop_worker_metrics() -> None:
+    global _worker_server
+    if _worker_server is not None:
+        _worker_server.shutdown()
+        _worker_server.server_close()
+        _worker_server = None
