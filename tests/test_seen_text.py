@@ -114,3 +114,17 @@ def test_it_refuses_a_seen_length_that_is_not_a_count(alice, session):
     )
     assert response.status_code == 400
     assert "seen_length" in response.json()["error"]
+
+
+def test_it_checks_the_words_seen_even_without_the_length(alice, session):
+    refused(lambda: lifecycle.edit(alice, session.pk, *SPAN, "woman", seen="patron"))
+
+
+def test_it_refuses_a_range_outside_the_text_as_such_when_the_length_is_the_one_seen(
+    alice, session
+):
+    with pytest.raises(lifecycle.CommandError) as caught:
+        lifecycle.edit(alice, session.pk, 30, 33, "x", seen_length=len(TEXT), seen="abc")
+    assert caught.value.status == 400 and "outside the text" in str(caught.value)
+    # A page that saw a longer text is told the text changed: it reads it again.
+    refused(lambda: lifecycle.edit(alice, session.pk, 30, 33, "x", seen_length=40, seen="abc"))

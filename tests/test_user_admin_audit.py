@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, User
 
+from reviewer import lifecycle
 from reviewer.lifecycle import audit
-from reviewer.models import ApiToken, AuditRecord
+from reviewer.models import ApiToken, AuditRecord, ReviewSession
+from tests.floor_factory import gateway_session
 from tests.session_factory import clinical_notes
 
 pytestmark = pytest.mark.django_db
@@ -87,13 +89,21 @@ def test_it_keeps_a_deleted_users_row_and_what_went_with_it(staff, alice, admin_
     domain = clinical_notes()
     domain.reviewers.add(alice)
     ApiToken.objects.create(user=alice, key="0" * 64)
+    held = gateway_session()
+    lifecycle.claim(alice, held.pk)
+    decided = gateway_session(ReviewSession.COMPLETED, claimed_by=alice)  # hers, ended
     answer = staff.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
     assert answer.status_code == 302
     assert not User.objects.filter(username="alice").exists()
     [(actor, payload)] = records("user_deleted")
     assert actor == admin_user.username
     assert payload["fields"]["username"] == "alice" and "password" not in payload["fields"]
-    assert payload["deleted_with"] == {"review_domains": [domain.slug], "api_token": True}
+    assert payload["deleted_with"] == {
+        "review_domains": [domain.slug],
+        "api_token": True,
+        "claims": [held.pk],  # not the ended session she reviewed
+    }
+    assert decided.pk != held.pk
     assert audit.first_broken_record() is None
 
 

@@ -50,7 +50,9 @@ class AuditedUserAdmin(AuditedChanges[User], UserAdmin[User]):
             went["review_domains"] = domains
         if hasattr(obj, "api_token"):
             went["api_token"] = True
-        claims = sorted(obj.claimed_sessions.values_list("pk", flat=True))
+        # Held now: an ended session keeps its claimant as its reviewer, and goes to no queue.
+        held = obj.claimed_sessions.filter(claim_expires_at__isnull=False)
+        claims = sorted(held.values_list("pk", flat=True))
         if claims:
             went["claims"] = claims
         return went

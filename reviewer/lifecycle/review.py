@@ -181,7 +181,7 @@ def edit(
     start, end = arguments.START(start), arguments.END(end)
     text = arguments.EDIT_TEXT(text)
     with command_on(user, session_id, EDITABLE, "edit", edits_applied=True) as session:
-        transitions.require_seen(session, seen_length, seen, (start, end))
+        transitions.require_seen(session, seen_length, seen, (start, end))  # a stale page's
         if not 0 <= start <= end <= len(session.text):
             raise InvalidInput(
                 _("Edit range %(start)s..%(end)s is outside the text (0..%(length)s)")

@@ -172,9 +172,9 @@ def require_seen(
     span's words) acts on that text or not at all: a page that queued it offline may not have
     heard of another tab's edit yet, and its offsets would land on other words."""
     text = session.text
-    if seen_length is None:
-        return
-    if len(text) == seen_length and (seen is None or text[span[0] : span[1]] == seen):
+    same_length = seen_length is None or len(text) == seen_length
+    inside = 0 <= span[0] <= span[1] <= len(text)  # else the range is refused as such (400)
+    if same_length and (seen is None or not inside or text[span[0] : span[1]] == seen):
         return
     raise TextChanged(
         _(

@@ -4,6 +4,7 @@
 // or `truncated` event (or its error), and goes then: a click right after an edit is never
 // refused for it, nor lost.
 import { $, data, fill, L } from "./page.js";
+import { textOf } from "./fold.js";
 import { notify } from "./notice.js";
 import { send } from "./socket.js";
 import { AFTER_EDITS, messageBytes, QUEUES_EDIT, refusedForAnEdit, refusedOnAnotherText } from "./outbox.js";
@@ -17,6 +18,9 @@ const EDIT_HEARD_WITHIN_MS = 30_000;
 const RETRY_REFUSED_MS = 2000; // "…still being applied; retry shortly", for an edit not ours
 const MAX_REFUSALS = 60; // two minutes of it: the refusal is shown
 const MAX_REREADS = 3; // of a command refused as made on another text
+// The change behind such a refusal reaches the page as an event, maybe after the refusal:
+// the command waits that long for the text to change before it reads it again all the same.
+const TEXT_CHANGE_WITHIN_MS = 3000;
 const CHECK_HELD_MS = 1000;
 let pendingTimer = null;
 let heldTimer = null;
@@ -57,6 +61,10 @@ const socketOpen = () => store.state.socket?.readyState === WebSocket.OPEN;
 // or no socket: it goes again with the next flush).
 function go(entry) {
   const now = Date.now();
+  if (entry.refusedOn !== undefined && entry.refusedOn !== textOf(store.state.tokens)) {
+    entry.refusedOn = undefined; // the change it was refused for has come: it may go
+    entry.retryAt = 0;
+  }
   for (const [id, since] of unapplied) if (now - since > EDIT_HEARD_WITHIN_MS) unapplied.delete(id);
   if (outbox().mustWait(entry, unapplied.size, now)) {
     if (!entry.held) entry.since = now;
@@ -69,6 +77,7 @@ function go(entry) {
   if (entry.prepare && socketOpen()) {
     try {
       Object.assign(entry.message, entry.prepare());
+      entry.preparedOn = textOf(store.state.tokens); // the text it was made on
     } catch (error) {
       outbox().take(entry.message.command_id);
       entry.reject(error);
@@ -119,6 +128,13 @@ export function editApplied(id) {
 
 export const waitingFor = (...names) => outbox().waitingFor(...names);
 
+// A command refused as made on another text goes as soon as the text changes.
+export function bindCommands() {
+  store.subscribe("tokens", () => {
+    if (outbox().held().some((entry) => entry.refusedOn !== undefined)) releaseHeld();
+  });
+}
+
 // Whatever is still unanswered goes again, oldest first, under its first command_id: one
 // that reached the server before the drop is answered from the server's receipt, not rerun.
 export function flush() {
@@ -164,10 +180,12 @@ export function reply(message) {
     return;
   }
   if (readAgain(waiting, message)) {
-    // Made on a text the page had not caught up with (another tab's edit, whose event came
-    // since): read again from the text as it is now, or refused there if its words are gone.
+    // Made on a text the page had not caught up with (another tab's edit): read again from
+    // the text once its change has come, or refused there if its words are gone.
     waiting.rereads += 1;
     waiting.prepare = waiting.prepareAgain;
+    waiting.refusedOn = waiting.preparedOn; // goes at once if the change came meanwhile
+    waiting.retryAt = Date.now() + TEXT_CHANGE_WITHIN_MS;
     go(waiting);
     renderPending();
     return;
