@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from inference.config import SamplingConfigError, SamplingParams
 from inference.loader import ModelNotFoundError, load_engine
 from reviewer.analytics import diagnostics as diag
+from reviewer.management import input_files
 
 if TYPE_CHECKING:
     from inference.transformers_backend.engine import Engine
@@ -80,20 +80,9 @@ class Command(BaseCommand):
                 self.print_trace(name, number, results[name][number - 1])
 
     def prompts(self, path: Path, limit: int) -> list[str]:
-        if not path.exists():
-            raise CommandError(f"No prompt file at {path}")
-        if not path.is_file():
-            raise CommandError(f"--prompts {path}: not a file (a directory?); give a prompt file")
-        try:
+        input_files.require_file("--prompts", path, "a prompt file")
+        with input_files.reading("--prompts", path):
             prompts = diag.read_prompts(path)
-        except UnicodeDecodeError as exc:
-            raise CommandError(
-                f"--prompts {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
-        except csv.Error as exc:
-            raise CommandError(f"--prompts {path}: not a readable CSV file ({exc})") from None
-        except OSError as exc:
-            raise CommandError(f"--prompts {path}: cannot read it ({exc.strerror})") from None
         prompts = prompts[:limit] if limit else prompts
         if not prompts:
             raise CommandError(f"{path} holds no prompts")

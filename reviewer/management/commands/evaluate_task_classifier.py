@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reviewer.lifecycle import task_types
+from reviewer.management import input_files
 
 
 class Command(BaseCommand):
@@ -58,38 +59,35 @@ REQUIRED = ("text", "label")
 
 def read_examples(path: Path) -> list[task_types.Example]:
     """The labelled examples of ``path``; CommandError saying what is wrong with the file."""
-    if not path.exists():
-        raise CommandError(f"--data {path}: no such file")
-    if not path.is_file():
-        raise CommandError(f"--data {path}: not a file (a directory?); give a CSV file")
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            columns = reader.fieldnames or []
-            missing = [name for name in REQUIRED if name not in columns]
-            if missing:
+    input_files.require_file("--data", path, "a CSV file")
+    with input_files.reading("--data", path):
+        check_rows(path)
+        try:
+            return task_types.load_examples(path)
+        except UnicodeDecodeError:
+            raise  # said by reading()
+        except ValueError as exc:  # an unknown label: the message names them
+            raise CommandError(str(exc)) from None
+
+
+def check_rows(path: Path) -> None:
+    """The columns the examples need, in the first row, and in every row after it."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        missing = [name for name in REQUIRED if name not in columns]
+        if missing:
+            raise CommandError(
+                f"--data {path}: no {' or '.join(repr(m) for m in missing)} column; the"
+                " first row must name the columns: text,label[,domain,lang]"
+                f" (it has {', '.join(repr(c) for c in columns) or 'none'})"
+            )
+        for row in reader:
+            if any(row.get(name) is None for name in REQUIRED):
                 raise CommandError(
-                    f"--data {path}: no {' or '.join(repr(m) for m in missing)} column; the"
-                    " first row must name the columns: text,label[,domain,lang]"
-                    f" (it has {', '.join(repr(c) for c in columns) or 'none'})"
+                    f"--data {path}, line {reader.line_num}: the row has no"
+                    f" {' or '.join(n for n in REQUIRED if row.get(n) is None)}"
                 )
-            for row in reader:
-                if any(row.get(name) is None for name in REQUIRED):
-                    raise CommandError(
-                        f"--data {path}, line {reader.line_num}: the row has no"
-                        f" {' or '.join(n for n in REQUIRED if row.get(n) is None)}"
-                    )
-        return task_types.load_examples(path)
-    except UnicodeDecodeError as exc:
-        raise CommandError(
-            f"--data {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
-    except csv.Error as exc:
-        raise CommandError(f"--data {path}: not a readable CSV file ({exc})") from None
-    except ValueError as exc:  # an unknown label: the message names them
-        raise CommandError(str(exc)) from None
-    except OSError as exc:
-        raise CommandError(f"--data {path}: cannot read it ({exc.strerror})") from None
 
 
 def confusion_table(confusion: dict[str, dict[str, int]]) -> str:
