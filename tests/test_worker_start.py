@@ -98,3 +98,28 @@ def test_a_real_worker_without_a_model_exits_non_zero_and_is_not_counted(
     while name in health.alive_workers() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert name not in health.alive_workers()  # gone at once, not one TTL later
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopped_beat_announces_the_worker_no_more(monkeypatch, settings):
+    from reviewer.worker import heartbeat, liveness
+
+    monkeypatch.setattr(heartbeat, "SWEEP_S", 0.05)
+    monkeypatch.setattr(liveness, "_holder", None)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    name = "beat-stopped-fix@host"
+    thread = heartbeat.start(name)
+    try:
+        assert client.exists(health.alive_key(name))
+        heartbeat.stop(name)
+        thread.join(timeout=5)
+        assert not thread.is_alive()  # the beat ended with the stop
+        time.sleep(0.2)  # four beats' time: none announced it again
+        assert not client.exists(health.alive_key(name))
+        heartbeat.announce(name)  # nor does a late announcement
+        assert not client.exists(health.alive_key(name))
+    finally:
+        heartbeat.stop(name)
+        liveness._close(liveness._holder)  # the lock start took, as the process's end would
+        liveness._holder = None
+        heartbeat.loading.clear()

@@ -29,10 +29,24 @@ CLAIM_SWEEP_S = 15
 FAILURE_RETRY_S = 10
 
 
+class _Beat:
+    """The running beat: once stopped it announces nothing more (a worker that could not load
+    its engine says so and exits; a last beat must not announce it alive meanwhile)."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()  # an announcement and the stop, one after the other
+
+
+_beat = _Beat()
+
+
 def start(hostname: str) -> threading.Thread:
     """Hold this process's liveness lock, announce it in Redis for /healthz, and every second
     take back the sessions of workers that died (this one's previous incarnation included).
     It says the worker loads its model until ``loaded``."""
+    global _beat
+    _beat = current = _Beat()
     loading.set()
     liveness.hold(hostname)
     _guarded("orphan sweep", recover_orphans)  # a previous incarnation's sessions, at once
@@ -40,8 +54,7 @@ def start(hostname: str) -> threading.Thread:
 
     def beat() -> None:
         quiet_until, next_claim_sweep, next_failure_retry = 0.0, 0.0, 0.0
-        while True:
-            time.sleep(SWEEP_S)
+        while not current.stopped.wait(SWEEP_S):
             if _guarded("liveness lock", lambda: liveness.hold(hostname)):
                 # Lost with the connection: Postgres restarted, or was out of reach. The
                 # other workers are taking their locks again too; give them time to.
@@ -78,12 +91,15 @@ def loading_model(hostname: str, load: Callable[[], object]) -> None:
 
 
 def announce(hostname: str) -> None:
-    client = redis_client()
-    client.set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
-    if loading.is_set():
-        client.set(loading_key(hostname), 1, ex=ALIVE_TTL_S)
-    else:
-        client.delete(loading_key(hostname))
+    with _beat.lock:
+        if _beat.stopped.is_set():
+            return
+        client = redis_client()
+        client.set(alive_key(hostname), time.time(), ex=ALIVE_TTL_S)
+        if loading.is_set():
+            client.set(loading_key(hostname), 1, ex=ALIVE_TTL_S)
+        else:
+            client.delete(loading_key(hostname))
 
 
 def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
@@ -97,6 +113,8 @@ def _guarded(what: str, step: Callable[[], _T]) -> _T | None:
 
 
 def stop(hostname: str) -> None:
+    with _beat.lock:  # after an announcement under way, before any other
+        _beat.stopped.set()
     redis_client().delete(alive_key(hostname), loading_key(hostname))
 
 
