@@ -10,6 +10,8 @@
 // One made on a text the server no longer has (409, code text_changed) is read again from the
 // text as the page has it by then, where its words still are, and goes again.
 
+import { ERROR_CODE } from "./protocol.js";
+
 // The commands whose answer names an edit queued for the worker (`result.edit`).
 export const QUEUES_EDIT = Object.freeze(["edit", "choose", "rollback"]);
 // The commands the server runs only once every edit is applied (transitions.require_applied_edits).
@@ -140,8 +142,8 @@ export const messageBytes = (message) => new TextEncoder().encode(JSON.stringify
 
 // The server's refusal of a command while an edit is still on its way to the worker
 // (EditPending in reviewer/lifecycle/transitions.py): known by its code, whatever the language.
-export const refusedForAnEdit = (message) => message.type === "error" && message.status === 409 && message.code === "edit_pending";
+export const refusedForAnEdit = (message) => message.type === "error" && message.status === 409 && message.code === ERROR_CODE.EDIT_PENDING;
 
 // The refusal of a command made on another text than the session's (TextChanged): the page
 // had not heard of a change yet, as after a reconnect, whose replay comes after it went.
-export const refusedOnAnotherText = (message) => message.type === "error" && message.status === 409 && message.code === "text_changed";
+export const refusedOnAnotherText = (message) => message.type === "error" && message.status === 409 && message.code === ERROR_CODE.TEXT_CHANGED;

@@ -74,17 +74,17 @@ export const COMMAND_ARGUMENTS = deepFreeze({
   "approve": {"required": [], "optional": ["comment"]},
   "attention": {"required": ["layer"], "optional": []},
   "cancel": {"required": [], "optional": []},
-  "choose": {"required": ["token_id"], "optional": []},
+  "choose": {"required": ["token_id"], "optional": ["seen_length"]},
   "claim": {"required": [], "optional": []},
   "correct_task": {"required": ["task_type"], "optional": []},
-  "edit": {"required": ["start", "end", "text"], "optional": ["glossary_term"]},
+  "edit": {"required": ["start", "end", "text"], "optional": ["glossary_term", "seen_length", "seen"]},
   "mute": {"required": ["policy"], "optional": []},
   "pause": {"required": [], "optional": []},
   "reassign": {"required": ["reviewer"], "optional": []},
   "reject": {"required": ["comment"], "optional": []},
   "release": {"required": [], "optional": []},
   "resume": {"required": [], "optional": []},
-  "rollback": {"required": ["position"], "optional": []},
+  "rollback": {"required": ["position"], "optional": ["seen_length"]},
   "unmute": {"required": ["policy"], "optional": []},
 });
 
@@ -128,4 +128,10 @@ export const TRANSITIONS = deepFreeze({
 export const CLOSE = deepFreeze({
   "UNAUTHENTICATED": 4401,
   "NOT_FOUND": 4404,
+});
+
+// The refusals a page acts on: an error's `code`.
+export const ERROR_CODE = deepFreeze({
+  "EDIT_PENDING": "edit_pending",
+  "TEXT_CHANGED": "text_changed",
 });

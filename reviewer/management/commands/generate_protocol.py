@@ -66,6 +66,12 @@ def close_codes() -> dict[str, int]:
     return {"UNAUTHENTICATED": consumers.UNAUTHENTICATED, "NOT_FOUND": consumers.NOT_FOUND}
 
 
+def error_codes() -> dict[str, str]:
+    from reviewer.lifecycle.transitions import EditPending, TextChanged
+
+    return constants([c.code for c in (EditPending, TextChanged) if c.code is not None])
+
+
 def constants(names: list[str]) -> dict[str, str]:
     """``{"NAME": "name"}``: how the page spells a kind, a command or a status."""
     return {name.upper(): name for name in names}
@@ -98,6 +104,7 @@ def render() -> str:
         frozen("STATUS_GROUP", groups, "The statuses by what they allow."),
         frozen("TRANSITIONS", transitions, "The statuses each status may move to."),
         frozen("CLOSE", close_codes(), "Why the server closed the socket for good."),
+        frozen("ERROR_CODE", error_codes(), "The refusals a page acts on: an error's `code`."),
     ]
     return "\n".join(parts)
 
