@@ -3,9 +3,10 @@ sliding window, and drift of what it is asked to label, by a two-sample KS test 
 sessions' features against its training set's (p < 0.01 is drift, as in the design).
 
 Accuracy: of the most recent sessions the classifier in use labelled (its version is kept
-with each) that a reviewer judged, the share whose label stood. A session is judged when a reviewer corrected (or confirmed) its task type, or decided
-it (approved or rejected) without correcting it: a reviewer who read the whole text and let
-the label stand is taken to agree with it. A generation the system approved unread (its
+with each) that a reviewer judged, the share whose label stood. A session is judged when a
+reviewer corrected (or confirmed) its task type, or decided it (approved or rejected) without
+correcting it: a reviewer who read the whole text and let the label stand is taken to agree
+with it. A generation the system approved unread (its
 decision audited with the actor "system") was judged by nobody.
 
 Drift: three features per text, each its own KS test: the classifier's confidence (its
