@@ -4,6 +4,8 @@ session's pause stale."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from reviewer.models import ReviewSession
@@ -62,3 +64,42 @@ def test_a_current_segment_waits_for_the_last_one_and_makes_its_details_stale(
     assert runtime.run_segment(session.pk, "current", "w@host") == "generating"
     assert running.joined == 1 and started == [1]
     assert runtime.describer.epoch(session.pk) != epoch
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_taken_before_its_redispatch_commits_is_not_dropped_as_stale(alice):
+    """A redispatch sends its task before it commits (its row lock held): a worker quick
+    enough to look first must wait for the commit, not drop the only task of the session."""
+    import threading
+
+    from django.db import connections, transaction
+
+    session = make_session(alice, S.PAUSED, segment="before")
+    locked, looked = threading.Event(), {}
+
+    def redispatch() -> None:  # as reviewer.lifecycle.reports.redispatch does
+        try:
+            with transaction.atomic():
+                S.objects.select_for_update().filter(pk=session.pk).update(segment="after")
+                locked.set()
+                time.sleep(0.5)  # the task is sent and taken here, before the commit
+        finally:
+            connections.close_all()
+
+    def worker() -> None:
+        try:
+            locked.wait(5)
+            looked["current"] = runtime.is_current(session.pk, "after")
+            looked["at"] = time.monotonic()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=redispatch), threading.Thread(target=worker)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert looked["current"] is True
+    assert looked["at"] - started >= 0.4  # it waited for the commit
+    assert runtime.is_current(session.pk, "before") is False  # stale, once committed

@@ -112,9 +112,17 @@ def run_segment(session_id: int, segment: str, hostname: str) -> str:
 
 def is_current(session_id: int, segment: str) -> bool:
     """Whether ``segment`` is the session's segment and the session goes on: a first look,
-    without the lock that ``begin_segment`` claims it under."""
+    without the lock that ``begin_segment`` claims it under. What looks stale is looked at
+    again under the row's lock: a redispatch sends its task before it commits (reviewer/
+    lifecycle/reports.py), and a worker that takes the task first would read the segment
+    before it and drop the only task that runs the session."""
     sessions = ReviewSession.objects.filter(pk=session_id, segment=segment)
-    return sessions.exclude(status__in=statuses.FINAL).exists()
+    if sessions.exclude(status__in=statuses.FINAL).exists():
+        return True
+    with transaction.atomic():  # waits for a transaction that holds the row, then reads
+        row = ReviewSession.objects.select_for_update().filter(pk=session_id)
+        found = row.values_list("segment", "status").first()
+    return found is not None and found[0] == segment and found[1] not in statuses.FINAL
 
 
 def start_generating(session: ReviewSession, state: DecodeState | None) -> None:
