@@ -62,11 +62,15 @@ def test_it_serves_every_metric_in_the_text_format(client, alice):
     assert value(samples, "caesura_sessions_running") == 0
 
 
-@pytest.mark.django_db
-def test_it_serves_the_same_page_from_a_worker_port(settings):
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.django_db
+def test_it_serves_the_same_page_from_a_worker_port(settings):
+    port = free_port()
     settings.CAESURA_WORKER_METRICS_PORT = port
     assert metrics.serve_worker_metrics() == port
     try:
@@ -91,9 +95,7 @@ def test_a_workers_scrapes_share_one_database_connection(settings, monkeypatch):
         yield from counted(self)
 
     monkeypatch.setattr(metrics.SessionGauges, "collect", spied)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     settings.CAESURA_WORKER_METRICS_PORT = port
     assert metrics.serve_worker_metrics() == port
     try:
